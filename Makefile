@@ -1,0 +1,39 @@
+# The two commands a newcomer needs: `make run` (the service on the local stack) and
+# `make test` (the whole suite). Everything else is set up by the targets themselves.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test lint pytest setup redis-server clean
+
+$(STAMP): requirements.txt requirements-dev.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -r requirements-dev.txt
+	touch $@
+
+# Tests and the local stack start their own redis-server; install it if the machine lacks it.
+redis-server:
+	@command -v redis-server >/dev/null 2>&1 || { \
+	  echo "installing redis-server from Debian's packages"; \
+	  apt-get update -qq && apt-get install -y -qq redis-server >/dev/null; }
+
+setup: $(STAMP) redis-server
+
+run: setup
+	$(BIN)/python -m devstack
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+pytest: setup
+	$(BIN)/pytest
+
+test: lint pytest
+
+clean:
+	rm -rf $(VENV) .devstack .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,36 @@
+"""The lab spawner service: the app factory."""
+
+from __future__ import annotations
+
+from flask import Flask
+
+from app.config import Config, load_config
+from app.extensions import gafaelfawr_ext, kubernetes_ext, redis_ext
+from app.log import configure_logging
+from app.web.errors import register_error_handlers
+
+
+def create_app(config: Config | None = None) -> Flask:
+    """Build the service from ``config``, or from the file named by the environment.
+
+    Each gunicorn worker calls this after forking, so every process gets its own Redis
+    pool, Kubernetes client and Gafaelfawr session.
+    """
+    if config is None:
+        config = load_config()
+    configure_logging(config.log_level)
+
+    app = Flask(__name__)
+    app.config["SPAWNER"] = config
+    app.json.sort_keys = False  # type: ignore[attr-defined]
+
+    redis_ext.init_app(app, config.redis)
+    kubernetes_ext.init_app(app, config.kubernetes)
+    gafaelfawr_ext.init_app(app, config)
+
+    register_error_handlers(app)
+
+    from blueprints.health import health
+
+    app.register_blueprint(health)
+    return app

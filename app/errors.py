@@ -1,0 +1,62 @@
+"""Errors the service reports to its callers.
+
+Every error leaves the service as the same JSON shape (see ``app.schemas.errors``): a
+machine-readable ``code``, a human ``message`` and, for input problems, the ``field`` at fault.
+Services raise these; the HTTP layer turns them into responses.
+"""
+
+from __future__ import annotations
+
+
+class ServiceError(Exception):
+    """Base of every error with a defined HTTP status and code."""
+
+    status: int = 500
+    code: str = "internal_error"
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+
+class InvalidRequestError(ServiceError):
+    """The request body or parameters are malformed or name something unknown."""
+
+    status = 422
+    code = "invalid_request"
+
+
+class AuthenticationError(ServiceError):
+    """No token, or a token Gafaelfawr does not recognise."""
+
+    status = 401
+    code = "not_authenticated"
+
+
+class PermissionDeniedError(ServiceError):
+    """A valid token without the scope or identity the route needs."""
+
+    status = 403
+    code = "permission_denied"
+
+
+class NotFoundError(ServiceError):
+    """The named object does not exist."""
+
+    status = 404
+    code = "not_found"
+
+
+class ConflictError(ServiceError):
+    """The request contradicts the current state (for example, a lab already exists)."""
+
+    status = 409
+    code = "conflict"
+
+
+class DependencyUnavailableError(ServiceError):
+    """A service we depend on (Gafaelfawr, Redis, Kubernetes) did not answer usefully."""
+
+    status = 503
+    code = "dependency_unavailable"

@@ -1,0 +1,1 @@
+"""Plain data objects passed between the layers of the service."""

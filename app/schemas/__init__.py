@@ -1,0 +1,1 @@
+"""Marshmallow schemas for the configuration and every request and response body."""

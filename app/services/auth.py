@@ -1,0 +1,84 @@
+"""Who may call what.
+
+The ingress in front of the service already checks scopes, but the service is the only
+holder of cluster permissions, so it verifies every token itself and never trusts a username
+header that no verified token backs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from app.errors import AuthenticationError, PermissionDeniedError
+from app.models.identity import Caller
+from app.storage.gafaelfawr import GafaelfawrClient
+
+ADMIN_SCOPE = "admin:notebook"
+"""Held by JupyterHub's own token and administrators."""
+
+EXEC_SCOPE = "exec:notebook"
+"""Held by users' tokens; lets a user act on their own lab."""
+
+USER_HEADER = "X-Auth-Request-User"
+TOKEN_HEADER = "X-Auth-Request-Token"
+
+
+@dataclass(frozen=True)
+class Grant:
+    """One way to be allowed: a scope, and whether the path's user must be the caller."""
+
+    scope: str
+    same_user: bool = False
+
+
+ADMIN = Grant(ADMIN_SCOPE)
+OWNER = Grant(EXEC_SCOPE, same_user=True)
+ANY_USER = Grant(EXEC_SCOPE)
+
+
+def bearer_token(headers: Mapping[str, str]) -> str | None:
+    """The request's token: the ``Authorization`` bearer, else Gafaelfawr's header."""
+    authorization = headers.get("Authorization", "")
+    scheme, _, value = authorization.partition(" ")
+    if scheme.lower() == "bearer" and value.strip():
+        return value.strip()
+    if authorization:
+        raise AuthenticationError("the Authorization header must be 'Bearer <token>'")
+    delegated = headers.get(TOKEN_HEADER, "").strip()
+    return delegated or None
+
+
+class AuthService:
+    """Authenticates requests against Gafaelfawr and applies route grants."""
+
+    def __init__(self, gafaelfawr: GafaelfawrClient) -> None:
+        self._gafaelfawr = gafaelfawr
+
+    def authenticate(self, headers: Mapping[str, str]) -> Caller:
+        token = bearer_token(headers)
+        if token is None:
+            raise AuthenticationError("no token: send 'Authorization: Bearer <token>'")
+        data = self._gafaelfawr.token_info(token)
+        claimed = headers.get(USER_HEADER)
+        if claimed is not None and claimed != data.username:
+            raise PermissionDeniedError(
+                f"the {USER_HEADER} header does not match the token's user"
+            )
+        return Caller(token=token, data=data)
+
+    @staticmethod
+    def authorize(caller: Caller, grants: tuple[Grant, ...], path_user: str | None) -> None:
+        """Pass if any grant allows the caller; else explain what was missing."""
+        for grant in grants:
+            if grant.scope not in caller.data.scopes:
+                continue
+            if grant.same_user and path_user is not None and path_user != caller.username:
+                continue
+            return
+        needed = " or ".join(sorted({g.scope for g in grants}))
+        if any(g.scope in caller.data.scopes for g in grants):
+            raise PermissionDeniedError(
+                f"user {caller.username} may not act for user {path_user}"
+            )
+        raise PermissionDeniedError(f"the token lacks the required scope: {needed}")

@@ -1,0 +1,1 @@
+"""Clients of what the service talks to: Redis, Kubernetes, Gafaelfawr and registries."""

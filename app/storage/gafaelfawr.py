@@ -1,0 +1,125 @@
+"""Gafaelfawr's HTTP API, with answers cached briefly in Redis.
+
+Every worker and replica verifies each request's token. Caching token-info and user-info in
+the shared Redis keeps Gafaelfawr's load independent of how often JupyterHub polls. Cache
+keys are SHA-256 digests of the token, so Redis never holds a usable credential.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from typing import Any
+
+import redis
+import requests
+from marshmallow import Schema, ValidationError
+from requests.adapters import HTTPAdapter
+
+from app.config import GafaelfawrConfig
+from app.errors import AuthenticationError, DependencyUnavailableError
+from app.models.identity import TokenData, UserInfo
+from app.schemas.gafaelfawr import TokenInfoSchema, UserInfoSchema
+
+logger = logging.getLogger(__name__)
+
+_TOKEN_INFO = "/auth/api/v1/token-info"
+_USER_INFO = "/auth/api/v1/user-info"
+
+
+class GafaelfawrClient:
+    """Verifies tokens and fetches identities."""
+
+    def __init__(
+        self,
+        config: GafaelfawrConfig,
+        redis_client: redis.Redis,
+        key_prefix: str,
+        session: requests.Session | None = None,
+    ) -> None:
+        self._config = config
+        self._redis = redis_client
+        self._prefix = f"{key_prefix}gafaelfawr:"
+        if session is None:
+            session = requests.Session()
+            adapter = HTTPAdapter(pool_connections=4, pool_maxsize=64, max_retries=1)
+            session.mount("http://", adapter)
+            session.mount("https://", adapter)
+        self._session = session
+
+    def token_info(self, token: str) -> TokenData:
+        """What the token proves; ``AuthenticationError`` if Gafaelfawr rejects it."""
+        data = self._fetch("token-info", _TOKEN_INFO, token)
+        result: TokenData = self._parse(TokenInfoSchema(), data, "token-info")
+        return result
+
+    def user_info(self, token: str) -> UserInfo:
+        """The identity of the token's user: uid, gid, groups and quota."""
+        data = self._fetch("user-info", _USER_INFO, token)
+        result: UserInfo = self._parse(UserInfoSchema(), data, "user-info")
+        return result
+
+    def _cache_key(self, kind: str, token: str) -> str:
+        digest = hashlib.sha256(token.encode()).hexdigest()
+        return f"{self._prefix}{kind}:{digest}"
+
+    def _fetch(self, kind: str, path: str, token: str) -> Any:
+        key = self._cache_key(kind, token)
+        cached = self._cache_get(key)
+        if cached is not None:
+            return json.loads(cached)
+        try:
+            response = self._session.get(
+                self._config.url + path,
+                headers={"Authorization": f"Bearer {token}"},
+                timeout=self._config.timeout,
+            )
+        except requests.RequestException as exc:
+            logger.warning("Gafaelfawr %s request failed: %s", kind, type(exc).__name__)
+            raise DependencyUnavailableError(
+                "cannot verify the token: the authentication service is unavailable"
+            ) from None
+        if response.status_code in (401, 403):
+            raise AuthenticationError("the token is invalid or expired")
+        if response.status_code != 200:
+            logger.warning("Gafaelfawr %s answered HTTP %d", kind, response.status_code)
+            raise DependencyUnavailableError(
+                "cannot verify the token: the authentication service answered "
+                f"HTTP {response.status_code}"
+            )
+        try:
+            data = response.json()
+        except ValueError:
+            raise DependencyUnavailableError(
+                f"the authentication service's {kind} answer is not JSON"
+            ) from None
+        self._cache_set(key, json.dumps(data))
+        return data
+
+    def _cache_get(self, key: str) -> str | None:
+        if self._config.cache_seconds <= 0:
+            return None
+        try:
+            value = self._redis.get(key)
+        except redis.RedisError:
+            return None
+        return value if isinstance(value, str) else None
+
+    def _cache_set(self, key: str, value: str) -> None:
+        if self._config.cache_seconds <= 0:
+            return
+        try:
+            self._redis.set(key, value, ex=self._config.cache_seconds)
+        except redis.RedisError:
+            # The cache is an optimisation; a Redis outage must not turn into auth failures.
+            logger.warning("could not cache a Gafaelfawr answer: Redis unavailable")
+
+    @staticmethod
+    def _parse(schema: Schema, data: Any, kind: str) -> Any:
+        try:
+            return schema.load(data)
+        except ValidationError as exc:
+            raise DependencyUnavailableError(
+                f"the authentication service's {kind} answer is malformed: {exc.messages}"
+            ) from None

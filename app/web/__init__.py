@@ -1,0 +1,1 @@
+"""HTTP-layer helpers shared by the blueprints: authentication, errors, JSON bodies."""

@@ -1,0 +1,42 @@
+"""The ``requires`` decorator: authenticate the request and check the route's grants."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
+
+from flask import g, request
+
+from app.extensions import gafaelfawr_ext
+from app.models.identity import Caller
+from app.services.auth import AuthService, Grant
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def requires(*grants: Grant, user_arg: str = "username") -> Callable[[F], F]:
+    """Allow the route to callers matching any of ``grants``.
+
+    ``user_arg`` names the URL parameter holding the path's user, compared with the
+    token's user for grants with ``same_user``. The caller is left in ``g.caller``.
+    """
+
+    def decorate(view: F) -> F:
+        @functools.wraps(view)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            service = AuthService(gafaelfawr_ext.client)
+            caller = service.authenticate(request.headers)
+            service.authorize(caller, grants, kwargs.get(user_arg))
+            g.caller = caller
+            return view(*args, **kwargs)
+
+        wrapper.required_grants = grants  # type: ignore[attr-defined]
+        return cast(F, wrapper)
+
+    return decorate
+
+
+def current_caller() -> Caller:
+    """The caller authenticated by ``requires`` for this request."""
+    return cast(Caller, g.caller)

@@ -1,0 +1,48 @@
+"""Turn every failure into the one JSON error shape, with no tokens in it."""
+
+from __future__ import annotations
+
+import logging
+
+from flask import Flask, Response, jsonify
+from werkzeug.exceptions import HTTPException
+
+from app.errors import AuthenticationError, ServiceError
+
+logger = logging.getLogger(__name__)
+
+
+def error_response(status: int, code: str, message: str, field: str | None = None) -> Response:
+    body: dict[str, str] = {"code": code, "message": message}
+    if field is not None:
+        body["field"] = field
+    response = jsonify(body)
+    response.status_code = status
+    return response
+
+
+def _service_error(exc: ServiceError) -> Response:
+    response = error_response(exc.status, exc.code, exc.message, exc.field)
+    if isinstance(exc, AuthenticationError):
+        response.headers["WWW-Authenticate"] = 'Bearer realm="spawner"'
+    return response
+
+
+def _http_error(exc: HTTPException) -> Response:
+    code = (exc.name or "error").lower().replace(" ", "_")
+    response = error_response(exc.code or 500, code, exc.description or exc.name)
+    for name, value in exc.get_headers():
+        if name.lower() not in ("content-type", "content-length"):
+            response.headers[name] = value
+    return response
+
+
+def _unexpected(exc: Exception) -> Response:
+    logger.exception("unhandled error")
+    return error_response(500, "internal_error", "internal error; see the service logs")
+
+
+def register_error_handlers(app: Flask) -> None:
+    app.register_error_handler(ServiceError, _service_error)
+    app.register_error_handler(HTTPException, _http_error)
+    app.register_error_handler(Exception, _unexpected)

@@ -1,0 +1,1 @@
+"""HTTP routes, one blueprint per area. Each is thin: parse, authorize, call a service."""

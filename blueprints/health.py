@@ -1,0 +1,30 @@
+"""Liveness and readiness probes for Kubernetes; not routed by the ingress, no auth."""
+
+from __future__ import annotations
+
+from flask import Blueprint, Response, jsonify
+
+from app.services.health import check_readiness
+
+health = Blueprint("health", __name__)
+
+
+@health.get("/healthz")
+def healthz() -> Response:
+    """Alive: answers without touching any dependency, so a slow Redis never restarts us."""
+    return jsonify({"status": "ok"})
+
+
+@health.get("/readyz")
+def readyz() -> tuple[Response, int]:
+    """Ready only when Redis and the Kubernetes API both answer."""
+    report = check_readiness()
+    if report.ready:
+        return jsonify({"status": "ready", "checks": report.checks}), 200
+    failing = ", ".join(name for name, state in report.checks.items() if state != "ok")
+    body = {
+        "code": "not_ready",
+        "message": f"not ready: {failing} unavailable",
+        "checks": report.checks,
+    }
+    return jsonify(body), 503

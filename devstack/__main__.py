@@ -1,0 +1,62 @@
+"""``python -m devstack``: run the service on the local stack until interrupted."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+from types import FrameType
+
+from devstack.stack import REPO_ROOT, LocalStack, StackOptions
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--port", type=int, default=int(os.environ.get("SPAWNER_PORT", 8080)))
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--nodes", type=int, default=3)
+    parser.add_argument("--state-dir", type=Path, default=REPO_ROOT / ".devstack")
+    args = parser.parse_args(argv)
+
+    options = StackOptions(
+        state_dir=args.state_dir,
+        redis_url=os.environ.get("SPAWNER_REDIS_URL") or None,
+        spawner_port=args.port,
+        workers=args.workers,
+        nodes=args.nodes,
+    )
+    stack = LocalStack(options)
+    stopping = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stopping.set()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    try:
+        stack.start()
+        state = stack.state()
+        print("\nThe lab spawner is running on the local stack:", flush=True)
+        for key in ("spawner_url", "kubernetes_url", "gafaelfawr_url", "registry_url"):
+            print(f"  {key:15} {state[key]}")
+        print(f"  {'redis_url':15} {state['redis_url']}")
+        print("Demo tokens:")
+        print(json.dumps(state["tokens"], indent=2))
+        print(f"Written to {options.state_dir / 'stack.json'}. Ctrl-C stops everything.")
+        sys.stdout.flush()
+        while not stopping.wait(0.5):
+            process = stack.spawner_process
+            if process is not None and process.poll() is not None:
+                print("gunicorn exited; stopping the stack", file=sys.stderr)
+                return 1
+        return 0
+    finally:
+        stack.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,203 @@
+"""The whole local stack: Redis, the three emulators, and the service under gunicorn.
+
+Used by ``make run`` (through ``python -m devstack``), by the test that runs the real
+gunicorn, and by the benchmarks. The emulators run as threads of this process; the service
+runs as a separate gunicorn process talking to them over HTTP, as it would in a cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import requests
+import yaml
+
+from devstack.demo import demo_registry_repositories, demo_tokens, demo_users
+from devstack.gafaelfawr import GafaelfawrEmulator
+from devstack.kube import KubernetesEmulator
+from devstack.kube.cluster import ClusterSettings
+from devstack.redis_process import RedisProcess, free_port
+from devstack.registry import RegistryEmulator
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SERVICE_NAMESPACE = "nublado"
+
+
+@dataclass
+class StackOptions:
+    """What to start and where."""
+
+    state_dir: Path = field(default_factory=lambda: REPO_ROOT / ".devstack")
+    redis_url: str | None = None
+    spawner_port: int = 0
+    workers: int = 2
+    nodes: int = 3
+    pull_seconds: float = 0.5
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+
+class LocalStack:
+    """Starts everything in dependency order and stops it in reverse."""
+
+    def __init__(self, options: StackOptions | None = None) -> None:
+        self.options = options or StackOptions()
+        self.redis: RedisProcess | None = None
+        self.redis_url = self.options.redis_url or ""
+        self.registry = RegistryEmulator(repositories=demo_registry_repositories())
+        self.kube = KubernetesEmulator(
+            settings=ClusterSettings(
+                pull_seconds=self.options.pull_seconds,
+                image_digest_resolver=self.registry.digest_for_reference,
+            )
+        )
+        self.gafaelfawr = GafaelfawrEmulator(
+            users=demo_users(), tokens=list(demo_tokens().values())
+        )
+        self.spawner_process: subprocess.Popen[bytes] | None = None
+        self.spawner_url = ""
+
+    # Start-up ------------------------------------------------------------------------
+
+    def start(self, *, spawner: bool = True) -> LocalStack:
+        state_dir = self.options.state_dir
+        state_dir.mkdir(parents=True, exist_ok=True)
+        if not self.redis_url:
+            self.redis = RedisProcess(state_dir / "redis").start()
+            self.redis_url = self.redis.url
+        self.registry.start()
+        self.kube.start()
+        for index in range(self.options.nodes):
+            self.kube.cluster.add_node(f"node-{index + 1}")
+        self.kube.store.create(
+            "namespaces",
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": SERVICE_NAMESPACE}},
+        )
+        self.gafaelfawr.start()
+        self._write_kubeconfig()
+        self._write_config()
+        if spawner:
+            self._start_spawner()
+        self._write_state()
+        return self
+
+    @property
+    def kubeconfig_path(self) -> Path:
+        return self.options.state_dir / "kubeconfig"
+
+    @property
+    def config_path(self) -> Path:
+        return self.options.state_dir / "config.yaml"
+
+    def _write_kubeconfig(self) -> None:
+        kubeconfig = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "devstack", "cluster": {"server": self.kube.url}}],
+            "users": [{"name": "devstack", "user": {"token": "devstack"}}],
+            "contexts": [
+                {"name": "devstack", "context": {"cluster": "devstack", "user": "devstack"}}
+            ],
+            "current-context": "devstack",
+        }
+        self.kubeconfig_path.write_text(yaml.safe_dump(kubeconfig), encoding="utf-8")
+
+    def service_config(self) -> dict[str, Any]:
+        """The service's configuration for this stack (as the YAML document)."""
+        return {
+            "logLevel": "INFO",
+            "namespacePrefix": "nublado",
+            "gafaelfawr": {"url": self.gafaelfawr.url, "cacheSeconds": 30},
+            "redis": {"url": self.redis_url},
+            "kubernetes": {
+                "mode": "kubeconfig",
+                "kubeconfig": str(self.kubeconfig_path),
+                "requestTimeout": 10,
+                "serviceNamespace": SERVICE_NAMESPACE,
+            },
+        }
+
+    def _write_config(self) -> None:
+        text = yaml.safe_dump(self.service_config(), sort_keys=False)
+        self.config_path.write_text(text, encoding="utf-8")
+
+    def _start_spawner(self, timeout: float = 60.0) -> None:
+        port = self.options.spawner_port or free_port()
+        env = dict(os.environ)
+        env.update(
+            {
+                "SPAWNER_BIND": f"127.0.0.1:{port}",
+                "SPAWNER_WORKERS": str(self.options.workers),
+                "SPAWNER_CONFIG_PATH": str(self.config_path),
+                "SPAWNER_REDIS_URL": self.redis_url,
+                "PYTHONUNBUFFERED": "1",
+            }
+        )
+        env.update(self.options.extra_env)
+        command = [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "wsgi:app"]
+        self.spawner_process = subprocess.Popen(command, cwd=REPO_ROOT, env=env)
+        self.spawner_url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.spawner_process.poll() is not None:
+                raise RuntimeError(
+                    f"gunicorn exited with code {self.spawner_process.returncode} at start-up"
+                )
+            try:
+                if requests.get(f"{self.spawner_url}/readyz", timeout=1).status_code == 200:
+                    return
+            except requests.RequestException:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("the service did not become ready in time")
+            time.sleep(0.1)
+
+    def state(self) -> dict[str, Any]:
+        """What ``.devstack/stack.json`` holds: addresses and demo tokens."""
+        tokens = {
+            name: {"token": spec.token, "username": spec.username, "scopes": list(spec.scopes)}
+            for name, spec in demo_tokens().items()
+        }
+        return {
+            "spawner_url": self.spawner_url,
+            "kubernetes_url": self.kube.url,
+            "gafaelfawr_url": self.gafaelfawr.url,
+            "registry_url": self.registry.url,
+            "redis_url": self.redis_url,
+            "tokens": tokens,
+        }
+
+    def _write_state(self) -> None:
+        path = self.options.state_dir / "stack.json"
+        path.write_text(json.dumps(self.state(), indent=2) + "\n", encoding="utf-8")
+
+    # Shutdown ------------------------------------------------------------------------
+
+    def stop_spawner(self, timeout: float = 30.0) -> int | None:
+        """SIGTERM gunicorn and wait for its graceful shutdown; returns its exit code."""
+        process = self.spawner_process
+        if process is None:
+            return None
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        self.spawner_process = None
+        return process.returncode
+
+    def stop(self) -> None:
+        self.stop_spawner()
+        self.gafaelfawr.stop()
+        self.kube.stop()
+        self.registry.stop()
+        if self.redis is not None:
+            self.redis.stop()

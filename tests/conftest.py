@@ -1,0 +1,107 @@
+"""Shared fixtures: a private Redis, the emulators, and the app wired to them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+from flask import Flask
+from flask.testing import FlaskClient
+
+from app import create_app
+from app.config import Config, parse_config
+from devstack.demo import demo_tokens, demo_users
+from devstack.gafaelfawr import GafaelfawrEmulator
+from devstack.kube import KubernetesEmulator
+from tests.support.redis_server import RedisServer
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[RedisServer]:
+    server = RedisServer().start()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def redis_client(redis_server: RedisServer) -> Iterator[redis.Redis]:
+    """A client on the test Redis, emptied before each test."""
+    client = redis.Redis.from_url(redis_server.url, decode_responses=True)
+    client.flushall()
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def gafaelfawr() -> Iterator[GafaelfawrEmulator]:
+    emulator = GafaelfawrEmulator(users=demo_users(), tokens=demo_tokens()).start()
+    yield emulator
+    emulator.stop()
+
+
+@pytest.fixture(autouse=True)
+def _gafaelfawr_healthy(request: pytest.FixtureRequest) -> None:
+    """Undo a previous test's injected Gafaelfawr failure."""
+    if "gafaelfawr" in request.fixturenames:
+        emulator: GafaelfawrEmulator = request.getfixturevalue("gafaelfawr")
+        emulator.fail_with(None)
+        emulator.set_latency(0)
+
+
+@pytest.fixture(scope="session")
+def tokens() -> dict[str, str]:
+    """Demo token values by name: admin, rachel, wile, rachel-readonly, admin-user."""
+    return {name: spec.token for name, spec in demo_tokens().items()}
+
+
+@pytest.fixture(scope="session")
+def kube() -> Iterator[KubernetesEmulator]:
+    emulator = KubernetesEmulator().start()
+    for index in range(3):
+        emulator.cluster.add_node(f"node-{index + 1}")
+    yield emulator
+    emulator.stop()
+
+
+def service_config(
+    redis_url: str, gafaelfawr_url: str, kube_url: str, **overrides: Any
+) -> dict[str, Any]:
+    """The service's YAML configuration as a dict, for these endpoints."""
+    raw: dict[str, Any] = {
+        "logLevel": "INFO",
+        "gafaelfawr": {"url": gafaelfawr_url, "cacheSeconds": 30},
+        "redis": {"url": redis_url},
+        "kubernetes": {"mode": "host", "host": kube_url, "requestTimeout": 5},
+    }
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(raw.get(key), dict):
+            raw[key] = {**raw[key], **value}
+        else:
+            raw[key] = value
+    return raw
+
+
+@pytest.fixture
+def config(
+    redis_client: redis.Redis,
+    redis_server: RedisServer,
+    gafaelfawr: GafaelfawrEmulator,
+    kube: KubernetesEmulator,
+) -> Config:
+    return parse_config(service_config(redis_server.url, gafaelfawr.url, kube.url))
+
+
+@pytest.fixture
+def app(config: Config) -> Flask:
+    return create_app(config)
+
+
+@pytest.fixture
+def client(app: Flask) -> FlaskClient:
+    return app.test_client()
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}

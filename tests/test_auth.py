@@ -1,0 +1,208 @@
+"""Authentication against the Gafaelfawr emulator and per-route grants."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from flask import Blueprint, Flask, jsonify
+from flask.testing import FlaskClient
+
+from app import create_app
+from app.config import Config, parse_config
+from app.log import redact
+from app.services.auth import ADMIN, OWNER
+from app.web.auth import current_caller, requires
+from devstack.gafaelfawr import GafaelfawrEmulator
+from tests.conftest import bearer, service_config
+from tests.support.redis_server import RedisServer
+
+probe = Blueprint("probe", __name__)
+
+
+@probe.get("/probe/admin")
+@requires(ADMIN)
+def admin_only() -> object:
+    return jsonify({"user": current_caller().username})
+
+
+@probe.get("/probe/users/<username>")
+@requires(OWNER)
+def owner_only(username: str) -> object:
+    return jsonify({"user": current_caller().username, "path": username})
+
+
+@probe.get("/probe/users/<username>/either")
+@requires(OWNER, ADMIN)
+def owner_or_admin(username: str) -> object:
+    return jsonify({"user": current_caller().username})
+
+
+def _with_probe(config: Config) -> Flask:
+    app = create_app(config)
+    app.register_blueprint(probe)
+    return app
+
+
+@pytest.fixture
+def probe_client(config: Config) -> FlaskClient:
+    return _with_probe(config).test_client()
+
+
+def _assert_error(response: object, status: int, code: str) -> dict[str, str]:
+    assert response.status_code == status  # type: ignore[attr-defined]
+    body: dict[str, str] = response.get_json()  # type: ignore[attr-defined]
+    assert body["code"] == code
+    assert body["message"]
+    return body
+
+
+def test_no_token_is_401_with_challenge(probe_client: FlaskClient) -> None:
+    response = probe_client.get("/probe/admin")
+    body = _assert_error(response, 401, "not_authenticated")
+    assert "Bearer" in body["message"]
+    assert response.headers["WWW-Authenticate"].startswith("Bearer")
+
+
+def test_unknown_token_is_401(probe_client: FlaskClient, gafaelfawr: GafaelfawrEmulator) -> None:
+    token = gafaelfawr.issue_token("rachel", ["exec:notebook"])
+    gafaelfawr.revoke(token)
+    _assert_error(probe_client.get("/probe/admin", headers=bearer(token)), 401, "not_authenticated")
+    _assert_error(
+        probe_client.get("/probe/admin", headers=bearer("not-a-token")), 401, "not_authenticated"
+    )
+
+
+def test_non_bearer_authorization_is_401(probe_client: FlaskClient) -> None:
+    response = probe_client.get("/probe/admin", headers={"Authorization": "Basic cmFjaGVsOng="})
+    body = _assert_error(response, 401, "not_authenticated")
+    assert "Bearer" in body["message"]
+
+
+def test_wrong_scope_is_403(probe_client: FlaskClient, tokens: dict[str, str]) -> None:
+    body = _assert_error(
+        probe_client.get("/probe/admin", headers=bearer(tokens["rachel"])), 403, "permission_denied"
+    )
+    assert "admin:notebook" in body["message"]
+    body = _assert_error(
+        probe_client.get("/probe/users/rachel", headers=bearer(tokens["rachel-readonly"])),
+        403,
+        "permission_denied",
+    )
+    assert "exec:notebook" in body["message"]
+
+
+def test_wrong_user_is_403(probe_client: FlaskClient, tokens: dict[str, str]) -> None:
+    body = _assert_error(
+        probe_client.get("/probe/users/wile", headers=bearer(tokens["rachel"])),
+        403,
+        "permission_denied",
+    )
+    assert "rachel" in body["message"] and "wile" in body["message"]
+
+
+def test_admin_and_owner_allowed(probe_client: FlaskClient, tokens: dict[str, str]) -> None:
+    response = probe_client.get("/probe/admin", headers=bearer(tokens["admin"]))
+    assert response.status_code == 200
+    assert response.get_json() == {"user": "jupyterhub"}
+    response = probe_client.get("/probe/users/rachel", headers=bearer(tokens["rachel"]))
+    assert response.get_json() == {"user": "rachel", "path": "rachel"}
+
+
+def test_owner_or_admin(probe_client: FlaskClient, tokens: dict[str, str]) -> None:
+    assert probe_client.get("/probe/users/wile/either", headers=bearer(tokens["admin"])).status_code == 200
+    assert probe_client.get("/probe/users/wile/either", headers=bearer(tokens["wile"])).status_code == 200
+    response = probe_client.get("/probe/users/wile/either", headers=bearer(tokens["rachel"]))
+    _assert_error(response, 403, "permission_denied")
+
+
+def test_user_header_without_matching_token_is_rejected(
+    probe_client: FlaskClient, tokens: dict[str, str]
+) -> None:
+    # A forged username header never grants anything: the token decides.
+    headers = {**bearer(tokens["rachel"]), "X-Auth-Request-User": "wile"}
+    _assert_error(probe_client.get("/probe/users/wile", headers=headers), 403, "permission_denied")
+    _assert_error(
+        probe_client.get("/probe/users/wile", headers={"X-Auth-Request-User": "wile"}),
+        401,
+        "not_authenticated",
+    )
+
+
+def test_gafaelfawr_header_token_is_accepted(
+    probe_client: FlaskClient, tokens: dict[str, str]
+) -> None:
+    headers = {"X-Auth-Request-Token": tokens["wile"], "X-Auth-Request-User": "wile"}
+    response = probe_client.get("/probe/users/wile", headers=headers)
+    assert response.status_code == 200
+
+
+@pytest.mark.parametrize("status", [500, 502, 503])
+def test_gafaelfawr_errors_give_503(
+    probe_client: FlaskClient,
+    gafaelfawr: GafaelfawrEmulator,
+    tokens: dict[str, str],
+    status: int,
+) -> None:
+    gafaelfawr.fail_with(status)
+    _assert_error(
+        probe_client.get("/probe/admin", headers=bearer(tokens["admin"])),
+        503,
+        "dependency_unavailable",
+    )
+
+
+def test_gafaelfawr_unreachable_gives_503(
+    redis_server: RedisServer, tokens: dict[str, str], redis_client: object
+) -> None:
+    # A port nothing listens on: connection refused, not a hang.
+    gafaelfawr = GafaelfawrEmulator().start()
+    url = gafaelfawr.url
+    gafaelfawr.stop()
+    config = parse_config(service_config(redis_server.url, url, "http://127.0.0.1:9"))
+    client = _with_probe(config).test_client()
+    _assert_error(
+        client.get("/probe/admin", headers=bearer(tokens["admin"])), 503, "dependency_unavailable"
+    )
+
+
+def test_answers_are_cached_in_redis_without_the_token(
+    probe_client: FlaskClient,
+    gafaelfawr: GafaelfawrEmulator,
+    tokens: dict[str, str],
+    redis_client: object,
+) -> None:
+    gafaelfawr.reset_requests()
+    for _ in range(5):
+        assert probe_client.get("/probe/admin", headers=bearer(tokens["admin"])).status_code == 200
+    assert gafaelfawr.requests["token-info"] == 1
+    keys = redis_client.keys("*")  # type: ignore[attr-defined]
+    assert keys
+    dump = " ".join(keys) + " ".join(str(redis_client.get(k)) for k in keys)  # type: ignore[attr-defined]
+    assert tokens["admin"] not in dump
+
+
+def test_tokens_never_reach_logs_or_bodies(
+    probe_client: FlaskClient,
+    gafaelfawr: GafaelfawrEmulator,
+    tokens: dict[str, str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    token = tokens["rachel"]
+    bodies = [
+        probe_client.get("/probe/admin", headers=bearer(token)).get_data(as_text=True),
+        probe_client.get("/probe/users/wile", headers=bearer(token)).get_data(as_text=True),
+    ]
+    gafaelfawr.fail_with(500)
+    bodies.append(probe_client.get("/probe/admin", headers=bearer(token + "x")).get_data(as_text=True))
+    for body in bodies:
+        assert token not in body
+    assert token not in caplog.text
+
+
+def test_redaction_of_tokens_in_text(tokens: dict[str, str]) -> None:
+    token = tokens["rachel"]
+    assert token not in redact(f"calling with {token} now")
+    assert "abc.def" not in redact("Authorization: Bearer abc.def")
+    assert redact("nothing secret") == "nothing secret"

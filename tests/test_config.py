@@ -1,0 +1,111 @@
+"""Configuration loading: every error names the key path and the problem."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from app.config import ConfigError, default_config_path, load_config, parse_config
+
+REPO = Path(__file__).resolve().parent.parent
+
+MINIMAL = {"gafaelfawr": {"url": "http://gafaelfawr.example:8080/"}}
+
+
+def _problems(raw: object) -> list[str]:
+    with pytest.raises(ConfigError) as info:
+        parse_config(raw, "test.yaml")
+    return info.value.problems
+
+
+def test_bundled_demo_config_loads() -> None:
+    config = load_config(default_config_path())
+    assert config.gafaelfawr.url.startswith("http://127.0.0.1:")
+    assert config.kubernetes.mode == "host"
+
+
+def test_defaults_fill_everything_but_gafaelfawr() -> None:
+    config = parse_config(MINIMAL)
+    assert config.gafaelfawr.url == "http://gafaelfawr.example:8080"
+    assert config.redis.socket_timeout == 5.0
+    assert config.kubernetes.request_timeout == 10.0
+    assert config.namespace_prefix == "nublado"
+
+
+def test_unknown_top_level_key_is_named() -> None:
+    assert _problems({**MINIMAL, "gafaelfwar": {}}) == ["gafaelfwar: Unknown field."]
+
+
+def test_unknown_nested_key_is_named_with_its_path() -> None:
+    raw = {"gafaelfawr": {"url": "http://g.example", "cacheSecond": 3}}
+    assert _problems(raw) == ["gafaelfawr.cacheSecond: Unknown field."]
+
+
+def test_wrong_types_and_values_are_each_reported() -> None:
+    raw = {
+        **MINIMAL,
+        "redis": {"socketTimeout": "soon"},
+        "kubernetes": {"mode": "magic", "requestTimeout": -1},
+        "namespacePrefix": "Not_A_Label",
+    }
+    problems = _problems(raw)
+    assert "redis.socketTimeout: Not a valid number." in problems
+    assert any(p.startswith("kubernetes.mode: Must be one of") for p in problems)
+    assert any(p.startswith("kubernetes.requestTimeout: Must be greater than 0") for p in problems)
+    assert any(p.startswith("namespacePrefix: must be a DNS label") for p in problems)
+    assert len(problems) == 4
+
+
+def test_missing_required_key() -> None:
+    assert _problems({}) == ["gafaelfawr: Missing data for required field."]
+
+
+def test_top_level_must_be_a_mapping() -> None:
+    assert _problems(["a", "list"]) == ["(top level): must be a mapping of keys to values"]
+
+
+def test_invalid_yaml_names_the_position(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text("gafaelfawr:\n  url: [unclosed\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert str(path) in str(info.value)
+    assert info.value.problems[0].startswith("line 3, column 1: not valid YAML")
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config(tmp_path / "absent.yaml")
+    assert "cannot be read" in info.value.problems[0]
+
+
+def test_path_from_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text("gafaelfawr:\n  url: http://from-env.example\n", encoding="utf-8")
+    monkeypatch.setenv("SPAWNER_CONFIG_PATH", str(path))
+    assert load_config().gafaelfawr.url == "http://from-env.example"
+
+
+def test_redis_url_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SPAWNER_REDIS_URL", "redis://elsewhere.example:6380/2")
+    assert parse_config(MINIMAL).redis.url == "redis://elsewhere.example:6380/2"
+
+
+def test_bad_config_stops_wsgi_start_with_message_not_traceback(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text("gafaelfawr:\n  url: 12\nlogLevel: LOUD\n", encoding="utf-8")
+    result = subprocess.run(
+        [sys.executable, "-c", "import wsgi"],
+        cwd=REPO,
+        env={"SPAWNER_CONFIG_PATH": str(path), "PATH": ""},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert "gafaelfawr.url: Not a valid URL." in result.stderr
+    assert "logLevel: Must be one of" in result.stderr

@@ -1,0 +1,94 @@
+"""The service's Kubernetes client: connection sources and a deadline on every call."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from kubernetes import client as k8s
+from kubernetes.config.config_exception import ConfigException
+from urllib3.exceptions import ReadTimeoutError
+
+from app.config import KubernetesConfig
+from app.extensions.kubernetes import DeadlineApiClient, build_configuration
+from devstack.kube import KubernetesEmulator
+
+
+def _config(**overrides: object) -> KubernetesConfig:
+    values: dict[str, object] = {
+        "mode": "auto",
+        "host": None,
+        "kubeconfig": None,
+        "request_timeout": 5.0,
+        "service_namespace": "nublado",
+    }
+    values.update(overrides)
+    return KubernetesConfig(**values)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def no_ambient_kubeconfig(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+
+
+def test_host_mode_reaches_the_api(kube: KubernetesEmulator) -> None:
+    api = DeadlineApiClient(build_configuration(_config(mode="host", host=kube.url)), 5.0)
+    assert k8s.VersionApi(api).get_code().major
+
+
+def test_kubeconfig_mode(kube: KubernetesEmulator, tmp_path: Path) -> None:
+    path = tmp_path / "kubeconfig"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": kube.url}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "x",
+            }
+        ),
+        encoding="utf-8",
+    )
+    configuration = build_configuration(_config(mode="kubeconfig", kubeconfig=str(path)))
+    assert configuration.host == kube.url
+    namespaces = k8s.CoreV1Api(DeadlineApiClient(configuration, 5.0)).list_namespace()
+    assert isinstance(namespaces.items, list)
+
+
+@pytest.mark.usefixtures("no_ambient_kubeconfig")
+def test_auto_falls_back_to_the_configured_host() -> None:
+    configuration = build_configuration(_config(host="http://127.0.0.1:1"))
+    assert configuration.host == "http://127.0.0.1:1"
+
+
+@pytest.mark.usefixtures("no_ambient_kubeconfig")
+def test_auto_without_any_source_is_a_clear_error() -> None:
+    with pytest.raises(ConfigException, match=r"kubernetes.host is not set"):
+        build_configuration(_config())
+
+
+@pytest.mark.usefixtures("no_ambient_kubeconfig")
+def test_in_cluster_mode_outside_a_cluster_fails() -> None:
+    with pytest.raises(ConfigException):
+        build_configuration(_config(mode="in-cluster"))
+
+
+def test_every_call_has_a_deadline() -> None:
+    emulator = KubernetesEmulator().start()
+    try:
+        emulator.faults.latency_seconds = 3.0
+        configuration = build_configuration(_config(mode="host", host=emulator.url))
+        api = k8s.CoreV1Api(DeadlineApiClient(configuration, 0.3))
+        started = time.monotonic()
+        with pytest.raises(ReadTimeoutError):
+            api.list_namespace()
+        assert time.monotonic() - started < 2.5
+    finally:
+        emulator.faults.latency_seconds = 0.0
+        emulator.stop()
