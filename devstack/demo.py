@@ -1,0 +1,188 @@
+"""The demo data of the local stack: users, their tokens, and the registry's images.
+
+``make run`` and the tests build their Gafaelfawr and registry emulators from here, so a
+developer sees the same users, tokens and tags everywhere.
+
+* :func:`demo_users` — the users Gafaelfawr's user-info reports;
+* :func:`demo_tokens` — tokens by name (``admin``, ``rachel``, ``wile``,
+  ``rachel-readonly``, ``admin-user``); their values are derived from :data:`DEMO_SEED`
+  so they are the same on every run and can be pasted into a browser or notebook;
+* :func:`demo_registry_repositories` — ``{repository: {tag: image_id}}`` with
+  SQR-059-style tags in :data:`LAB_REPOSITORY` and a small :data:`SIMPLE_REPOSITORY`;
+* :func:`demo_gafaelfawr` and :func:`demo_registry` — emulators loaded with the above.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from devstack.gafaelfawr import (
+    GafaelfawrEmulator,
+    GroupSpec,
+    NotebookQuotaSpec,
+    TokenSpec,
+    UserSpec,
+    derive_token,
+)
+from devstack.registry import RegistryEmulator
+
+__all__ = [
+    "ADMIN_SCOPE",
+    "DEMO_CREATED",
+    "DEMO_SEED",
+    "EXEC_SCOPE",
+    "HUB_USERNAME",
+    "IMAGE_SCOPE",
+    "LAB_REPOSITORY",
+    "RECOMMENDED_TAG",
+    "SIMPLE_REPOSITORY",
+    "DemoToken",
+    "demo_gafaelfawr",
+    "demo_registry",
+    "demo_registry_repositories",
+    "demo_tokens",
+    "demo_users",
+]
+
+DEMO_SEED = "nublado-devstack-demo"
+"""Seed the demo token values are derived from; change it to rotate every demo token."""
+
+DEMO_CREATED = 1730419200
+"""Creation time reported for demo tokens (2024-11-01T00:00:00Z), fixed like the tokens."""
+
+ADMIN_SCOPE = "admin:notebook"
+EXEC_SCOPE = "exec:notebook"
+IMAGE_SCOPE = "read:image"
+
+HUB_USERNAME = "jupyterhub"
+"""The service identity whose token JupyterHub uses for admin calls."""
+
+LAB_REPOSITORY = "lsstsqre/sciplat-lab"
+SIMPLE_REPOSITORY = "lsstsqre/simple-lab"
+RECOMMENDED_TAG = "recommended"
+
+
+@dataclass(frozen=True)
+class DemoToken:
+    """A named demo token before its value is derived."""
+
+    name: str
+    username: str
+    scopes: tuple[str, ...]
+    token_type: str
+
+
+_DEMO_TOKENS = (
+    DemoToken("admin", HUB_USERNAME, (ADMIN_SCOPE,), "service"),
+    DemoToken("rachel", "rachel", (EXEC_SCOPE, IMAGE_SCOPE), "notebook"),
+    DemoToken("wile", "wile", (EXEC_SCOPE, IMAGE_SCOPE), "notebook"),
+    DemoToken("rachel-readonly", "rachel", (IMAGE_SCOPE,), "user"),
+    DemoToken("admin-user", "admin-user", (ADMIN_SCOPE, IMAGE_SCOPE), "session"),
+)
+
+
+def demo_users() -> list[UserSpec]:
+    """The demo users, chosen to cover the shapes user-info can take.
+
+    ``rachel`` has a quota and her primary group in the group list; ``wile``'s primary
+    group differs from his username and he has no quota; ``admin-user`` has no GID, name
+    or email; ``jupyterhub`` is a service identity with no POSIX data at all.
+    """
+    return [
+        UserSpec(
+            username="rachel",
+            uid=1101,
+            gid=1101,
+            name="Rachel Example",
+            email="rachel@example.com",
+            groups=(
+                GroupSpec("rachel", 1101),
+                GroupSpec("lsst-data", 2001),
+                GroupSpec("g-no-gid"),
+            ),
+            notebook_quota=NotebookQuotaSpec(cpu=8.0, memory=32.0),
+        ),
+        UserSpec(
+            username="wile",
+            uid=1102,
+            gid=1500,
+            name="Wile E. Coyote",
+            groups=(
+                GroupSpec("staff", 1500),
+                GroupSpec("science", 2002),
+                GroupSpec("cloud-users"),
+            ),
+        ),
+        UserSpec(
+            username="admin-user",
+            uid=1103,
+            groups=(GroupSpec("g-admins", 2003),),
+        ),
+        UserSpec(username=HUB_USERNAME),
+    ]
+
+
+def demo_tokens() -> dict[str, TokenSpec]:
+    """The demo tokens by name; the same values on every run (derived from DEMO_SEED)."""
+    return {
+        t.name: TokenSpec(
+            token=derive_token(DEMO_SEED, t.name),
+            username=t.username,
+            scopes=t.scopes,
+            token_type=t.token_type,
+            created=DEMO_CREATED,
+        )
+        for t in _DEMO_TOKENS
+    }
+
+
+_RELEASES = ("r26_0_0", "r25_0_1", "r24_1_0", "r22_0_1")
+_RELEASE_CANDIDATES = ("r26_0_0_rc1", "r26_0_0_rc2")
+_WEEKLIES = ("w_2024_40", "w_2024_41", "w_2024_42", "w_2024_43", "w_2024_44")
+_DAILIES = ("d_2024_11_01", "d_2024_11_04", "d_2024_11_05")
+_EXPERIMENTALS = ("exp_w_2024_44_nosudo", "exp_w_2024_42_fix")
+_OTHERS = ("w_2024_44_c0040.001", "w_2024_44-amd64", "w_2024_44-arm64", "something-else")
+_ALIASES = {
+    RECOMMENDED_TAG: "w_2024_42",
+    "latest": "w_2024_44",
+    "latest_weekly": "w_2024_44",
+    "latest_daily": "d_2024_11_05",
+    "latest_release": "r26_0_0",
+}
+
+
+def demo_registry_repositories() -> dict[str, dict[str, str]]:
+    """``{repository: {tag: image_id}}`` for the demo registry.
+
+    Every non-alias tag is its own image (its id is the repository and tag); each alias
+    maps to the id of the tag it stands for, so it shares that tag's digest.
+    """
+    lab: dict[str, str] = {}
+    for tag in (*_RELEASES, *_RELEASE_CANDIDATES, *_WEEKLIES, *_DAILIES, *_EXPERIMENTALS, *_OTHERS):
+        lab[tag] = f"{LAB_REPOSITORY}:{tag}"
+    for alias, target in _ALIASES.items():
+        lab[alias] = lab[target]
+    simple = {
+        "1.0": f"{SIMPLE_REPOSITORY}:1.0",
+        "1.1": f"{SIMPLE_REPOSITORY}:1.1",
+        "2.0": f"{SIMPLE_REPOSITORY}:2.0",
+    }
+    simple["latest"] = simple["2.0"]
+    return {LAB_REPOSITORY: lab, SIMPLE_REPOSITORY: simple}
+
+
+def demo_gafaelfawr(port: int = 0) -> GafaelfawrEmulator:
+    """A Gafaelfawr emulator (not started) loaded with the demo users and tokens."""
+    return GafaelfawrEmulator(users=demo_users(), tokens=demo_tokens(), port=port)
+
+
+def demo_registry(
+    credentials: tuple[str, str] | None = None, page_size: int = 100, port: int = 0
+) -> RegistryEmulator:
+    """A registry emulator (not started) loaded with the demo repositories."""
+    return RegistryEmulator(
+        repositories=demo_registry_repositories(),
+        credentials=credentials,
+        page_size=page_size,
+        port=port,
+    )

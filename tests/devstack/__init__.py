@@ -1,0 +1,1 @@
+"""Tests of the local stack's Gafaelfawr and registry emulators over real HTTP."""
