@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import Flask
 
 from app.config import Config, load_config
-from app.extensions import gafaelfawr_ext, kubernetes_ext, redis_ext
+from app.extensions import gafaelfawr_ext, kubernetes_ext, labs_ext, redis_ext
 from app.log import configure_logging
 from app.web.errors import register_error_handlers
 
@@ -27,10 +27,13 @@ def create_app(config: Config | None = None) -> Flask:
     redis_ext.init_app(app, config.redis)
     kubernetes_ext.init_app(app, config.kubernetes)
     gafaelfawr_ext.init_app(app, config)
+    labs_ext.init_app(app, config)
 
     register_error_handlers(app)
 
     from blueprints.health import health
+    from blueprints.spawner import spawner
 
     app.register_blueprint(health)
+    app.register_blueprint(spawner)
     return app

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -74,6 +74,18 @@ def service_config(
         "gafaelfawr": {"url": gafaelfawr_url, "cacheSeconds": 30},
         "redis": {"url": redis_url},
         "kubernetes": {"mode": "host", "host": kube_url, "requestTimeout": 5},
+        "lab": {
+            "images": [
+                {
+                    "reference": "registry.test/lsstsqre/sciplat-lab:w_2024_42",
+                    "name": "Weekly 2024_42",
+                }
+            ],
+            "sizes": [
+                {"name": "small", "cpu": 1, "memory": "4Gi"},
+                {"name": "large", "cpu": 4, "memory": "16Gi"},
+            ],
+        },
     }
     for key, value in overrides.items():
         if isinstance(value, dict) and isinstance(raw.get(key), dict):
@@ -94,8 +106,28 @@ def config(
 
 
 @pytest.fixture
-def app(config: Config) -> Flask:
-    return create_app(config)
+def make_app() -> Iterator[Callable[[Config], Flask]]:
+    """Build apps from configs; their background workers stop when the test ends."""
+    apps: list[Flask] = []
+
+    def make(config: Config) -> Flask:
+        app = create_app(config)
+        apps.append(app)
+        return app
+
+    yield make
+    for app in apps:
+        stop_background(app)
+
+
+@pytest.fixture
+def app(config: Config, make_app: Callable[[Config], Flask]) -> Flask:
+    return make_app(config)
+
+
+def stop_background(app: Flask) -> None:
+    """Stop the app's operation scanner so it does not outlive its test."""
+    app.extensions["labs"][1].stop()
 
 
 @pytest.fixture

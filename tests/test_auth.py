@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 import pytest
 from flask import Blueprint, Flask, jsonify
 from flask.testing import FlaskClient
 
-from app import create_app
 from app.config import Config, parse_config
 from app.log import redact
 from app.services.auth import ADMIN, OWNER
@@ -38,15 +38,19 @@ def owner_or_admin(username: str) -> object:
     return jsonify({"user": current_caller().username})
 
 
-def _with_probe(config: Config) -> Flask:
-    app = create_app(config)
-    app.register_blueprint(probe)
-    return app
+@pytest.fixture
+def with_probe(make_app: Callable[[Config], Flask]) -> Callable[[Config], Flask]:
+    def make(config: Config) -> Flask:
+        app = make_app(config)
+        app.register_blueprint(probe)
+        return app
+
+    return make
 
 
 @pytest.fixture
-def probe_client(config: Config) -> FlaskClient:
-    return _with_probe(config).test_client()
+def probe_client(config: Config, with_probe: Callable[[Config], Flask]) -> FlaskClient:
+    return with_probe(config).test_client()
 
 
 def _assert_error(response: object, status: int, code: str) -> dict[str, str]:
@@ -110,8 +114,14 @@ def test_admin_and_owner_allowed(probe_client: FlaskClient, tokens: dict[str, st
 
 
 def test_owner_or_admin(probe_client: FlaskClient, tokens: dict[str, str]) -> None:
-    assert probe_client.get("/probe/users/wile/either", headers=bearer(tokens["admin"])).status_code == 200
-    assert probe_client.get("/probe/users/wile/either", headers=bearer(tokens["wile"])).status_code == 200
+    assert (
+        probe_client.get("/probe/users/wile/either", headers=bearer(tokens["admin"])).status_code
+        == 200
+    )
+    assert (
+        probe_client.get("/probe/users/wile/either", headers=bearer(tokens["wile"])).status_code
+        == 200
+    )
     response = probe_client.get("/probe/users/wile/either", headers=bearer(tokens["rachel"]))
     _assert_error(response, 403, "permission_denied")
 
@@ -153,14 +163,17 @@ def test_gafaelfawr_errors_give_503(
 
 
 def test_gafaelfawr_unreachable_gives_503(
-    redis_server: RedisServer, tokens: dict[str, str], redis_client: object
+    redis_server: RedisServer,
+    tokens: dict[str, str],
+    redis_client: object,
+    with_probe: Callable[[Config], Flask],
 ) -> None:
     # A port nothing listens on: connection refused, not a hang.
     gafaelfawr = GafaelfawrEmulator().start()
     url = gafaelfawr.url
     gafaelfawr.stop()
     config = parse_config(service_config(redis_server.url, url, "http://127.0.0.1:9"))
-    client = _with_probe(config).test_client()
+    client = with_probe(config).test_client()
     _assert_error(
         client.get("/probe/admin", headers=bearer(tokens["admin"])), 503, "dependency_unavailable"
     )
@@ -195,7 +208,9 @@ def test_tokens_never_reach_logs_or_bodies(
         probe_client.get("/probe/users/wile", headers=bearer(token)).get_data(as_text=True),
     ]
     gafaelfawr.fail_with(500)
-    bodies.append(probe_client.get("/probe/admin", headers=bearer(token + "x")).get_data(as_text=True))
+    bodies.append(
+        probe_client.get("/probe/admin", headers=bearer(token + "x")).get_data(as_text=True)
+    )
     for body in bodies:
         assert token not in body
     assert token not in caplog.text

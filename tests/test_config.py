@@ -7,12 +7,17 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from app.config import ConfigError, default_config_path, load_config, parse_config
 
 REPO = Path(__file__).resolve().parent.parent
 
-MINIMAL = {"gafaelfawr": {"url": "http://gafaelfawr.example:8080/"}}
+LAB = {
+    "images": [{"reference": "registry.example/lab:w_2024_42", "name": "Weekly 2024_42"}],
+    "sizes": [{"name": "small", "cpu": 1, "memory": "4Gi"}],
+}
+MINIMAL = {"gafaelfawr": {"url": "http://gafaelfawr.example:8080/"}, "lab": LAB}
 
 
 def _problems(raw: object) -> list[str]:
@@ -40,7 +45,7 @@ def test_unknown_top_level_key_is_named() -> None:
 
 
 def test_unknown_nested_key_is_named_with_its_path() -> None:
-    raw = {"gafaelfawr": {"url": "http://g.example", "cacheSecond": 3}}
+    raw = {"gafaelfawr": {"url": "http://g.example", "cacheSecond": 3}, "lab": LAB}
     assert _problems(raw) == ["gafaelfawr.cacheSecond: Unknown field."]
 
 
@@ -59,8 +64,11 @@ def test_wrong_types_and_values_are_each_reported() -> None:
     assert len(problems) == 4
 
 
-def test_missing_required_key() -> None:
-    assert _problems({}) == ["gafaelfawr: Missing data for required field."]
+def test_missing_required_keys() -> None:
+    assert _problems({}) == [
+        "gafaelfawr: Missing data for required field.",
+        "lab: Missing data for required field.",
+    ]
 
 
 def test_top_level_must_be_a_mapping() -> None:
@@ -84,7 +92,7 @@ def test_missing_file(tmp_path: Path) -> None:
 
 def test_path_from_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "config.yaml"
-    path.write_text("gafaelfawr:\n  url: http://from-env.example\n", encoding="utf-8")
+    path.write_text(yaml.safe_dump({**MINIMAL, "gafaelfawr": {"url": "http://from-env.example"}}))
     monkeypatch.setenv("SPAWNER_CONFIG_PATH", str(path))
     assert load_config().gafaelfawr.url == "http://from-env.example"
 
@@ -109,3 +117,58 @@ def test_bad_config_stops_wsgi_start_with_message_not_traceback(tmp_path: Path) 
     assert "Traceback" not in result.stderr
     assert "gafaelfawr.url: Not a valid URL." in result.stderr
     assert "logLevel: Must be one of" in result.stderr
+
+
+def test_lab_sizes_quantities_and_default_requests() -> None:
+    raw = {
+        **MINIMAL,
+        "lab": {
+            **LAB,
+            "sizes": [
+                {"name": "small", "cpu": "500m", "memory": "2Gi"},
+                {"name": "big", "cpu": 4, "memory": "16Gi", "requests": {"cpu": 2}},
+            ],
+        },
+    }
+    small, big = parse_config(raw).lab.sizes
+    assert (small.cpu, small.memory) == (0.5, 2 * 2**30)
+    assert (small.cpu_request, small.memory_request) == (0.125, 2**29)
+    assert (big.cpu_request, big.memory_request) == (2.0, 4 * 2**30)
+
+
+def test_lab_errors_name_the_list_entry() -> None:
+    raw = {
+        **MINIMAL,
+        "lab": {
+            **LAB,
+            "sizes": [
+                {"name": "huge", "cpu": "lots", "memory": "1Gi", "requests": {"memory": "2Gi"}}
+            ],
+            "volumes": [{"name": "home", "type": "nfs", "path": "/export"}],
+            "volumeMounts": [{"volumeName": "scratch", "mountPath": "/scratch"}],
+            "env": {"BAD-NAME": "x"},
+        },
+    }
+    problems = _problems(raw)
+    assert "lab.sizes[0].cpu: not a CPU quantity (examples: 2, 0.5, 500m)" in problems
+    assert "lab.volumes[0].server: required for type nfs" in problems
+    assert any(p.startswith("lab.env.BAD-NAME") for p in problems)
+
+
+def test_lab_mounts_must_name_configured_volumes() -> None:
+    raw = {
+        **MINIMAL,
+        "lab": {**LAB, "volumeMounts": [{"volumeName": "scratch", "mountPath": "/scratch"}]},
+    }
+    assert _problems(raw) == ["lab.volumeMounts: mount refers to unknown volume 'scratch'"]
+
+
+def test_lab_requests_may_not_exceed_limits() -> None:
+    raw = {
+        **MINIMAL,
+        "lab": {
+            **LAB,
+            "sizes": [{"name": "s", "cpu": 1, "memory": "1Gi", "requests": {"memory": "2Gi"}}],
+        },
+    }
+    assert _problems(raw) == ["lab.sizes[0].requests.memory: must not exceed memory"]

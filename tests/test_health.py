@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from flask import Flask
 from flask.testing import FlaskClient
 
-from app import create_app
-from app.config import parse_config
+from app.config import Config, parse_config
 from devstack.gafaelfawr import GafaelfawrEmulator
 from devstack.kube import KubernetesEmulator
 from tests.conftest import service_config
@@ -28,12 +30,12 @@ def test_readyz_when_everything_answers(client: FlaskClient) -> None:
 
 
 def test_readyz_follows_redis_down_and_back(
-    gafaelfawr: GafaelfawrEmulator, kube: KubernetesEmulator
+    gafaelfawr: GafaelfawrEmulator, kube: KubernetesEmulator, make_app: Callable[[Config], Flask]
 ) -> None:
     server = RedisServer().start()
     try:
         config = parse_config(service_config(server.url, gafaelfawr.url, kube.url))
-        client = create_app(config).test_client()
+        client = make_app(config).test_client()
         assert client.get("/readyz").status_code == 200
 
         server.stop()
@@ -54,12 +56,14 @@ def test_readyz_follows_redis_down_and_back(
 
 
 def test_readyz_names_kubernetes_when_it_is_down(
-    redis_server: RedisServer, gafaelfawr: GafaelfawrEmulator
+    redis_server: RedisServer, gafaelfawr: GafaelfawrEmulator, make_app: Callable[[Config], Flask]
 ) -> None:
     kube = KubernetesEmulator().start()
     url = kube.url
     kube.stop()
-    client = create_app(parse_config(service_config(redis_server.url, gafaelfawr.url, url))).test_client()
+    client = make_app(
+        parse_config(service_config(redis_server.url, gafaelfawr.url, url))
+    ).test_client()
     response = client.get("/readyz")
     assert response.status_code == 503
     body = response.get_json()

@@ -71,9 +71,7 @@ def parse_config(raw: Any, source: str = "<config>") -> Config:
         raise ConfigError(source, _flatten(exc.messages)) from None
     redis_url = os.environ.get(REDIS_URL_ENV)
     if redis_url:
-        config = dataclasses.replace(
-            config, redis=dataclasses.replace(config.redis, url=redis_url)
-        )
+        config = dataclasses.replace(config, redis=dataclasses.replace(config.redis, url=redis_url))
     return config
 
 

@@ -37,6 +37,127 @@ class KubernetesConfig:
 
 
 @dataclass(frozen=True)
+class LabImage:
+    """An image users may choose (until registry sources supply the list)."""
+
+    reference: str
+    name: str
+    digest: str | None
+
+
+@dataclass(frozen=True)
+class LabSize:
+    """A lab size: limits a lab may burst to and requests the scheduler reserves."""
+
+    name: str
+    cpu: float
+    memory: int
+    cpu_request: float
+    memory_request: int
+
+
+@dataclass(frozen=True)
+class CopiedSecret:
+    """A key of a Secret in the service's namespace copied into each lab's Secret."""
+
+    secret_name: str
+    secret_key: str
+    env: str | None
+
+
+@dataclass(frozen=True)
+class LabVolume:
+    """A volume available to lab containers; ``type`` picks which source fields apply."""
+
+    name: str
+    type: str
+    path: str | None
+    server: str | None
+    claim_name: str | None
+    read_only: bool
+
+
+@dataclass(frozen=True)
+class LabVolumeMount:
+    """Where a configured volume appears inside a container."""
+
+    volume_name: str
+    mount_path: str
+    sub_path: str | None
+    read_only: bool
+
+
+@dataclass(frozen=True)
+class InitContainer:
+    """A provisioning container run before the lab on a user's first spawn only.
+
+    It must be idempotent: the provisioned flag can be lost with Redis's data.
+    """
+
+    name: str
+    image: str
+    privileged: bool
+    command: tuple[str, ...]
+    args: tuple[str, ...]
+    volume_mounts: tuple[LabVolumeMount, ...]
+
+
+@dataclass(frozen=True)
+class Toleration:
+    key: str | None
+    operator: str
+    value: str | None
+    effect: str | None
+    toleration_seconds: int | None
+
+
+@dataclass(frozen=True)
+class NetworkPolicyConfig:
+    """Who may open connections to a lab: its own namespace plus these namespaces."""
+
+    enabled: bool
+    ingress_namespaces: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class LabConfig:
+    """Everything that shapes a user's lab besides the user and their options."""
+
+    images: tuple[LabImage, ...]
+    sizes: tuple[LabSize, ...]
+    env: dict[str, str]
+    secrets: tuple[CopiedSecret, ...]
+    pull_secret: str | None
+    secrets_path: str
+    volumes: tuple[LabVolume, ...]
+    volume_mounts: tuple[LabVolumeMount, ...]
+    init_containers: tuple[InitContainer, ...]
+    node_selector: dict[str, str]
+    tolerations: tuple[Toleration, ...]
+    command: tuple[str, ...]
+    args: tuple[str, ...]
+    port: int
+    spawn_timeout: float
+    delete_timeout: float
+    network_policy: NetworkPolicyConfig
+
+    def image(self, reference: str) -> LabImage | None:
+        return next((i for i in self.images if i.reference == reference), None)
+
+    def size(self, name: str) -> LabSize | None:
+        return next((s for s in self.sizes if s.name == name), None)
+
+
+@dataclass(frozen=True)
+class OperationsConfig:
+    """How operations are shared between workers and how event streams behave."""
+
+    lease_seconds: float
+    scan_seconds: float
+    keepalive_seconds: float
+
+
+@dataclass(frozen=True)
 class Config:
     """The whole service configuration."""
 
@@ -45,3 +166,5 @@ class Config:
     gafaelfawr: GafaelfawrConfig
     redis: RedisConfig
     kubernetes: KubernetesConfig
+    lab: LabConfig
+    operations: OperationsConfig

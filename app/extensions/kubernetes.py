@@ -15,6 +15,7 @@ from flask import Flask, current_app
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.config.config_exception import ConfigException
+from urllib3.util.retry import Retry
 
 from app.config import KubernetesConfig
 
@@ -26,7 +27,7 @@ class DeadlineApiClient(k8s.ApiClient):
         super().__init__(configuration)
         self.request_timeout = request_timeout
 
-    def call_api(  # type: ignore[override]
+    def call_api(
         self,
         method: str,
         url: str,
@@ -91,6 +92,9 @@ def _tune(configuration: k8s.Configuration) -> k8s.Configuration:
     # gevent workers run many requests concurrently in one process; the default pool
     # (5 x CPUs) would make them queue for a connection.
     configuration.connection_pool_maxsize = 64
+    # Retry refused connections (an API server restarting), never a request that may have
+    # reached the server: a read timeout is reported, so the deadline stays the deadline.
+    configuration.retries = Retry(total=2, connect=2, read=0, redirect=0, status=0, other=0)
     return configuration
 
 

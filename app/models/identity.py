@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, cast
 
 
 @dataclass(frozen=True)
@@ -58,3 +59,35 @@ class Caller:
     def __repr__(self) -> str:
         # The token is a credential: keep it out of any log line or traceback.
         return f"Caller(username={self.username!r}, scopes={sorted(self.data.scopes)!r})"
+
+
+def user_to_json(user: UserInfo) -> dict[str, object]:
+    """A ``UserInfo`` as JSON, to carry a spawn's identity in its operation record."""
+    quota = user.notebook_quota
+    return {
+        "username": user.username,
+        "name": user.name,
+        "email": user.email,
+        "uid": user.uid,
+        "gid": user.gid,
+        "groups": [{"name": g.name, "id": g.id} for g in user.groups],
+        "notebook_quota": (
+            {"cpu": quota.cpu, "memory_gib": quota.memory_gib, "spawn": quota.spawn}
+            if quota
+            else None
+        ),
+    }
+
+
+def user_from_json(data: dict[str, object]) -> UserInfo:
+    quota = data.get("notebook_quota")
+    groups = cast(list[dict[str, Any]], data.get("groups") or [])
+    return UserInfo(
+        username=str(data["username"]),
+        name=data.get("name"),  # type: ignore[arg-type]
+        email=data.get("email"),  # type: ignore[arg-type]
+        uid=data.get("uid"),  # type: ignore[arg-type]
+        gid=data.get("gid"),  # type: ignore[arg-type]
+        groups=tuple(Group(name=g["name"], id=g.get("id")) for g in groups),
+        notebook_quota=NotebookQuota(**quota) if isinstance(quota, dict) else None,
+    )

@@ -21,7 +21,7 @@ EXEC_SCOPE = "exec:notebook"
 """Held by users' tokens; lets a user act on their own lab."""
 
 USER_HEADER = "X-Auth-Request-User"
-TOKEN_HEADER = "X-Auth-Request-Token"
+TOKEN_HEADER = "X-Auth-Request-Token"  # noqa: S105 (a header name)
 
 
 @dataclass(frozen=True)
@@ -62,9 +62,7 @@ class AuthService:
         data = self._gafaelfawr.token_info(token)
         claimed = headers.get(USER_HEADER)
         if claimed is not None and claimed != data.username:
-            raise PermissionDeniedError(
-                f"the {USER_HEADER} header does not match the token's user"
-            )
+            raise PermissionDeniedError(f"the {USER_HEADER} header does not match the token's user")
         return Caller(token=token, data=data)
 
     @staticmethod
@@ -78,7 +76,5 @@ class AuthService:
             return
         needed = " or ".join(sorted({g.scope for g in grants}))
         if any(g.scope in caller.data.scopes for g in grants):
-            raise PermissionDeniedError(
-                f"user {caller.username} may not act for user {path_user}"
-            )
+            raise PermissionDeniedError(f"user {caller.username} may not act for user {path_user}")
         raise PermissionDeniedError(f"the token lacks the required scope: {needed}")

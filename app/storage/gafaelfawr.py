@@ -24,7 +24,7 @@ from app.schemas.gafaelfawr import TokenInfoSchema, UserInfoSchema
 
 logger = logging.getLogger(__name__)
 
-_TOKEN_INFO = "/auth/api/v1/token-info"
+_TOKEN_INFO = "/auth/api/v1/token-info"  # noqa: S105 (a route)
 _USER_INFO = "/auth/api/v1/user-info"
 
 

@@ -1,0 +1,44 @@
+"""The Service ``nb-<user>-lab`` through which JupyterHub reaches the lab.
+
+A Service rather than the pod IP: its DNS name is known before the pod is scheduled, so
+``internal_url`` can be answered at spawn time and stays valid if the pod is recreated.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.builders import names
+from app.builders.metadata import lab_selector, object_meta
+from app.config.models import Config
+from app.models.lab import LabSpec
+
+
+def internal_url(config: Config, username: str) -> str:
+    """``http://nb-<user>-lab.<namespace>:<port>``: how JupyterHub reaches the lab."""
+    service = names.object_name(username, names.LAB_SUFFIX)
+    namespace = names.lab_namespace(config.namespace_prefix, username)
+    return f"http://{service}.{namespace}:{config.lab.port}"
+
+
+def build_service(spec: LabSpec, config: Config, namespace: str) -> dict[str, Any]:
+    """A ClusterIP Service selecting the lab pod by user and component."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": object_meta(
+            names.object_name(spec.username, names.LAB_SUFFIX), spec.username, namespace=namespace
+        ),
+        "spec": {
+            "type": "ClusterIP",
+            "selector": lab_selector(spec.username),
+            "ports": [
+                {
+                    "name": "lab",
+                    "port": config.lab.port,
+                    "targetPort": config.lab.port,
+                    "protocol": "TCP",
+                }
+            ],
+        },
+    }

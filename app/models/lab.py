@@ -1,0 +1,155 @@
+"""A lab: what was asked for, what it resolved to, and where it stands."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from app.config.models import LabImage, LabSize
+from app.models.identity import UserInfo
+
+
+class LabStatus(StrEnum):
+    """The DMTN-222 lab states."""
+
+    STARTING = "starting"
+    RUNNING = "running"
+    TERMINATING = "terminating"
+    FAILED = "failed"
+
+
+class PodState(StrEnum):
+    """Whether the service believes the lab's pod exists."""
+
+    PRESENT = "present"
+    MISSING = "missing"
+
+
+@dataclass(frozen=True)
+class LabOptions:
+    """The spawn form's choices, validated."""
+
+    image: str
+    size: str
+    debug: bool = False
+    reset_user_env: bool = False
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "image": self.image,
+            "size": self.size,
+            "debug": self.debug,
+            "reset_user_env": self.reset_user_env,
+        }
+
+
+@dataclass(frozen=True)
+class LabSpec:
+    """Everything needed to build a user's lab objects; the builders' only input
+    besides the configuration."""
+
+    user: UserInfo
+    options: LabOptions
+    image: LabImage
+    size: LabSize
+    env: dict[str, str] = field(default_factory=dict)
+    """The ``env`` of the spawn request (lowest precedence)."""
+
+    @property
+    def username(self) -> str:
+        return self.user.username
+
+
+@dataclass
+class LabRecord:
+    """What Redis holds about a user's lab; the body of the status routes.
+
+    ``spec_annotation``-style data (options, env, identity, quotas) can be rebuilt from
+    the pod's annotation, so losing Redis never loses a running lab.
+    """
+
+    username: str
+    status: LabStatus
+    pod: PodState
+    options: dict[str, object]
+    env: dict[str, str]
+    uid: int | None
+    gid: int | None
+    groups: list[dict[str, object]]
+    quotas: dict[str, dict[str, float | int]]
+    internal_url: str | None = None
+    operation: str | None = None
+    error: str | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "username": self.username,
+            "status": self.status.value,
+            "pod": self.pod.value,
+            "options": self.options,
+            "env": self.env,
+            "uid": self.uid,
+            "gid": self.gid,
+            "groups": self.groups,
+            "quotas": self.quotas,
+            "internal_url": self.internal_url,
+            "operation": self.operation,
+            "error": self.error,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> LabRecord:
+        return cls(
+            username=str(data["username"]),
+            status=LabStatus(data["status"]),
+            pod=PodState(data["pod"]),
+            options=dict(data.get("options") or {}),
+            env=dict(data.get("env") or {}),
+            uid=data.get("uid"),
+            gid=data.get("gid"),
+            groups=list(data.get("groups") or []),
+            quotas=dict(data.get("quotas") or {}),
+            internal_url=data.get("internal_url"),
+            operation=data.get("operation"),
+            error=data.get("error"),
+        )
+
+
+class OperationKind(StrEnum):
+    SPAWN = "spawn"
+    DELETE = "delete"
+
+
+@dataclass(frozen=True)
+class Operation:
+    """A spawn or delete in progress, stored in Redis so any worker can run or resume it."""
+
+    id: str
+    kind: OperationKind
+    username: str
+    started: float
+    deadline: float
+    spec: dict[str, object] | None = None
+    """For a spawn: the user, options and request env, so any worker can resume it."""
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "id": self.id,
+            "kind": self.kind.value,
+            "username": self.username,
+            "started": self.started,
+            "deadline": self.deadline,
+            "spec": self.spec,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Operation:
+        return cls(
+            id=str(data["id"]),
+            kind=OperationKind(data["kind"]),
+            username=str(data["username"]),
+            started=float(data["started"]),
+            deadline=float(data["deadline"]),
+            spec=data.get("spec"),
+        )

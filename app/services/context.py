@@ -1,0 +1,22 @@
+"""What background work needs, gathered once per process.
+
+Operations run outside any Flask request (in worker threads, or greenlets under gevent), so
+they get their collaborators from this object rather than from ``current_app``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.config import Config
+from app.storage.events import EventStore
+from app.storage.kubernetes import KubernetesStorage
+from app.storage.labs import LabStore
+
+
+@dataclass(frozen=True)
+class LabContext:
+    config: Config
+    labs: LabStore
+    events: EventStore
+    kube: KubernetesStorage

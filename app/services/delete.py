@@ -1,0 +1,25 @@
+"""The steps of a delete: the pod first, then the namespace and everything in it."""
+
+from __future__ import annotations
+
+from app.builders.names import lab_namespace, object_name
+from app.services.context import LabContext
+from app.services.reporter import Reporter
+from app.services.waiting import wait_namespace_gone, wait_pod_gone
+
+
+def run_delete(ctx: LabContext, reporter: Reporter) -> None:
+    username = reporter.username
+    namespace = lab_namespace(ctx.config.namespace_prefix, username)
+    pod = object_name(username, "lab")
+    reporter.info(f"Deleting the lab of {username}")
+    reporter.progress(10)
+    if ctx.kube.delete_pod(namespace, pod):
+        reporter.info("Stopping the lab pod")
+    wait_pod_gone(ctx, reporter, namespace, pod)
+    reporter.progress(50)
+    reporter.info("Removing the lab's namespace")
+    ctx.kube.delete_namespace(namespace)
+    wait_namespace_gone(ctx, reporter, namespace)
+    reporter.progress(90)
+    reporter.info("The lab is deleted")

@@ -1,0 +1,131 @@
+"""The lab rules behind the routes: who may spawn what, and the status answers.
+
+Status and list answers come from Redis only; JupyterHub polls them constantly and must
+never turn that into Kubernetes API load.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from app.builders.env import SECRET_REQUEST_ENV
+from app.builders.lab import quotas
+from app.errors import ConflictError, InvalidRequestError, NotFoundError, PermissionDeniedError
+from app.models.identity import UserInfo, user_to_json
+from app.models.lab import (
+    LabOptions,
+    LabRecord,
+    LabStatus,
+    Operation,
+    OperationKind,
+    PodState,
+)
+from app.services.context import LabContext
+from app.services.operations import OperationRunner
+from app.storage.events import EventType
+from app.storage.labs import StartResult
+
+
+class LabService:
+    def __init__(self, ctx: LabContext, runner: OperationRunner) -> None:
+        self._ctx = ctx
+        self._runner = runner
+
+    # Reads ---------------------------------------------------------------------------
+
+    def list_labs(self) -> list[str]:
+        return self._ctx.labs.usernames()
+
+    def status(self, username: str) -> LabRecord:
+        record = self._ctx.labs.get(username)
+        if record is None:
+            raise NotFoundError(f"user {username} has no lab")
+        return record
+
+    # Spawn ---------------------------------------------------------------------------
+
+    def spawn(
+        self, user: UserInfo, options: dict[str, Any], env: dict[str, str], token: str
+    ) -> LabRecord:
+        lab_config = self._ctx.config.lab
+        chosen = LabOptions(**options)
+        if lab_config.image(chosen.image) is None:
+            raise InvalidRequestError(
+                f"unknown image {chosen.image!r}; choose one offered by the spawn form",
+                field="options.image",
+            )
+        size = lab_config.size(chosen.size)
+        if size is None:
+            names = ", ".join(s.name for s in lab_config.sizes)
+            raise InvalidRequestError(
+                f"unknown size {chosen.size!r}; sizes are: {names}", field="options.size"
+            )
+        if user.uid is None or user.gid is None:
+            raise PermissionDeniedError(
+                f"user {user.username} has no UID or GID, so no lab can run as them"
+            )
+        if user.notebook_quota is not None and not user.notebook_quota.spawn:
+            raise PermissionDeniedError(f"user {user.username} may not spawn labs")
+
+        now = time.time()
+        operation = Operation(
+            id=uuid.uuid4().hex,
+            kind=OperationKind.SPAWN,
+            username=user.username,
+            started=now,
+            deadline=now + lab_config.spawn_timeout,
+            spec={"user": user_to_json(user), "options": chosen.as_dict(), "env": env},
+        )
+        record = LabRecord(
+            username=user.username,
+            status=LabStatus.STARTING,
+            pod=PodState.MISSING,
+            options=chosen.as_dict(),
+            # Credentials JupyterHub passes in the environment never appear in a status.
+            env={k: v for k, v in env.items() if k not in SECRET_REQUEST_ENV},
+            uid=user.uid,
+            gid=user.gid,
+            groups=[{"name": g.name, "id": g.id} for g in user.groups],
+            quotas=quotas(size),
+            operation=operation.id,
+        )
+        events = self._ctx.events
+        key = events.key(user.username)
+
+        def reset_events(pipe: Any) -> None:
+            pipe.delete(key)
+            pipe.xadd(key, {"type": EventType.INFO.value, "data": "Lab creation requested"})
+
+        outcome = self._ctx.labs.start_spawn(record, operation, reset_events, token)
+        if outcome.result is StartResult.CONFLICT:
+            state = outcome.current.status.value if outcome.current else "busy"
+            raise ConflictError(
+                f"user {user.username} already has a lab ({state}); delete it first"
+            )
+        self._runner.submit(user.username)
+        return record
+
+    # Delete --------------------------------------------------------------------------
+
+    def delete(self, username: str) -> None:
+        now = time.time()
+        operation = Operation(
+            id=uuid.uuid4().hex,
+            kind=OperationKind.DELETE,
+            username=username,
+            started=now,
+            deadline=now + self._ctx.config.lab.delete_timeout,
+        )
+        key = self._ctx.events.key(username)
+
+        def reset_events(pipe: Any) -> None:
+            pipe.delete(key)
+            pipe.xadd(key, {"type": EventType.INFO.value, "data": "Lab deletion requested"})
+
+        outcome = self._ctx.labs.start_delete(username, operation, reset_events)
+        if outcome.result is StartResult.MISSING:
+            raise NotFoundError(f"user {username} has no lab")
+        if outcome.result is StartResult.STARTED:
+            self._runner.submit(username)

@@ -1,0 +1,183 @@
+"""Runs spawn and delete operations, in whichever worker holds the user's lease.
+
+An operation is a record in Redis, not a thread: the worker that accepted the request starts
+running it at once, renewing a lease in Redis while it works. If that worker dies, the
+lease expires and another worker's scanner picks the operation up and runs its idempotent
+steps again. A worker that finds its operation superseded (a delete during a spawn) moves
+straight on to the new operation while it still holds the lease.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import uuid
+
+import redis
+
+from app.models.lab import LabStatus, Operation, OperationKind
+from app.services.context import LabContext
+from app.services.delete import run_delete
+from app.services.reporter import DeadlineExceeded, Reporter, Superseded
+from app.services.spawn import SpawnFailed, failed_record, run_spawn
+from app.storage.kubernetes import KubernetesError
+
+logger = logging.getLogger(__name__)
+
+
+def worker_identity() -> str:
+    """Unique per process: host, pid and a random suffix (pids repeat across replicas)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+class OperationRunner:
+    """Executes operations for users whose lease this process holds."""
+
+    def __init__(
+        self,
+        ctx: LabContext,
+        *,
+        lease_seconds: float = 10.0,
+        scan_seconds: float = 2.0,
+        owner: str | None = None,
+    ) -> None:
+        self._ctx = ctx
+        self._lease_ms = int(lease_seconds * 1000)
+        self._scan_seconds = scan_seconds
+        self.owner = owner or worker_identity()
+        self._stopping = threading.Event()
+        self._scanner: threading.Thread | None = None
+        self._active: set[str] = set()
+        self._active_lock = threading.Lock()
+
+    # Lifecycle -----------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._scanner = threading.Thread(target=self._scan, name="operation-scanner", daemon=True)
+        self._scanner.start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._scanner is not None:
+            self._scanner.join(timeout=5)
+
+    def submit(self, username: str) -> None:
+        """Start running ``username``'s operation here, unless another worker has it."""
+        with self._active_lock:
+            if username in self._active:
+                return
+            self._active.add(username)
+        thread = threading.Thread(
+            target=self._run_user, args=(username,), name=f"op-{username}", daemon=True
+        )
+        thread.start()
+
+    # Internals -----------------------------------------------------------------------
+
+    def _scan(self) -> None:
+        """Adopt operations whose worker died (their lease expired)."""
+        while not self._stopping.wait(self._scan_seconds):
+            try:
+                for username in self._ctx.labs.pending_operations():
+                    if self._ctx.labs.lease_holder(username) is None:
+                        self.submit(username)
+            except redis.RedisError as exc:
+                logger.warning("operation scan skipped: Redis unavailable (%s)", type(exc).__name__)
+            except Exception:
+                logger.exception("operation scan failed")
+
+    def _run_user(self, username: str) -> None:
+        try:
+            while self._ctx.labs.acquire_lease(username, self.owner, self._lease_ms):
+                try:
+                    self._run_while_leased(username)
+                finally:
+                    self._ctx.labs.release_lease(username, self.owner)
+                # An operation queued while we were letting go would otherwise wait for
+                # the scanner; look once more.
+                if self._ctx.labs.operation(username) is None:
+                    break
+        except Exception:
+            logger.exception("running operations for %s failed", username)
+        finally:
+            with self._active_lock:
+                self._active.discard(username)
+
+    def _run_while_leased(self, username: str) -> None:
+        lost = threading.Event()
+        done = threading.Event()
+
+        def heartbeat() -> None:
+            while not done.wait(self._lease_ms / 3000):
+                if not self._ctx.labs.renew_lease(username, self.owner, self._lease_ms):
+                    lost.set()
+                    return
+
+        beat = threading.Thread(target=heartbeat, name=f"lease-{username}", daemon=True)
+        beat.start()
+        try:
+            while not lost.is_set() and not self._stopping.is_set():
+                operation = self._ctx.labs.operation(username)
+                if operation is None:
+                    return
+                self._execute(operation)
+        finally:
+            done.set()
+
+    def _execute(self, operation: Operation) -> None:
+        reporter = Reporter(self._ctx, operation)
+        try:
+            if operation.kind == OperationKind.SPAWN:
+                self._spawn(reporter)
+            else:
+                self._delete(reporter)
+        except Superseded:
+            logger.info("operation %s for %s superseded", operation.id, operation.username)
+
+    def _spawn(self, reporter: Reporter) -> None:
+        operation = reporter.operation
+        labs = self._ctx.labs
+        token = labs.operation_token(operation.username)
+        try:
+            if token is None:
+                raise SpawnFailed("the spawn's token expired before it could be used")
+            record = run_spawn(self._ctx, reporter, token)
+        except (SpawnFailed, DeadlineExceeded, KubernetesError) as exc:
+            message = _failure_message(exc, "spawn", self._ctx.config.lab.spawn_timeout)
+            self._fail(reporter, message)
+            return
+        record.operation = None
+        if labs.finish(operation, record):
+            reporter.complete()
+            logger.info("lab for %s is running", operation.username)
+
+    def _delete(self, reporter: Reporter) -> None:
+        operation = reporter.operation
+        try:
+            run_delete(self._ctx, reporter)
+        except (DeadlineExceeded, KubernetesError) as exc:
+            message = _failure_message(exc, "delete", self._ctx.config.lab.delete_timeout)
+            self._fail(reporter, message)
+            return
+        if self._ctx.labs.finish(operation, None):
+            reporter.complete()
+            logger.info("lab for %s deleted", operation.username)
+
+    def _fail(self, reporter: Reporter, message: str) -> None:
+        operation = reporter.operation
+        logger.warning("%s for %s failed: %s", operation.kind.value, operation.username, message)
+        record = failed_record(self._ctx, reporter, message)
+        if record is not None:
+            record.status = LabStatus.FAILED
+        if self._ctx.labs.finish(operation, record):
+            reporter.failed(message)
+
+
+def _failure_message(exc: Exception, what: str, timeout: float) -> str:
+    if isinstance(exc, DeadlineExceeded):
+        return f"the {what} did not finish within {timeout:g} seconds"
+    if isinstance(exc, KubernetesError):
+        return f"Kubernetes error during the {what}: {exc.message}"
+    return str(exc)

@@ -1,0 +1,80 @@
+"""Read a lab pod's status the way a person would: is it up, still coming, or stuck?
+
+A spawn must fail within seconds when the pod cannot succeed (an image that cannot be
+pulled, no node that fits, a crash loop), not sit until the deadline. These rules turn the
+pod's conditions and container states into that verdict.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+_PULL_FAILURES = {"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"}
+_CONFIG_FAILURES = {"CreateContainerConfigError", "CreateContainerError", "RunContainerError"}
+
+
+@dataclass(frozen=True)
+class PodVerdict:
+    """``ready`` (lab reachable), ``failure`` (a message a user can act on), or neither."""
+
+    ready: bool = False
+    failure: str | None = None
+    scheduled_on: str | None = None
+    initialized: bool = False
+
+
+def _condition(pod: dict[str, Any], kind: str) -> dict[str, Any] | None:
+    for condition in pod.get("status", {}).get("conditions") or []:
+        if condition.get("type") == kind:
+            return dict(condition)
+    return None
+
+
+def _container_failure(statuses: list[dict[str, Any]], init: bool) -> str | None:
+    for status in statuses:
+        name = status.get("name", "?")
+        state = status.get("state") or {}
+        waiting = state.get("waiting") or {}
+        reason = waiting.get("reason", "")
+        detail = waiting.get("message") or ""
+        if reason in _PULL_FAILURES:
+            image = status.get("image", "")
+            return f"cannot pull image {image}: {reason}" + (f": {detail}" if detail else "")
+        if reason == "CrashLoopBackOff":
+            what = "provisioning container" if init else "lab container"
+            return f"the {what} {name} keeps crashing (CrashLoopBackOff)" + (
+                f": {detail}" if detail else ""
+            )
+        if reason in _CONFIG_FAILURES:
+            return f"container {name} cannot start: {reason}" + (f": {detail}" if detail else "")
+        terminated = state.get("terminated") or {}
+        if init and terminated and terminated.get("exitCode", 0) != 0:
+            return (
+                f"provisioning container {name} failed with exit code "
+                f"{terminated.get('exitCode')}"
+                + (f": {terminated.get('message')}" if terminated.get("message") else "")
+            )
+    return None
+
+
+def judge(pod: dict[str, Any]) -> PodVerdict:
+    """Decide what the pod's current status means for the spawn waiting on it."""
+    status = pod.get("status") or {}
+    phase = status.get("phase")
+    node = pod.get("spec", {}).get("nodeName")
+    if phase in ("Failed", "Succeeded"):
+        reason = status.get("reason") or status.get("message") or phase
+        return PodVerdict(failure=f"the lab pod stopped ({phase}): {reason}", scheduled_on=node)
+    scheduled = _condition(pod, "PodScheduled")
+    unschedulable = scheduled and scheduled.get("status") == "False"
+    if unschedulable and scheduled.get("reason") == "Unschedulable":  # type: ignore[union-attr]
+        message = scheduled.get("message") or "no node can run it"  # type: ignore[union-attr]
+        return PodVerdict(failure=f"the lab cannot be scheduled: {message}")
+    failure = _container_failure(status.get("initContainerStatuses") or [], init=True)
+    failure = failure or _container_failure(status.get("containerStatuses") or [], init=False)
+    if failure:
+        return PodVerdict(failure=failure, scheduled_on=node)
+    initialized = (_condition(pod, "Initialized") or {}).get("status") == "True"
+    ready = phase == "Running" and (_condition(pod, "Ready") or {}).get("status") == "True"
+    return PodVerdict(ready=ready, scheduled_on=node, initialized=initialized)

@@ -1,0 +1,278 @@
+"""The steps of a spawn. Each is idempotent, so a worker that resumes a spawn another
+worker started simply runs them again from the top."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from app.builders.env import SECRET_REQUEST_ENV
+from app.builders.lab import LabObjects, build_lab, internal_url, quotas
+from app.builders.names import lab_namespace, object_name
+from app.models.identity import user_from_json
+from app.models.lab import LabOptions, LabRecord, LabSpec, LabStatus, PodState
+from app.services.context import LabContext
+from app.services.pod_state import judge
+from app.services.reporter import Reporter
+from app.services.waiting import wait_namespace_gone, wait_pod_gone
+from app.storage.kubernetes import KubernetesError, WatchExpired
+
+logger = logging.getLogger(__name__)
+
+OPERATION_ANNOTATION = "lab-spawner.jupyter.org/operation"
+"""Marks which operation created a pod, so a resumed spawn adopts its own pod."""
+
+_EVENT_PROGRESS = {"Scheduled": 55, "Pulling": 65, "Pulled": 75, "Created": 80, "Started": 90}
+
+
+class SpawnFailed(Exception):
+    """The lab cannot start; the message says why in terms a user can act on."""
+
+
+def spec_from_operation(ctx: LabContext, data: dict[str, Any]) -> LabSpec:
+    options = LabOptions(**data["options"])
+    image = ctx.config.lab.image(options.image)
+    size = ctx.config.lab.size(options.size)
+    if image is None or size is None:
+        raise SpawnFailed("the chosen image or size is no longer configured")
+    return LabSpec(
+        user=user_from_json(data["user"]),
+        options=options,
+        image=image,
+        size=size,
+        env=dict(data.get("env") or {}),
+    )
+
+
+def run_spawn(ctx: LabContext, reporter: Reporter, token: str) -> LabRecord:
+    """Create the lab and wait until it is reachable; returns its running record."""
+    operation = reporter.operation
+    assert operation.spec is not None
+    spec = spec_from_operation(ctx, operation.spec)
+    config = ctx.config
+    namespace = lab_namespace(config.namespace_prefix, spec.username)
+    pod_name = object_name(spec.username, "lab")
+
+    reporter.info(f"Starting a lab for {spec.username} with image {spec.image.name}")
+    reporter.progress(2)
+    _remove_leftovers(ctx, reporter, namespace, pod_name)
+
+    copied, pull = _read_copied_secrets(ctx)
+    provision = bool(config.lab.init_containers) and not ctx.labs.is_provisioned(spec.username)
+    objects = build_lab(
+        spec, config, token=token, copied_secrets=copied, pull_secret_data=pull, provision=provision
+    )
+    objects.pod["metadata"].setdefault("annotations", {})[OPERATION_ANNOTATION] = operation.id
+    _create_objects(ctx, reporter, objects)
+    reporter.info("Lab objects created; waiting for Kubernetes to start the lab")
+    _wait_until_ready(ctx, reporter, namespace, pod_name)
+    if provision:
+        ctx.labs.mark_provisioned(spec.username)
+
+    return LabRecord(
+        username=spec.username,
+        status=LabStatus.RUNNING,
+        pod=PodState.PRESENT,
+        options=spec.options.as_dict(),
+        env={k: v for k, v in spec.env.items() if k not in SECRET_REQUEST_ENV},
+        uid=spec.user.uid,
+        gid=spec.user.gid,
+        groups=[{"name": g.name, "id": g.id} for g in spec.user.groups],
+        quotas=quotas(spec.size),
+        internal_url=internal_url(config, spec.username),
+        operation=None,
+    )
+
+
+def _remove_leftovers(ctx: LabContext, reporter: Reporter, namespace: str, pod_name: str) -> None:
+    """Clear what a failed lab or an interrupted delete left behind."""
+    pod = ctx.kube.read_pod(namespace, pod_name)
+    annotations = (pod or {}).get("metadata", {}).get("annotations") or {}
+    if pod is not None and annotations.get(OPERATION_ANNOTATION) != reporter.operation.id:
+        reporter.info("Removing the pod of the previous lab")
+        ctx.kube.delete_pod(namespace, pod_name)
+        wait_pod_gone(ctx, reporter, namespace, pod_name)
+    existing = ctx.kube.read_namespace(namespace)
+    if existing is not None and existing.get("metadata", {}).get("deletionTimestamp"):
+        reporter.info("Waiting for the previous lab's namespace to be removed")
+        wait_namespace_gone(ctx, reporter, namespace)
+
+
+def _read_copied_secrets(ctx: LabContext) -> tuple[dict[str, str], dict[str, str] | None]:
+    lab = ctx.config.lab
+    source = ctx.config.kubernetes.service_namespace
+    copied: dict[str, str] = {}
+    cache: dict[str, dict[str, Any] | None] = {}
+    for entry in lab.secrets:
+        if entry.secret_name not in cache:
+            cache[entry.secret_name] = ctx.kube.read_secret(source, entry.secret_name)
+        secret = cache[entry.secret_name]
+        value = ((secret or {}).get("data") or {}).get(entry.secret_key)
+        if value is None:
+            raise SpawnFailed(
+                f"configured secret {entry.secret_name} has no key {entry.secret_key}; "
+                "ask an administrator"
+            )
+        copied[entry.secret_key] = value
+    pull: dict[str, str] | None = None
+    if lab.pull_secret:
+        secret = ctx.kube.read_secret(source, lab.pull_secret)
+        if secret is None or not secret.get("data"):
+            raise SpawnFailed(f"configured pull secret {lab.pull_secret} is missing")
+        pull = dict(secret["data"])
+    return copied, pull
+
+
+def _create_objects(ctx: LabContext, reporter: Reporter, objects: LabObjects) -> None:
+    steps = objects.in_creation_order()
+    for index, (resource, body) in enumerate(steps, start=1):
+        reporter.check()
+        name = body["metadata"]["name"]
+        if resource == "namespaces":
+            _create_namespace(ctx, reporter, body)
+        elif resource == "pods":
+            _create_pod(ctx, reporter, body)
+        else:
+            ctx.kube.apply(resource, body)
+        logger.debug("created %s %s", resource, name)
+        reporter.progress(5 + (40 * index) // len(steps))
+
+
+def _create_namespace(ctx: LabContext, reporter: Reporter, body: dict[str, Any]) -> None:
+    name = body["metadata"]["name"]
+    while True:
+        try:
+            ctx.kube.create_namespace(body)
+            return
+        except KubernetesError as exc:
+            if exc.status != 409:
+                raise
+        existing = ctx.kube.read_namespace(name)
+        if existing is None:
+            continue
+        if existing.get("metadata", {}).get("deletionTimestamp"):
+            wait_namespace_gone(ctx, reporter, name)
+            continue
+        return
+
+
+def _create_pod(ctx: LabContext, reporter: Reporter, body: dict[str, Any]) -> None:
+    namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
+    while True:
+        try:
+            ctx.kube.create_pod(body)
+            return
+        except KubernetesError as exc:
+            if exc.status == 403 and "quota" in exc.message.lower():
+                raise SpawnFailed(f"Kubernetes refused the lab: {exc.message}") from None
+            if exc.status != 409:
+                raise
+        existing = ctx.kube.read_pod(namespace, name)
+        if existing is None:
+            continue
+        annotations = existing.get("metadata", {}).get("annotations") or {}
+        if annotations.get(OPERATION_ANNOTATION) == reporter.operation.id:
+            return  # Ours, from before a worker restart: adopt it.
+        ctx.kube.delete_pod(namespace, name)
+        wait_pod_gone(ctx, reporter, namespace, name)
+
+
+class _EventFeed:
+    """Reports new Kubernetes Events about the pod as the user's info and error events."""
+
+    def __init__(self, ctx: LabContext, reporter: Reporter, namespace: str, pod: str) -> None:
+        self._ctx = ctx
+        self._reporter = reporter
+        self._namespace = namespace
+        self._pod = pod
+        self._seen: set[tuple[str, int]] = set()
+        self._pod_uid: str | None = None
+
+    def pod_uid(self, uid: str | None) -> None:
+        self._pod_uid = uid
+
+    def poll(self) -> None:
+        events = self._ctx.kube.list_events(self._namespace)
+        relevant = [
+            e
+            for e in events
+            if (e.get("involvedObject") or {}).get("name") == self._pod
+            and (
+                self._pod_uid is None
+                or (e.get("involvedObject") or {}).get("uid") in (None, self._pod_uid)
+            )
+        ]
+        relevant.sort(key=lambda e: int(e.get("metadata", {}).get("resourceVersion") or 0))
+        for event in relevant:
+            key = (event["metadata"].get("uid", event["metadata"]["name"]), event.get("count", 1))
+            if key in self._seen:
+                continue
+            self._seen.add(key)
+            message = event.get("message") or event.get("reason") or ""
+            if event.get("type") == "Warning":
+                self._reporter.error(message)
+            else:
+                self._reporter.info(message)
+            percent = _EVENT_PROGRESS.get(str(event.get("reason")))
+            if percent is not None:
+                self._reporter.progress(percent)
+
+
+def _wait_until_ready(ctx: LabContext, reporter: Reporter, namespace: str, name: str) -> None:
+    """Follow the pod until it is ready or clearly cannot become ready."""
+    feed = _EventFeed(ctx, reporter, namespace, name)
+    version: str | None = None
+    while True:
+        reporter.check()
+        if version is None:
+            pod = ctx.kube.read_pod(namespace, name)
+            if pod is None:
+                raise SpawnFailed("the lab pod was deleted while starting")
+            feed.pod_uid(pod["metadata"].get("uid"))
+            if _settled(reporter, feed, pod):
+                return
+            version = pod["metadata"]["resourceVersion"]
+        timeout = max(1, min(2, int(reporter.remaining())))
+        try:
+            for kind, pod in ctx.kube.watch_pod(namespace, name, version, timeout):
+                version = pod["metadata"].get("resourceVersion", version)
+                if kind == "DELETED":
+                    raise SpawnFailed("the lab pod was deleted while starting")
+                if _settled(reporter, feed, pod):
+                    return
+                reporter.check()
+        except WatchExpired:
+            version = None
+            continue
+        feed.poll()
+
+
+def _settled(reporter: Reporter, feed: _EventFeed, pod: dict[str, Any]) -> bool:
+    verdict = judge(pod)
+    if verdict.failure:
+        feed.poll()
+        raise SpawnFailed(verdict.failure)
+    if verdict.scheduled_on:
+        reporter.progress(55)
+    feed.poll()
+    if verdict.ready:
+        reporter.info("The lab is running")
+        return True
+    return False
+
+
+def failed_record(ctx: LabContext, reporter: Reporter, message: str) -> LabRecord | None:
+    """The lab's record after a failed spawn: status failed, pod as Kubernetes has it."""
+    current = ctx.labs.get(reporter.username)
+    if current is None:
+        return None
+    namespace = lab_namespace(ctx.config.namespace_prefix, reporter.username)
+    try:
+        present = ctx.kube.read_pod(namespace, object_name(reporter.username, "lab")) is not None
+    except KubernetesError:
+        present = current.pod == PodState.PRESENT
+    current.status = LabStatus.FAILED
+    current.pod = PodState.PRESENT if present else PodState.MISSING
+    current.error = message
+    current.operation = None
+    return current

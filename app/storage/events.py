@@ -1,0 +1,107 @@
+"""Per-user event streams in Redis Streams.
+
+One stream per user holds the events of the current operation. Entry IDs serve as the
+server-sent events' ``id`` so a client resumes with ``Last-Event-ID``; any worker of any
+replica serves any stream, and a late subscriber replays from the operation's start.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import cast
+
+import redis
+
+TERMINAL_TTL_SECONDS = 24 * 3600
+"""How long a finished operation's events stay readable after it ends."""
+
+
+class EventType(StrEnum):
+    INFO = "info"
+    PROGRESS = "progress"
+    ERROR = "error"
+    COMPLETE = "complete"
+    FAILED = "failed"
+
+
+TERMINAL = frozenset({EventType.COMPLETE, EventType.FAILED})
+
+
+@dataclass(frozen=True)
+class Event:
+    id: str
+    type: EventType
+    data: str
+
+    @property
+    def terminal(self) -> bool:
+        return self.type in TERMINAL
+
+
+class EventStore:
+    """Append, replay and tail a user's events."""
+
+    def __init__(self, client: redis.Redis, key_prefix: str) -> None:
+        self._redis = client
+        self._prefix = f"{key_prefix}events:"
+
+    def key(self, username: str) -> str:
+        return f"{self._prefix}{username}"
+
+    def append(self, username: str, type_: EventType, data: str) -> str:
+        """Add an event; a terminal one also starts the stream's expiry clock."""
+        key = self.key(username)
+        pipe = self._redis.pipeline(transaction=True)
+        pipe.xadd(key, {"type": type_.value, "data": data})
+        if type_ in TERMINAL:
+            pipe.expire(key, TERMINAL_TTL_SECONDS)
+        else:
+            pipe.persist(key)
+        entry_id, *_ = pipe.execute()
+        return str(entry_id)
+
+    def exists(self, username: str) -> bool:
+        return bool(self._redis.exists(self.key(username)))
+
+    def read(self, username: str, after: str = "0-0") -> list[Event]:
+        """Every event after ``after`` (all of them by default)."""
+        start = f"({after}" if after != "0-0" else "-"
+        entries = cast(
+            list[tuple[str, dict[str, str]]], self._redis.xrange(self.key(username), min=start)
+        )
+        return [_event(entry_id, fields) for entry_id, fields in entries]
+
+    def tail(self, username: str, after: str, block_ms: int) -> list[Event]:
+        """Events after ``after``, waiting up to ``block_ms`` for the first one."""
+        result = cast(
+            list[tuple[str, list[tuple[str, dict[str, str]]]]],
+            self._redis.xread({self.key(username): after}, block=block_ms, count=100),
+        )
+        if not result:
+            return []
+        _, entries = result[0]
+        return [_event(entry_id, fields) for entry_id, fields in entries]
+
+    def follow(self, username: str, after: str, block_ms: int) -> Iterator[Event | None]:
+        """Yield events from ``after`` on, and ``None`` after each quiet ``block_ms``.
+
+        Ends after a terminal event. ``None`` lets the caller send keepalives and notice
+        a client that went away.
+        """
+        cursor = after
+        while True:
+            events = self.tail(username, cursor, block_ms)
+            if not events:
+                yield None
+                continue
+            for event in events:
+                cursor = event.id
+                yield event
+                if event.terminal:
+                    return
+
+
+def _event(entry_id: str, fields: dict[str, str]) -> Event:
+    return Event(id=entry_id, type=EventType(fields["type"]), data=fields.get("data", ""))

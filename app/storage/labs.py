@@ -1,0 +1,267 @@
+"""Lab records, operations, leases and provisioned-user flags in Redis.
+
+Every state change that must not race (starting an operation, finishing one) is a Redis
+transaction guarded by WATCH, so two workers or replicas can never both start a spawn for
+the same user or overwrite each other's outcome.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+from typing import cast
+
+import redis
+from redis.client import Pipeline
+
+from app.models.lab import LabRecord, LabStatus, Operation
+
+_RENEW = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0
+"""
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+"""
+
+
+class StartResult(Enum):
+    STARTED = "started"
+    CONFLICT = "conflict"
+    MISSING = "missing"
+    ALREADY = "already"
+
+
+@dataclass(frozen=True)
+class StartOutcome:
+    result: StartResult
+    current: LabRecord | None = None
+
+
+class LabStore:
+    """All Redis state about labs except their event streams."""
+
+    def __init__(self, client: redis.Redis, key_prefix: str) -> None:
+        self._redis = client
+        self._p = key_prefix
+        self._renew = client.register_script(_RENEW)
+        self._release = client.register_script(_RELEASE)
+
+    # Keys ----------------------------------------------------------------------------
+
+    def _lab(self, username: str) -> str:
+        return f"{self._p}lab:{username}"
+
+    def _op(self, username: str) -> str:
+        return f"{self._p}op:{username}"
+
+    def _token(self, username: str) -> str:
+        return f"{self._p}optoken:{username}"
+
+    def _lease(self, username: str) -> str:
+        return f"{self._p}lease:{username}"
+
+    @property
+    def _labs(self) -> str:
+        return f"{self._p}labs"
+
+    @property
+    def _ops(self) -> str:
+        return f"{self._p}ops"
+
+    @property
+    def _provisioned(self) -> str:
+        return f"{self._p}provisioned"
+
+    # Reads ---------------------------------------------------------------------------
+
+    def get(self, username: str) -> LabRecord | None:
+        raw = self._redis.get(self._lab(username))
+        return LabRecord.from_json(json.loads(raw)) if raw else None
+
+    def usernames(self) -> list[str]:
+        return sorted(cast(set[str], self._redis.smembers(self._labs)))
+
+    def operation(self, username: str) -> Operation | None:
+        raw = self._redis.get(self._op(username))
+        return Operation.from_json(json.loads(raw)) if raw else None
+
+    def operation_token(self, username: str) -> str | None:
+        value = self._redis.get(self._token(username))
+        return str(value) if value else None
+
+    def pending_operations(self) -> list[str]:
+        """Users with an operation in progress, oldest first."""
+        return cast(list[str], self._redis.zrange(self._ops, 0, -1))
+
+    # Starting operations -------------------------------------------------------------
+
+    def start_spawn(
+        self,
+        record: LabRecord,
+        operation: Operation,
+        reset_events: Callable[[Pipeline], None],
+        token: str,
+    ) -> StartOutcome:
+        """Record a new lab and its spawn unless a lab that is not failed exists.
+
+        The user's delegated token is kept beside the operation (never in the record) so a
+        worker that resumes the spawn can still create the lab's Secret; it expires with
+        the operation's deadline and is deleted when the operation ends.
+        """
+        username = record.username
+        lab_key, op_key = self._lab(username), self._op(username)
+        outcome: list[StartOutcome] = []
+
+        def attempt(pipe: Pipeline) -> None:
+            outcome.clear()
+            raw = pipe.get(lab_key)
+            current = LabRecord.from_json(json.loads(raw)) if raw else None
+            busy = pipe.exists(op_key)
+            if (current is not None and current.status != LabStatus.FAILED) or busy:
+                outcome.append(StartOutcome(StartResult.CONFLICT, current))
+                pipe.multi()
+                return
+            pipe.multi()
+            pipe.set(lab_key, json.dumps(record.to_json()))
+            pipe.sadd(self._labs, username)
+            self._queue(pipe, operation)
+            ttl = max(1, int(operation.deadline - operation.started) + 60)
+            pipe.set(self._token(username), token, ex=ttl)
+            reset_events(pipe)
+            outcome.append(StartOutcome(StartResult.STARTED, record))
+
+        self._redis.transaction(attempt, lab_key, op_key)
+        return outcome[0]
+
+    def start_delete(
+        self, username: str, operation: Operation, reset_events: Callable[[Pipeline], None]
+    ) -> StartOutcome:
+        """Mark the lab terminating and queue its deletion; supersedes a running spawn."""
+        lab_key, op_key = self._lab(username), self._op(username)
+        outcome: list[StartOutcome] = []
+
+        def attempt(pipe: Pipeline) -> None:
+            outcome.clear()
+            raw = pipe.get(lab_key)
+            if not raw:
+                outcome.append(StartOutcome(StartResult.MISSING))
+                pipe.multi()
+                return
+            current = LabRecord.from_json(json.loads(raw))
+            if current.status == LabStatus.TERMINATING:
+                outcome.append(StartOutcome(StartResult.ALREADY, current))
+                pipe.multi()
+                return
+            current.status = LabStatus.TERMINATING
+            current.operation = operation.id
+            current.error = None
+            pipe.multi()
+            pipe.set(lab_key, json.dumps(current.to_json()))
+            self._queue(pipe, operation)
+            reset_events(pipe)
+            outcome.append(StartOutcome(StartResult.STARTED, current))
+
+        self._redis.transaction(attempt, lab_key, op_key)
+        return outcome[0]
+
+    def _queue(self, pipe: Pipeline, operation: Operation) -> None:
+        pipe.set(self._op(operation.username), json.dumps(operation.to_json()))
+        pipe.zadd(self._ops, {operation.username: operation.started})
+
+    # Progress and outcome ------------------------------------------------------------
+
+    def is_current(self, operation: Operation) -> bool:
+        current = self.operation(operation.username)
+        return current is not None and current.id == operation.id
+
+    def update_if_current(self, operation: Operation, record: LabRecord) -> bool:
+        """Write ``record`` only while ``operation`` is still the user's operation."""
+        return self._finish(operation, record, finish=False)
+
+    def finish(self, operation: Operation, record: LabRecord | None) -> bool:
+        """End ``operation``: store ``record`` (or remove the lab when None) and dequeue.
+
+        Does nothing and returns False if the operation was superseded meanwhile.
+        """
+        return self._finish(operation, record, finish=True)
+
+    def _finish(self, operation: Operation, record: LabRecord | None, *, finish: bool) -> bool:
+        username = operation.username
+        lab_key, op_key = self._lab(username), self._op(username)
+        done: list[bool] = []
+
+        def attempt(pipe: Pipeline) -> None:
+            done.clear()
+            raw = pipe.get(op_key)
+            current = json.loads(raw)["id"] if raw else None
+            pipe.multi()
+            if current != operation.id:
+                done.append(False)
+                return
+            if record is None:
+                pipe.delete(lab_key)
+                pipe.srem(self._labs, username)
+            else:
+                pipe.set(lab_key, json.dumps(record.to_json()))
+                pipe.sadd(self._labs, username)
+            if finish:
+                pipe.delete(op_key, self._token(username))
+                pipe.zrem(self._ops, username)
+            done.append(True)
+
+        self._redis.transaction(attempt, op_key)
+        return done[0]
+
+    # Records maintained by the watcher -----------------------------------------------
+
+    def put_if_idle(self, record: LabRecord, expect: LabRecord | None) -> bool:
+        """Replace the record when no operation runs and it still equals ``expect``."""
+        lab_key, op_key = self._lab(record.username), self._op(record.username)
+        done: list[bool] = []
+
+        def attempt(pipe: Pipeline) -> None:
+            done.clear()
+            raw = pipe.get(lab_key)
+            now = LabRecord.from_json(json.loads(raw)) if raw else None
+            busy = pipe.exists(op_key)
+            pipe.multi()
+            if busy or now != expect:
+                done.append(False)
+                return
+            pipe.set(lab_key, json.dumps(record.to_json()))
+            pipe.sadd(self._labs, record.username)
+            done.append(True)
+
+        self._redis.transaction(attempt, lab_key, op_key)
+        return done[0]
+
+    # Leases --------------------------------------------------------------------------
+
+    def acquire_lease(self, username: str, owner: str, ttl_ms: int) -> bool:
+        return bool(self._redis.set(self._lease(username), owner, nx=True, px=ttl_ms))
+
+    def renew_lease(self, username: str, owner: str, ttl_ms: int) -> bool:
+        return bool(self._renew(keys=[self._lease(username)], args=[owner, ttl_ms]))
+
+    def release_lease(self, username: str, owner: str) -> None:
+        self._release(keys=[self._lease(username)], args=[owner])
+
+    def lease_holder(self, username: str) -> str | None:
+        value = self._redis.get(self._lease(username))
+        return str(value) if value else None
+
+    # Provisioning --------------------------------------------------------------------
+
+    def is_provisioned(self, username: str) -> bool:
+        return bool(self._redis.sismember(self._provisioned, username))
+
+    def mark_provisioned(self, username: str) -> None:
+        self._redis.sadd(self._provisioned, username)

@@ -1,0 +1,128 @@
+"""The DMTN-222 lab routes: list, status, spawn, events, delete and user status."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+
+from flask import Blueprint, Response, jsonify, request, stream_with_context, url_for
+
+from app.errors import InvalidRequestError, NotFoundError, PermissionDeniedError
+from app.extensions import gafaelfawr_ext, labs_ext
+from app.schemas.labs import LabStatusSchema, SpawnRequestSchema
+from app.services.auth import ADMIN, ANY_USER, OWNER, TOKEN_HEADER
+from app.services.labs import LabService
+from app.storage.events import Event
+from app.web.auth import current_caller, requires
+from app.web.bodies import load_body
+
+spawner = Blueprint("spawner", __name__, url_prefix="/spawner/v1")
+
+_USERNAME = re.compile(r"^[a-z0-9](?:[a-z0-9]|-[a-z0-9])*$")
+_EVENT_ID = re.compile(r"^\d+-\d+$")
+_status_schema = LabStatusSchema()
+
+
+def _service() -> LabService:
+    return LabService(labs_ext.context, labs_ext.runner)
+
+
+def _check_username(username: str) -> None:
+    if len(username) > 55 or not _USERNAME.match(username):
+        raise InvalidRequestError(f"invalid username {username!r}", field="username")
+
+
+@spawner.get("/labs")
+@requires(ADMIN)
+def list_labs() -> Response:
+    """Usernames with a lab in any state."""
+    return jsonify(_service().list_labs())
+
+
+@spawner.get("/labs/<username>")
+@requires(ADMIN)
+def lab_status(username: str) -> Response:
+    """A lab's status, from Redis only."""
+    return jsonify(_status_schema.dump(_service().status(username).to_json()))
+
+
+@spawner.get("/user-status")
+@requires(ANY_USER)
+def user_status() -> Response:
+    """The caller's own lab status."""
+    record = _service().status(current_caller().username)
+    return jsonify(_status_schema.dump(record.to_json()))
+
+
+@spawner.post("/labs/<username>/spawn")
+@requires(OWNER)
+def spawn(username: str) -> Response:
+    """Queue a spawn; 303 to the lab's status."""
+    _check_username(username)
+    body = load_body(SpawnRequestSchema())
+    caller = current_caller()
+    token = _delegated_token(caller.token)
+    user = gafaelfawr_ext.client.user_info(token)
+    if user.username != username:
+        raise PermissionDeniedError("the delegated token belongs to another user")
+    _service().spawn(user, body["options"], body["env"], token)
+    response = Response(status=303)
+    response.headers["Location"] = url_for("spawner.lab_status", username=username)
+    return response
+
+
+def _delegated_token(bearer: str) -> str:
+    """The token to give the lab: Gafaelfawr's delegated notebook token when the ingress
+    added one (it must belong to the same user), else the caller's own token."""
+    delegated = request.headers.get(TOKEN_HEADER, "").strip()
+    if not delegated or delegated == bearer:
+        return bearer
+    data = gafaelfawr_ext.client.token_info(delegated)
+    if data.username != current_caller().username:
+        raise PermissionDeniedError(f"the {TOKEN_HEADER} token belongs to another user")
+    return delegated
+
+
+@spawner.delete("/labs/<username>")
+@requires(ADMIN)
+def delete_lab(username: str) -> tuple[Response, int]:
+    """Start deleting the lab; 202, or 404 if there is none."""
+    _service().delete(username)
+    return jsonify({"username": username, "status": "terminating"}), 202
+
+
+@spawner.get("/labs/<username>/events")
+@requires(OWNER, ADMIN)
+def lab_events(username: str) -> Response:
+    """Server-sent events of the current operation: replay, then follow until it ends."""
+    ctx = labs_ext.context
+    after = request.headers.get("Last-Event-ID", "0-0").strip() or "0-0"
+    if not _EVENT_ID.match(after):
+        raise InvalidRequestError("Last-Event-ID is not an event id", field="Last-Event-ID")
+    if not ctx.events.exists(username):
+        raise NotFoundError(f"user {username} has no lab operation to follow")
+    keepalive = ctx.config.operations.keepalive_seconds
+    block_ms = int(min(keepalive, max(0.1, ctx.config.redis.socket_timeout - 1)) * 1000)
+
+    def generate() -> Iterator[str]:
+        yield ": stream of lab events\n\n"
+        last_write = time.monotonic()
+        for event in ctx.events.follow(username, after, block_ms):
+            if event is None:
+                if time.monotonic() - last_write >= keepalive:
+                    last_write = time.monotonic()
+                    yield ": keepalive\n\n"
+                continue
+            last_write = time.monotonic()
+            yield _format(event)
+
+    response = Response(stream_with_context(generate()), mimetype="text/event-stream")
+    response.headers["Cache-Control"] = "no-cache"
+    response.headers["X-Accel-Buffering"] = "no"
+    return response
+
+
+def _format(event: Event) -> str:
+    data = "\n".join(f"data: {line}" for line in (event.data.split("\n") or [""]))
+    return f"id: {event.id}\nevent: {event.type.value}\n{data}\n\n"

@@ -1,0 +1,130 @@
+"""Fixtures for lab tests: fresh users, an app with fast operations, event readers."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+
+from app.config import Config, parse_config
+from devstack.gafaelfawr import GafaelfawrEmulator, GroupSpec, UserSpec
+from devstack.kube import KubernetesEmulator
+from tests.conftest import bearer, service_config
+from tests.support.redis_server import RedisServer
+from tests.support.sse import SseEvent, parse_sse
+
+IMAGE = "registry.test/lsstsqre/sciplat-lab:w_2024_42"
+BAD_IMAGE = "registry.test/lsstsqre/sciplat-lab:broken"
+_counter = itertools.count(1)
+
+
+@dataclass(frozen=True)
+class LabUser:
+    username: str
+    token: str
+    uid: int
+    gid: int
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return bearer(self.token)
+
+
+def lab_config(redis_url: str, gafaelfawr_url: str, kube_url: str) -> dict[str, Any]:
+    raw = service_config(redis_url, gafaelfawr_url, kube_url)
+    raw["lab"]["images"].append({"reference": BAD_IMAGE, "name": "Broken"})
+    raw["lab"]["spawnTimeout"] = 30
+    raw["lab"]["deleteTimeout"] = 30
+    raw["operations"] = {"leaseSeconds": 2, "scanSeconds": 0.2, "keepaliveSeconds": 0.5}
+    raw["redis"]["socketTimeout"] = 3
+    return raw
+
+
+@pytest.fixture
+def lab_raw_config(
+    redis_client: Any,
+    redis_server: RedisServer,
+    gafaelfawr: GafaelfawrEmulator,
+    kube: KubernetesEmulator,
+) -> dict[str, Any]:
+    return lab_config(redis_server.url, gafaelfawr.url, kube.url)
+
+
+@pytest.fixture
+def lab_app(lab_raw_config: dict[str, Any], make_app: Callable[[Config], Flask]) -> Flask:
+    return make_app(parse_config(lab_raw_config))
+
+
+@pytest.fixture
+def lab_client(lab_app: Flask) -> FlaskClient:
+    return lab_app.test_client()
+
+
+@pytest.fixture
+def new_user(gafaelfawr: GafaelfawrEmulator) -> Callable[..., LabUser]:
+    """Register a user nobody else uses, so tests on the shared cluster never collide."""
+
+    def make(
+        groups: tuple[GroupSpec, ...] | None = None, scopes: tuple[str, ...] = ("exec:notebook",)
+    ) -> LabUser:
+        n = next(_counter)
+        username = f"user{n}-{int(time.time() * 1000) % 100000}"
+        uid = 20000 + n
+        gid = 30000 + n
+        if groups is None:
+            groups = (GroupSpec(username, gid), GroupSpec("science", 2002), GroupSpec("no-gid"))
+        gafaelfawr.add_user(UserSpec(username=username, uid=uid, gid=gid, groups=groups))
+        token = gafaelfawr.issue_token(username, list(scopes), token_type="notebook")
+        return LabUser(username, token, uid, gid)
+
+    return make
+
+
+def spawn_body(image: str = IMAGE, size: str = "small", **extra: Any) -> dict[str, Any]:
+    return {
+        "options": {"image": image, "size": size, **extra},
+        "env": {"JUPYTERHUB_API_URL": "http://hub:8081/hub/api"},
+    }
+
+
+def read_events(
+    client: FlaskClient, username: str, headers: dict[str, str], last_id: str | None = None
+) -> list[SseEvent]:
+    """Read the user's event stream until the server closes it."""
+    if last_id is not None:
+        headers = {**headers, "Last-Event-ID": last_id}
+    response = client.get(f"/spawner/v1/labs/{username}/events", headers=headers, buffered=False)
+    assert response.status_code == 200, response.get_data(as_text=True)
+    assert response.mimetype == "text/event-stream"
+    try:
+        return [e for e in parse_sse(response.response) if isinstance(e, SseEvent)]  # type: ignore[arg-type]
+    finally:
+        response.close()
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = 20.0, interval: float = 0.05) -> Any:
+    """Poll until ``predicate`` returns something truthy; fail after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        time.sleep(interval)
+
+
+@pytest.fixture
+def admin_headers(tokens: dict[str, str]) -> dict[str, str]:
+    return bearer(tokens["admin"])
+
+
+def config_of(app: Flask) -> Config:
+    config: Config = app.config["SPAWNER"]
+    return config

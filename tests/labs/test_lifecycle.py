@@ -1,0 +1,148 @@
+"""Spawn, status, events and delete through the routes, against the emulated cluster."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable
+
+from flask.testing import FlaskClient
+
+from devstack.kube import KubernetesEmulator
+from tests.labs.conftest import BAD_IMAGE, LabUser, read_events, spawn_body
+
+
+def _spawn(client: FlaskClient, user: LabUser, **kwargs: object) -> None:
+    response = client.post(
+        f"/spawner/v1/labs/{user.username}/spawn",
+        json=spawn_body(**kwargs),
+        headers=user.headers,  # type: ignore[arg-type]
+    )
+    assert response.status_code == 303, response.get_data(as_text=True)
+    assert response.headers["Location"] == f"/spawner/v1/labs/{user.username}"
+
+
+def test_spawn_runs_a_lab_and_delete_removes_it(
+    lab_client: FlaskClient,
+    new_user: Callable[..., LabUser],
+    admin_headers: dict[str, str],
+    kube: KubernetesEmulator,
+) -> None:
+    user = new_user()
+    _spawn(lab_client, user)
+
+    events = read_events(lab_client, user.username, user.headers)
+    types = [e.type for e in events]
+    assert types[0] == "info"
+    assert types[-1] == "complete"
+    progress = [int(e.data) for e in events if e.type == "progress"]
+    assert progress == sorted(progress) and progress[-1] == 100
+    assert any("Started" in e.data or "running" in e.data for e in events if e.type == "info")
+
+    status = lab_client.get(f"/spawner/v1/labs/{user.username}", headers=admin_headers).get_json()
+    assert status["status"] == "running"
+    assert status["pod"] == "present"
+    assert status["uid"] == user.uid and status["gid"] == user.gid
+    assert status["options"] == {
+        "image": "registry.test/lsstsqre/sciplat-lab:w_2024_42",
+        "size": "small",
+        "debug": False,
+        "reset_user_env": False,
+    }
+    assert status["env"] == {"JUPYTERHUB_API_URL": "http://hub:8081/hub/api"}
+    assert status["quotas"]["limits"] == {"cpu": 1.0, "memory": 4 * 2**30}
+    assert status["internal_url"] == f"http://nb-{user.username}-lab.nublado-{user.username}:8888"
+    assert user.username in lab_client.get("/spawner/v1/labs", headers=admin_headers).get_json()
+    own = lab_client.get("/spawner/v1/user-status", headers=user.headers).get_json()
+    assert own == status
+
+    namespace = f"nublado-{user.username}"
+    pod = kube.store.get("pods", namespace, f"nb-{user.username}-lab")
+    assert pod is not None and pod["status"]["phase"] == "Running"
+    secret = kube.store.get("secrets", namespace, f"nb-{user.username}")
+    assert secret is not None
+    assert base64.b64decode(secret["data"]["token"]).decode() == user.token
+
+    response = lab_client.delete(f"/spawner/v1/labs/{user.username}", headers=admin_headers)
+    assert response.status_code == 202
+    events = read_events(lab_client, user.username, user.headers)
+    assert events[0].data == "Lab deletion requested"
+    assert events[-1].type == "complete"
+    assert (
+        lab_client.get(f"/spawner/v1/labs/{user.username}", headers=admin_headers).status_code
+        == 404
+    )
+    assert kube.store.get("namespaces", None, namespace) is None
+    assert kube.store.list("pods", namespace) == []
+
+
+def test_second_spawn_conflicts(lab_client: FlaskClient, new_user: Callable[..., LabUser]) -> None:
+    user = new_user()
+    _spawn(lab_client, user)
+    response = lab_client.post(
+        f"/spawner/v1/labs/{user.username}/spawn", json=spawn_body(), headers=user.headers
+    )
+    assert response.status_code == 409
+    assert response.get_json()["code"] == "conflict"
+    assert read_events(lab_client, user.username, user.headers)[-1].type == "complete"
+
+
+def test_image_pull_failure_fails_fast_and_a_new_spawn_replaces_it(
+    lab_client: FlaskClient,
+    new_user: Callable[..., LabUser],
+    admin_headers: dict[str, str],
+    kube: KubernetesEmulator,
+) -> None:
+    user = new_user()
+    kube.cluster.faults.set("image_pull", "*:broken", "manifest unknown")
+    try:
+        _spawn(lab_client, user, image=BAD_IMAGE)
+        events = read_events(lab_client, user.username, user.headers)
+    finally:
+        kube.cluster.faults.clear()
+    assert events[-1].type == "failed"
+    errors = [e.data for e in events if e.type == "error"]
+    assert any("cannot pull image" in e and "broken" in e for e in errors)
+    status = lab_client.get(f"/spawner/v1/labs/{user.username}", headers=admin_headers).get_json()
+    assert status["status"] == "failed"
+    assert status["pod"] == "present"
+    assert "cannot pull image" in status["error"]
+
+    _spawn(lab_client, user)
+    events = read_events(lab_client, user.username, user.headers)
+    assert events[0].data == "Lab creation requested"
+    assert not any(e.type == "failed" for e in events)
+    assert events[-1].type == "complete"
+    pod = kube.store.get("pods", f"nublado-{user.username}", f"nb-{user.username}-lab")
+    assert pod is not None and pod["spec"]["containers"][0]["image"].endswith("w_2024_42")
+
+
+def test_event_stream_resumes_after_last_event_id(
+    lab_client: FlaskClient, new_user: Callable[..., LabUser]
+) -> None:
+    user = new_user()
+    _spawn(lab_client, user)
+    events = read_events(lab_client, user.username, user.headers)
+    middle = events[len(events) // 2]
+    rest = read_events(lab_client, user.username, user.headers, last_id=middle.id)
+    assert rest == events[len(events) // 2 + 1 :]
+
+
+def test_status_reads_never_call_kubernetes(
+    lab_client: FlaskClient,
+    new_user: Callable[..., LabUser],
+    admin_headers: dict[str, str],
+    kube: KubernetesEmulator,
+) -> None:
+    user = new_user()
+    _spawn(lab_client, user)
+    read_events(lab_client, user.username, user.headers)
+    kube.audit.clear()
+    for _ in range(20):
+        assert (
+            lab_client.get(f"/spawner/v1/labs/{user.username}", headers=admin_headers).status_code
+            == 200
+        )
+        assert lab_client.get("/spawner/v1/user-status", headers=user.headers).status_code == 200
+        assert lab_client.get("/spawner/v1/labs", headers=admin_headers).status_code == 200
+    # Nothing at all reached the API server, not just nothing about this user.
+    assert kube.audit.entries() == []
