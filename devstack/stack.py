@@ -27,7 +27,10 @@ from devstack.redis_process import RedisProcess, free_port
 from devstack.registry import RegistryEmulator
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+DEMO_CONFIG = REPO_ROOT / "app" / "config" / "demo.yaml"
 SERVICE_NAMESPACE = "nublado"
+DEMO_SECRETS = {"butler-credentials": "ZGVtby1jcmVkZW50aWFscw=="}
+"""The Secret the demo configuration copies into every lab (base64 of a fake credential)."""
 
 
 @dataclass
@@ -61,6 +64,7 @@ class LocalStack:
             users=demo_users(), tokens=list(demo_tokens().values())
         )
         self.spawner_process: subprocess.Popen[bytes] | None = None
+        self.spawner_port = 0
         self.spawner_url = ""
 
     # Start-up ------------------------------------------------------------------------
@@ -79,7 +83,19 @@ class LocalStack:
             "namespaces",
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": SERVICE_NAMESPACE}},
         )
+        self.kube.store.create(
+            "secrets",
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "type": "Opaque",
+                "metadata": {"name": "lab-secrets", "namespace": SERVICE_NAMESPACE},
+                "data": DEMO_SECRETS,
+            },
+        )
         self.gafaelfawr.start()
+        self.spawner_port = self.options.spawner_port or free_port()
+        self.spawner_url = f"http://127.0.0.1:{self.spawner_port}"
         self._write_kubeconfig()
         self._write_config()
         if spawner:
@@ -109,26 +125,41 @@ class LocalStack:
         self.kubeconfig_path.write_text(yaml.safe_dump(kubeconfig), encoding="utf-8")
 
     def service_config(self) -> dict[str, Any]:
-        """The service's configuration for this stack (as the YAML document)."""
-        return {
-            "logLevel": "INFO",
-            "namespacePrefix": "nublado",
-            "gafaelfawr": {"url": self.gafaelfawr.url, "cacheSeconds": 30},
-            "redis": {"url": self.redis_url},
-            "kubernetes": {
-                "mode": "kubeconfig",
-                "kubeconfig": str(self.kubeconfig_path),
-                "requestTimeout": 10,
-                "serviceNamespace": SERVICE_NAMESPACE,
-            },
+        """The service's configuration for this stack (as the YAML document).
+
+        Starts from the service's bundled demo configuration and points it at the
+        addresses actually started; image references name this registry and carry the
+        digests it serves.
+        """
+        raw: dict[str, Any] = yaml.safe_load(DEMO_CONFIG.read_text(encoding="utf-8"))
+        raw["gafaelfawr"]["url"] = self.gafaelfawr.url
+        raw["redis"] = {"url": self.redis_url}
+        raw["kubernetes"] = {
+            "mode": "kubeconfig",
+            "kubeconfig": str(self.kubeconfig_path),
+            "requestTimeout": 10,
+            "serviceNamespace": SERVICE_NAMESPACE,
         }
+        raw["lab"]["env"]["EXTERNAL_INSTANCE_URL"] = self.spawner_url or "http://127.0.0.1"
+        for image in raw["lab"]["images"]:
+            image["reference"] = self._local_reference(image["reference"])
+            repository, _, tag = image["reference"].partition("/")[2].rpartition(":")
+            image["digest"] = self.registry.digest(repository, tag)
+        for container in raw["lab"].get("initContainers", []):
+            container["image"] = self._local_reference(container["image"])
+        return raw
+
+    def _local_reference(self, reference: str) -> str:
+        """The demo config names the registry at its default port; use the real one."""
+        _, _, path = reference.partition("/")
+        return f"{self.registry.host}/{path}"
 
     def _write_config(self) -> None:
         text = yaml.safe_dump(self.service_config(), sort_keys=False)
         self.config_path.write_text(text, encoding="utf-8")
 
     def _start_spawner(self, timeout: float = 60.0) -> None:
-        port = self.options.spawner_port or free_port()
+        port = self.spawner_port
         env = dict(os.environ)
         env.update(
             {
@@ -142,7 +173,6 @@ class LocalStack:
         env.update(self.options.extra_env)
         command = [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "wsgi:app"]
         self.spawner_process = subprocess.Popen(command, cwd=REPO_ROOT, env=env)
-        self.spawner_url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + timeout
         while True:
             if self.spawner_process.poll() is not None:

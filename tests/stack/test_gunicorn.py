@@ -1,0 +1,122 @@
+"""The real gunicorn, two gevent workers, on the local stack, called over HTTP."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import requests
+
+from devstack.stack import REPO_ROOT, LocalStack, StackOptions
+from tests.support.sse import SseEvent, parse_sse
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
+    options = StackOptions(
+        state_dir=tmp_path_factory.mktemp("devstack"), workers=2, pull_seconds=0.2
+    )
+    stack = LocalStack(options).start()
+    yield stack
+    stack.stop()
+
+
+def _children(pid: int) -> list[int]:
+    children = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            children.append(int(entry.name))
+    return children
+
+
+def test_two_workers_serve_health_and_readiness(stack: LocalStack) -> None:
+    assert stack.spawner_process is not None
+    assert len(_children(stack.spawner_process.pid)) == 2
+    assert requests.get(f"{stack.spawner_url}/healthz", timeout=5).json() == {"status": "ok"}
+    ready = requests.get(f"{stack.spawner_url}/readyz", timeout=5)
+    assert ready.status_code == 200
+    assert ready.json()["checks"] == {"redis": "ok", "kubernetes": "ok"}
+
+
+def test_auth_errors_are_json_over_http(stack: LocalStack) -> None:
+    response = requests.get(f"{stack.spawner_url}/spawner/v1/labs", timeout=5)
+    assert response.status_code == 401
+    assert response.json()["code"] == "not_authenticated"
+    rachel = stack.state()["tokens"]["rachel"]["token"]
+    response = requests.get(
+        f"{stack.spawner_url}/spawner/v1/labs",
+        headers={"Authorization": f"Bearer {rachel}"},
+        timeout=5,
+    )
+    assert response.status_code == 403
+
+
+def test_spawn_and_delete_over_http(stack: LocalStack) -> None:
+    state = stack.state()
+    user = {"Authorization": f"Bearer {state['tokens']['wile']['token']}"}
+    admin = {"Authorization": f"Bearer {state['tokens']['admin']['token']}"}
+    config = stack.service_config()
+    image = config["lab"]["images"][0]["reference"]
+    base = f"{stack.spawner_url}/spawner/v1"
+    response = requests.post(
+        f"{base}/labs/wile/spawn",
+        json={"options": {"image": image, "size": "small"}, "env": {}},
+        headers=user,
+        allow_redirects=False,
+        timeout=10,
+    )
+    assert response.status_code == 303, response.text
+    with requests.get(f"{base}/labs/wile/events", headers=user, stream=True, timeout=30) as events:
+        kinds = [e.type for e in parse_sse(events.iter_content(None)) if isinstance(e, SseEvent)]
+    assert kinds[-1] == "complete"
+    status = requests.get(f"{base}/labs/wile", headers=admin, timeout=5).json()
+    assert status["status"] == "running"
+    assert requests.delete(f"{base}/labs/wile", headers=admin, timeout=5).status_code == 202
+    with requests.get(f"{base}/labs/wile/events", headers=user, stream=True, timeout=30) as events:
+        kinds = [e.type for e in parse_sse(events.iter_content(None)) if isinstance(e, SseEvent)]
+    assert kinds[-1] == "complete"
+    assert requests.get(f"{base}/labs/wile", headers=admin, timeout=5).status_code == 404
+
+
+def test_stack_state_file(stack: LocalStack) -> None:
+    import json
+
+    state = json.loads((stack.options.state_dir / "stack.json").read_text())
+    assert set(state) >= {
+        "spawner_url",
+        "kubernetes_url",
+        "gafaelfawr_url",
+        "registry_url",
+        "redis_url",
+        "tokens",
+    }
+    admins = [t for t in state["tokens"].values() if "admin:notebook" in t["scopes"]]
+    users = [t for t in state["tokens"].values() if "exec:notebook" in t["scopes"]]
+    assert admins and len(users) >= 2
+
+
+def test_bad_config_stops_gunicorn_with_the_message(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text("gafaelfawr: {url: http://g.example}\nlab: {images: []}\n", encoding="utf-8")
+    env = {**os.environ, "SPAWNER_CONFIG_PATH": str(path), "SPAWNER_BIND": "127.0.0.1:0"}
+    result = subprocess.run(
+        [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "wsgi:app"],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode != 0
+    assert "lab.images: Shorter than minimum length 1." in result.stderr
+    assert "Traceback" not in result.stderr
