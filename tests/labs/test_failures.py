@@ -1,0 +1,103 @@
+"""Spawns that cannot succeed fail fast, with a reason a user can act on."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pytest
+from flask.testing import FlaskClient
+
+from devstack.kube import KubernetesEmulator
+from tests.labs.conftest import LabUser, read_events, spawn_body
+
+
+def _spawn_and_read(
+    client: FlaskClient, user: LabUser, **options: str
+) -> tuple[list[str], list[str], float]:
+    started = time.monotonic()
+    response = client.post(
+        f"/spawner/v1/labs/{user.username}/spawn",
+        json=spawn_body(**options),
+        headers=user.headers,
+    )
+    assert response.status_code == 303
+    events = read_events(client, user.username, user.headers)
+    elapsed = time.monotonic() - started
+    return [e.type for e in events], [e.data for e in events if e.type == "error"], elapsed
+
+
+@pytest.mark.parametrize(
+    ("fault", "pattern", "expected"),
+    [
+        ("unschedulable", "nublado-*/*", "cannot be scheduled"),
+        ("crash_loop", "*sciplat-lab*", "keeps crashing (CrashLoopBackOff)"),
+        ("image_pull", "*sciplat-lab*", "cannot pull image"),
+    ],
+)
+def test_failure_kinds_fail_within_seconds(
+    lab_client: FlaskClient,
+    new_user: Callable[..., LabUser],
+    admin_headers: dict[str, str],
+    kube: KubernetesEmulator,
+    fault: str,
+    pattern: str,
+    expected: str,
+) -> None:
+    user = new_user()
+    kube.cluster.faults.set(fault, pattern, "injected by the test")
+    try:
+        types, errors, elapsed = _spawn_and_read(lab_client, user)
+    finally:
+        kube.cluster.faults.clear()
+    assert types[-1] == "failed"
+    assert any(expected in e for e in errors), errors
+    # The spawn deadline is 30 s in these tests; failing fast means far sooner.
+    assert elapsed < 10
+    status = lab_client.get(f"/spawner/v1/labs/{user.username}", headers=admin_headers)
+    body = status.get_json()
+    assert body["status"] == "failed"
+    assert expected in body["error"]
+
+
+def test_missing_copied_secret_fails_with_the_key_named(
+    lab_raw_config: dict[str, object],
+    make_app: Callable[..., object],
+    new_user: Callable[..., LabUser],
+) -> None:
+    from app.config import parse_config
+
+    lab = lab_raw_config["lab"]
+    assert isinstance(lab, dict)
+    lab["secrets"] = [{"secretName": "absent-secret", "secretKey": "api-key"}]
+    client = make_app(parse_config(lab_raw_config)).test_client()  # type: ignore[attr-defined]
+    user = new_user()
+    types, errors, _ = _spawn_and_read(client, user)
+    assert types[-1] == "failed"
+    assert any("absent-secret" in e and "api-key" in e for e in errors)
+
+
+def test_spawn_deadline(
+    lab_raw_config: dict[str, object],
+    make_app: Callable[..., object],
+    new_user: Callable[..., LabUser],
+    kube: KubernetesEmulator,
+) -> None:
+    from app.config import parse_config
+
+    lab = lab_raw_config["lab"]
+    assert isinstance(lab, dict)
+    lab["spawnTimeout"] = 1.5
+    # An image no node has cached yet, so the simulated pull time applies.
+    slow = f"registry.test/lsstsqre/sciplat-lab:slow-{time.time_ns()}"
+    lab["images"].append({"reference": slow, "name": "Slow"})  # type: ignore[index]
+    client = make_app(parse_config(lab_raw_config)).test_client()  # type: ignore[attr-defined]
+    user = new_user()
+    kube.cluster.settings.pull_seconds_by_image[slow] = 30.0
+    try:
+        types, errors, elapsed = _spawn_and_read(client, user, image=slow)
+    finally:
+        kube.cluster.settings.pull_seconds_by_image.clear()
+    assert types[-1] == "failed"
+    assert any("did not finish within 1.5 seconds" in e for e in errors)
+    assert elapsed < 6
