@@ -44,6 +44,8 @@ class StackOptions:
     nodes: int = 3
     pull_seconds: float = 0.5
     extra_env: dict[str, str] = field(default_factory=dict)
+    config_overrides: dict[str, Any] = field(default_factory=dict)
+    """Merged into the service configuration, section by section."""
 
 
 class LocalStack:
@@ -147,6 +149,11 @@ class LocalStack:
             image["digest"] = self.registry.digest(repository, tag)
         for container in raw["lab"].get("initContainers", []):
             container["image"] = self._local_reference(container["image"])
+        for key, value in self.options.config_overrides.items():
+            if isinstance(value, dict) and isinstance(raw.get(key), dict):
+                raw[key] = {**raw[key], **value}
+            else:
+                raw[key] = value
         return raw
 
     def _local_reference(self, reference: str) -> str:

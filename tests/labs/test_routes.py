@@ -112,7 +112,9 @@ def test_bad_spawn_bodies_name_the_field(
     assert lab_client.get(url, headers=admin_headers).status_code == 404
 
 
-def test_body_must_be_json_object(lab_client: FlaskClient, new_user: Callable[..., LabUser]) -> None:
+def test_body_must_be_json_object(
+    lab_client: FlaskClient, new_user: Callable[..., LabUser]
+) -> None:
     user = new_user()
     url = f"/spawner/v1/labs/{user.username}/spawn"
     for data in ("not json", "[1, 2]"):

@@ -1,0 +1,156 @@
+"""Deletion: graceful for pods and namespaces, immediate for everything else."""
+
+from __future__ import annotations
+
+import kubernetes.client
+import pytest
+from kubernetes.client import CoreV1Api
+
+from devstack.kube import KubernetesEmulator
+from tests.emulator.conftest import WaitUntil
+
+# The simulated kubelet would otherwise finish a graceful deletion at once.
+SLOW_KUBELET = pytest.mark.cluster_settings(pod_termination_seconds=60)
+
+
+def _running_pod(
+    emulator: KubernetesEmulator,
+    core_v1: CoreV1Api,
+    namespace: str,
+    wait_until: WaitUntil,
+    **spec: int,
+) -> None:
+    emulator.cluster.add_node("worker")
+    body = {
+        "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "c", "image": "lab:1"}], **spec},
+    }
+    core_v1.create_namespaced_pod(namespace, body)
+    wait_until(lambda: core_v1.read_namespaced_pod("p", namespace).spec.node_name)
+
+
+@SLOW_KUBELET
+def test_pod_delete_is_graceful(
+    emulator: KubernetesEmulator, core_v1: CoreV1Api, namespace: str, wait_until: WaitUntil
+) -> None:
+    _running_pod(emulator, core_v1, namespace, wait_until)
+    deleted = core_v1.delete_namespaced_pod("p", namespace)
+    assert deleted.metadata.deletion_timestamp is not None
+    assert deleted.metadata.deletion_grace_period_seconds == 30
+    still_there = core_v1.read_namespaced_pod("p", namespace)
+    assert still_there.metadata.deletion_timestamp is not None
+    again = core_v1.delete_namespaced_pod("p", namespace)  # a second delete is fine
+    assert again.metadata.uid == deleted.metadata.uid
+
+
+@SLOW_KUBELET
+def test_pod_grace_period_from_request_and_spec(
+    emulator: KubernetesEmulator, core_v1: CoreV1Api, namespace: str, wait_until: WaitUntil
+) -> None:
+    _running_pod(emulator, core_v1, namespace, wait_until, terminationGracePeriodSeconds=12)
+    assert (
+        core_v1.delete_namespaced_pod("p", namespace).metadata.deletion_grace_period_seconds == 12
+    )
+
+
+@SLOW_KUBELET
+def test_pod_grace_period_in_body(
+    emulator: KubernetesEmulator, core_v1: CoreV1Api, namespace: str, wait_until: WaitUntil
+) -> None:
+    _running_pod(emulator, core_v1, namespace, wait_until)
+    deleted = core_v1.delete_namespaced_pod("p", namespace, body={"gracePeriodSeconds": 5})
+    assert deleted.metadata.deletion_grace_period_seconds == 5
+
+
+@SLOW_KUBELET
+def test_pod_delete_with_zero_grace_is_immediate(
+    emulator: KubernetesEmulator, core_v1: CoreV1Api, namespace: str, wait_until: WaitUntil
+) -> None:
+    _running_pod(emulator, core_v1, namespace, wait_until)
+    core_v1.delete_namespaced_pod("p", namespace)
+    core_v1.delete_namespaced_pod("p", namespace, grace_period_seconds=0)
+    with pytest.raises(kubernetes.client.ApiException) as caught:
+        core_v1.read_namespaced_pod("p", namespace)
+    assert caught.value.status == 404
+
+
+def test_unscheduled_pod_is_deleted_at_once(core_v1: CoreV1Api, namespace: str) -> None:
+    body = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i"}]}}
+    core_v1.create_namespaced_pod(namespace, body)
+    core_v1.delete_namespaced_pod("p", namespace)
+    assert core_v1.list_namespaced_pod(namespace).items == []
+
+
+def test_kubelet_finishes_graceful_deletion(
+    emulator: KubernetesEmulator, core_v1: CoreV1Api, namespace: str, wait_until: WaitUntil
+) -> None:
+    _running_pod(emulator, core_v1, namespace, wait_until)
+    core_v1.delete_namespaced_pod("p", namespace)
+    wait_until(lambda: not core_v1.list_namespaced_pod(namespace).items)
+
+
+@pytest.mark.cluster_settings(namespace_termination_seconds=60)
+def test_namespace_delete_marks_it_terminating(core_v1: CoreV1Api, namespace: str) -> None:
+    core_v1.delete_namespace(namespace)
+    ns = core_v1.read_namespace(namespace)
+    assert ns.status.phase == "Terminating"
+    assert ns.metadata.deletion_timestamp is not None
+    # deleting again is harmless and returns the namespace
+    core_v1.delete_namespace(namespace)
+    assert core_v1.read_namespace(namespace).status.phase == "Terminating"
+
+
+def test_namespace_controller_finishes_deletion(
+    core_v1: CoreV1Api, namespace: str, wait_until: WaitUntil
+) -> None:
+    core_v1.create_namespaced_config_map(namespace, {"metadata": {"name": "content"}})
+    core_v1.delete_namespace(namespace)
+    wait_until(lambda: namespace not in [n.metadata.name for n in core_v1.list_namespace().items])
+    assert (
+        core_v1.list_config_map_for_all_namespaces(field_selector="metadata.name=content").items
+        == []
+    )
+
+
+def test_plain_delete_returns_status_or_object(core_v1: CoreV1Api, namespace: str) -> None:
+    core_v1.create_namespaced_config_map(namespace, {"metadata": {"name": "cm"}})
+    status = core_v1.delete_namespaced_config_map("cm", namespace)
+    assert status["kind"] == "Status" and status["status"] == "Success"
+    assert status["details"]["name"] == "cm" and status["details"]["kind"] == "configmaps"
+    core_v1.create_namespaced_service(
+        namespace, {"metadata": {"name": "svc"}, "spec": {"ports": [{"port": 1}]}}
+    )
+    service = core_v1.delete_namespaced_service("svc", namespace)
+    assert service.metadata.name == "svc"
+    with pytest.raises(kubernetes.client.ApiException) as caught:
+        core_v1.delete_namespaced_service("svc", namespace)
+    assert caught.value.status == 404
+
+
+def test_delete_preconditions(core_v1: CoreV1Api, namespace: str) -> None:
+    created = core_v1.create_namespaced_config_map(namespace, {"metadata": {"name": "pre"}})
+    with pytest.raises(kubernetes.client.ApiException) as caught:
+        core_v1.delete_namespaced_config_map(
+            "pre",
+            namespace,
+            body={"preconditions": {"uid": "00000000-0000-0000-0000-000000000000"}},
+        )
+    assert caught.value.status == 409
+    core_v1.delete_namespaced_config_map(
+        "pre", namespace, body={"preconditions": {"uid": created.metadata.uid}}
+    )
+    assert (
+        core_v1.list_namespaced_config_map(namespace, field_selector="metadata.name=pre").items
+        == []
+    )
+
+
+def test_delete_collection(core_v1: CoreV1Api, namespace: str) -> None:
+    for name, group in (("a", "x"), ("b", "x"), ("c", "y")):
+        core_v1.create_namespaced_config_map(
+            namespace, {"metadata": {"name": name, "labels": {"g": group}}}
+        )
+    status = core_v1.delete_collection_namespaced_config_map(namespace, label_selector="g=x")
+    assert status.status == "Success"
+    remaining = core_v1.list_namespaced_config_map(namespace, label_selector="g").items
+    assert [c.metadata.name for c in remaining] == ["c"]
