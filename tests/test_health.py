@@ -75,3 +75,26 @@ def test_unknown_route_is_json_404(client: FlaskClient) -> None:
     response = client.get("/no/such/route")
     assert response.status_code == 404
     assert response.get_json()["code"] == "not_found"
+
+
+def test_redis_outage_is_503_not_500(
+    gafaelfawr: GafaelfawrEmulator,
+    kube: KubernetesEmulator,
+    make_app: Callable[[Config], Flask],
+    tokens: dict[str, str],
+) -> None:
+    server = RedisServer().start()
+    try:
+        config = parse_config(service_config(server.url, gafaelfawr.url, kube.url))
+        client = make_app(config).test_client()
+        server.stop()
+        response = client.get(
+            "/spawner/v1/labs", headers={"Authorization": f"Bearer {tokens['admin']}"}
+        )
+        assert response.status_code == 503
+        assert response.get_json() == {
+            "code": "dependency_unavailable",
+            "message": "the service's state store (Redis) is unavailable",
+        }
+    finally:
+        server.close()

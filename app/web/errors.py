@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+import redis
 from flask import Flask, Response, jsonify
 from werkzeug.exceptions import HTTPException
 
@@ -37,6 +38,13 @@ def _http_error(exc: HTTPException) -> Response:
     return response
 
 
+def _redis_down(exc: redis.RedisError) -> Response:
+    logger.warning("Redis unavailable: %s", type(exc).__name__)
+    return error_response(
+        503, "dependency_unavailable", "the service's state store (Redis) is unavailable"
+    )
+
+
 def _unexpected(exc: Exception) -> Response:
     logger.exception("unhandled error")
     return error_response(500, "internal_error", "internal error; see the service logs")
@@ -45,4 +53,5 @@ def _unexpected(exc: Exception) -> Response:
 def register_error_handlers(app: Flask) -> None:
     app.register_error_handler(ServiceError, _service_error)
     app.register_error_handler(HTTPException, _http_error)
+    app.register_error_handler(redis.RedisError, _redis_down)
     app.register_error_handler(Exception, _unexpected)
