@@ -1,0 +1,174 @@
+"""The simulated cluster: scheduler, kubelets and controllers behind one ``Cluster`` object.
+
+The API-server half of the emulator owns the store; this half reacts to what is written there
+the way the control plane and the nodes of a real cluster would, and writes back statuses,
+events and derived objects. All reactions run on one reactor thread fed by store events.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import Any, TypeVar
+
+from devstack.kube.resources import RESOURCES
+
+from . import nodes
+from .cache import WATCHED, Obj, ObjectCache
+from .daemonsets import DaemonSetController
+from .events import EventRecorder
+from .faults import PodFaults
+from .images import add_image
+from .kubelet import Kubelets
+from .namespaces import NamespaceController
+from .reactor import Reactor
+from .scheduler import Scheduler
+from .settings import ClusterSettings
+from .writer import StoreLike, StoreWriter
+
+T = TypeVar("T")
+
+
+class Cluster:
+    """Controllers, scheduler and kubelets of an emulated cluster, driven by store events."""
+
+    def __init__(self, store: StoreLike, settings: ClusterSettings | None = None) -> None:
+        self.store = store
+        self.settings = settings or ClusterSettings()
+        self.faults = PodFaults()
+        self._reactor = Reactor()
+        self._cache = ObjectCache()
+        self._writer = StoreWriter(store, self._cache)
+        self._namespaces = NamespaceController(
+            self._cache, self._writer, self.settings, self._reactor, self._namespaced_resources
+        )
+        self._events = EventRecorder(self._writer, self._namespaces.alive)
+        self._scheduler = Scheduler(self._cache, self._writer, self._events, self.faults)
+        self._kubelets = Kubelets(
+            self._cache, self._writer, self._events, self.faults, self.settings, self._reactor
+        )
+        self._daemonsets = DaemonSetController(
+            self._cache, self._writer, self._events, self._reactor, self._namespaces.alive
+        )
+        self._unsubscribe: Callable[[], None] | None = None
+        self._node_lock = threading.Lock()
+        self._node_count = 0
+        self._node_views: dict[str, tuple[object, ...]] = {}
+        self.faults.on_change(lambda: self._reactor.submit(self._scheduler.retry_all))
+
+    # ---- lifecycle ----------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Subscribe to the store, then replay what it already holds as ADDED events."""
+        if self._unsubscribe is not None:
+            return
+        self._unsubscribe = self.store.subscribe(self._on_store_event)
+        self._reactor.start()
+        for resource in WATCHED:
+            for obj in self.store.list(resource):
+                self._on_store_event("ADDED", resource, obj)
+
+    def stop(self) -> None:
+        """Stop reacting; pending delays are dropped and the worker thread is joined."""
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        self._reactor.stop()
+        # The reactor thread has ended, so the components can be reset from this thread.
+        self._kubelets.stop()
+        self._namespaces.stop()
+
+    # ---- nodes --------------------------------------------------------------------------
+
+    def add_node(
+        self,
+        name: str,
+        *,
+        labels: dict[str, str] | None = None,
+        taints: list[dict[str, Any]] | None = None,
+        images: list[str] | None = None,
+        unschedulable: bool = False,
+        ready: bool = True,
+    ) -> dict[str, Any]:
+        """Register a node as its kubelet would, optionally with images already cached."""
+        with self._node_lock:
+            index = self._node_count
+            self._node_count += 1
+        node = nodes.build_node(
+            name, index, labels=labels, taints=taints, unschedulable=unschedulable, ready=ready
+        )
+        for reference in images or []:
+            add_image(
+                node,
+                reference,
+                self.settings.resolve_digest(reference),
+                self.settings.default_image_size,
+            )
+        return self.store.create("nodes", node)
+
+    def set_node_ready(self, name: str, ready: bool) -> dict[str, Any] | None:
+        """Flip a node's Ready condition (and its not-ready taint), as a failing kubelet would."""
+        return self._on_reactor(
+            lambda: self._writer.mutate("nodes", None, name, lambda n: nodes.set_ready(n, ready))
+        )
+
+    def remove_node(self, name: str) -> bool:
+        """Delete a node; the pods bound to it are garbage-collected."""
+        return self._on_reactor(lambda: self._writer.delete("nodes", None, name))
+
+    def _on_reactor(self, work: Callable[[], T]) -> T:
+        """Run ``work`` on the reactor thread and wait for it: the cache is not thread-safe."""
+        if self._unsubscribe is None or self._reactor.on_thread():
+            return work()  # no other thread touches the cache now
+        future: Future[T] = Future()
+
+        def run() -> None:
+            try:
+                future.set_result(work())
+            except BaseException as exc:
+                future.set_exception(exc)
+
+        self._reactor.submit(run)
+        return future.result(timeout=10)
+
+    # ---- plumbing -----------------------------------------------------------------------
+
+    @staticmethod
+    def _namespaced_resources() -> list[str]:
+        """Every namespaced kind the emulator serves, all removed with their namespace."""
+        return [r.plural for r in RESOURCES if r.namespaced]
+
+    def _on_store_event(self, event_type: str, resource: str, obj: dict[str, Any]) -> None:
+        """Runs on the writer's thread: only hand the event to the reactor."""
+        if resource in WATCHED:
+            self._reactor.submit(lambda: self._dispatch(event_type, resource, obj))
+
+    def _node_placement_changed(self, event_type: str, node: Obj) -> bool:
+        name = nodes.node_name(node)
+        if event_type == "DELETED":
+            self._node_views.pop(name, None)
+            return True
+        view = nodes.placement_view(node)
+        if self._node_views.get(name) == view:
+            return False
+        self._node_views[name] = view
+        return True
+
+    def _dispatch(self, event_type: str, resource: str, obj: Obj) -> None:
+        if not self._cache.apply(event_type, resource, obj):
+            return  # an older version than the cluster already acted on
+        if resource == "nodes" and not self._node_placement_changed(event_type, obj):
+            return  # an image list or heartbeat: nothing to schedule, start or place
+        if resource == "pods":
+            self._scheduler.on_pod(event_type, obj)
+            self._kubelets.on_pod(event_type, obj)
+            self._daemonsets.on_pod(event_type, obj)
+        elif resource == "nodes":
+            self._kubelets.on_node(event_type, obj)
+            self._daemonsets.on_node(event_type, obj)
+            self._scheduler.retry_all()
+        elif resource == "namespaces":
+            self._namespaces.on_namespace(event_type, obj)
+        elif resource == "daemonsets":
+            self._daemonsets.on_daemonset(event_type, obj)

@@ -1,0 +1,100 @@
+"""The namespace controller: provisions new namespaces and empties terminating ones.
+
+Deleting a namespace in a real cluster is not instant: it stays ``Terminating`` while its
+contents are removed, and creating into it meanwhile fails. A spawner that deletes and
+recreates a user's namespace must cope with that, so the delay is simulated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .cache import Obj, ObjectCache
+from .reactor import Reactor, Timer
+from .serviceaccounts import default_service_account, root_ca_config_map
+from .settings import ClusterSettings
+from .writer import StoreWriter
+
+
+class NamespaceController:
+    """Creates the ``default`` ServiceAccount in new namespaces and finalizes deleted ones."""
+
+    def __init__(
+        self,
+        cache: ObjectCache,
+        writer: StoreWriter,
+        settings: ClusterSettings,
+        reactor: Reactor,
+        namespaced_resources: Callable[[], list[str]],
+    ) -> None:
+        self._cache = cache
+        self._writer = writer
+        self._settings = settings
+        self._reactor = reactor
+        self._namespaced_resources = namespaced_resources
+        self._provisioning: dict[str, Timer] = {}
+        self._finalizing: dict[str, Timer] = {}
+
+    def alive(self, name: str) -> bool:
+        """The namespace exists and is not terminating, so objects may still be created in it."""
+        namespace = self._cache.get("namespaces", None, name)
+        return namespace is not None and not namespace["metadata"].get("deletionTimestamp")
+
+    def on_namespace(self, event_type: str, namespace: Obj) -> None:
+        name = str(namespace["metadata"]["name"])
+        if event_type == "DELETED":
+            for timers in (self._provisioning, self._finalizing):
+                timer = timers.pop(name, None)
+                if timer is not None:
+                    timer.cancel()
+            return
+        if namespace["metadata"].get("deletionTimestamp"):
+            if name not in self._finalizing:
+                delay = self._settings.namespace_termination_seconds
+                self._finalizing[name] = self._reactor.call_later(
+                    delay, lambda: self._finalize(name)
+                )
+            return
+        if name not in self._provisioning:
+            delay = self._settings.service_account_delay_seconds
+            self._provisioning[name] = self._reactor.call_later(
+                delay, lambda: self._provision(name)
+            )
+
+    def stop(self) -> None:
+        for timers in (self._provisioning, self._finalizing):
+            for timer in timers.values():
+                timer.cancel()
+            timers.clear()
+
+    def _provision(self, name: str) -> None:
+        if not self.alive(name):
+            return
+        store = self._writer.store
+        if store.get("serviceaccounts", name, "default") is None:
+            self._writer.create("serviceaccounts", default_service_account(name))
+        if store.get("configmaps", name, root_ca_config_map(name)["metadata"]["name"]) is None:
+            self._writer.create("configmaps", root_ca_config_map(name))
+
+    def _finalize(self, name: str) -> None:
+        """Delete everything in the namespace, pods first, then the namespace itself."""
+        self._finalizing.pop(name, None)
+        namespace = self._cache.get("namespaces", None, name)
+        if namespace is None or not namespace["metadata"].get("deletionTimestamp"):
+            return
+        store = self._writer.store
+        for resource in self._ordered_resources():
+            for obj in store.list(resource, name):
+                self._writer.delete(
+                    resource, name, obj["metadata"]["name"], uid=obj["metadata"].get("uid")
+                )
+        self._writer.delete("namespaces", None, name, uid=namespace["metadata"].get("uid"))
+
+    def _ordered_resources(self) -> list[str]:
+        resources = [r for r in self._namespaced_resources() if r != "namespaces"]
+        rest = [r for r in resources if r not in ("pods", "events")]
+        return (
+            [r for r in ("pods",) if r in resources]
+            + rest
+            + [r for r in ("events",) if r in resources]
+        )

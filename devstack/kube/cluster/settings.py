@@ -1,0 +1,46 @@
+"""Timing and behaviour knobs of the simulated cluster.
+
+Tests change these while the cluster runs (for example to make one image slow to pull), so
+every component reads them at the moment it needs a value instead of copying them at start.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+
+@dataclass
+class ClusterSettings:
+    """How long simulated work takes and how images are named; all durations in seconds."""
+
+    pull_seconds: float = 0.0
+    pull_seconds_by_image: dict[str, float] = field(default_factory=dict)
+    start_seconds: float = 0.0
+    init_seconds: float = 0.0
+    namespace_termination_seconds: float = 0.05
+    service_account_delay_seconds: float = 0.02
+    pod_termination_seconds: float = 0.0
+    crash_backoff_seconds: float = 0.05
+    image_digest_resolver: Callable[[str], str | None] | None = None
+    default_image_size: int = 500_000_000
+
+    def pull_time(self, image: str) -> float:
+        """The simulated pull time of ``image``: the first matching override, else the default."""
+        for pattern, seconds in list(self.pull_seconds_by_image.items()):
+            if fnmatch.fnmatchcase(image, pattern):
+                return max(0.0, float(seconds))
+        return max(0.0, self.pull_seconds)
+
+    def resolve_digest(self, image: str) -> str | None:
+        """The ``sha256:`` digest of ``image``: pinned in the reference, or from the resolver."""
+        if "@sha256:" in image:
+            return image.split("@", 1)[1]
+        resolver = self.image_digest_resolver
+        if resolver is None:
+            return None
+        try:
+            return resolver(image)
+        except Exception:  # a registry emulator that fails must not break the kubelet
+            return None

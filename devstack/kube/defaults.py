@@ -1,0 +1,193 @@
+"""Server-side defaulting: the fields a real API server fills in on writes.
+
+The client's models are strict, so responses must carry what a real server would send (a
+DaemonSet without its status counters fails to deserialize, for one). These functions run on
+every HTTP write before validation, mutate the object in place, and know nothing of HTTP.
+"""
+
+from __future__ import annotations
+
+import base64
+import itertools
+import threading
+from collections.abc import Callable
+from typing import Any
+
+_POD_DEFAULT_GRACE_SECONDS = 30
+
+
+class ClusterIPAllocator:
+    """Hands out service IPs from 10.96.0.0/12 in order, never the same one twice."""
+
+    def __init__(self) -> None:
+        self._counter = itertools.count(10)
+        self._lock = threading.Lock()
+
+    def allocate(self) -> str:
+        with self._lock:
+            n = next(self._counter)
+        return f"10.{96 + (n >> 16) % 16}.{(n >> 8) & 255}.{n & 255}"
+
+
+def _namespace(obj: dict[str, Any]) -> None:
+    obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
+    obj.setdefault("status", {}).setdefault("phase", "Active")
+    labels = obj["metadata"].setdefault("labels", {})
+    labels["kubernetes.io/metadata.name"] = obj["metadata"].get("name", "")
+
+
+def _container(container: dict[str, Any]) -> None:
+    container.setdefault("terminationMessagePath", "/dev/termination-log")
+    container.setdefault("terminationMessagePolicy", "File")
+    image = str(container.get("image", ""))
+    latest = ":" not in image.rsplit("/", 1)[-1] or image.endswith(":latest")
+    container.setdefault(
+        "imagePullPolicy", "Always" if latest and "@" not in image else "IfNotPresent"
+    )
+    container.setdefault("resources", {})
+    for port in container.get("ports") or []:
+        port.setdefault("protocol", "TCP")
+
+
+def _pod_spec(spec: dict[str, Any]) -> None:
+    spec.setdefault("restartPolicy", "Always")
+    spec.setdefault("dnsPolicy", "ClusterFirst")
+    spec.setdefault("schedulerName", "default-scheduler")
+    spec.setdefault("terminationGracePeriodSeconds", _POD_DEFAULT_GRACE_SECONDS)
+    spec.setdefault("securityContext", {})
+    spec.setdefault("enableServiceLinks", True)
+    spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+    spec.setdefault("priority", 0)
+    for list_name in ("initContainers", "containers"):
+        for container in spec.get(list_name) or []:
+            _container(container)
+
+
+def _pod(obj: dict[str, Any]) -> None:
+    _pod_spec(obj.setdefault("spec", {}))
+    status = obj.setdefault("status", {})
+    status.setdefault("phase", "Pending")
+    status.setdefault("qosClass", _qos_class(obj["spec"]))
+
+
+def _qos_class(spec: dict[str, Any]) -> str:
+    containers = spec.get("containers") or []
+    resources = [c.get("resources") or {} for c in containers]
+    if not any(r.get("requests") or r.get("limits") for r in resources):
+        return "BestEffort"
+    guaranteed = all(
+        (r.get("limits") or {}).get(k) is not None
+        and (r.get("requests") or {}).get(k, (r.get("limits") or {}).get(k))
+        == (r.get("limits") or {}).get(k)
+        for r in resources
+        for k in ("cpu", "memory")
+    )
+    return "Guaranteed" if guaranteed else "Burstable"
+
+
+def _secret(obj: dict[str, Any]) -> None:
+    """Fold ``stringData`` into base64 ``data``; it is write-only, as upstream."""
+    string_data = obj.pop("stringData", None) or {}
+    if string_data:
+        data = obj.get("data") or {}
+        for key, value in string_data.items():
+            data[key] = base64.b64encode(str(value).encode()).decode()
+        obj["data"] = data
+    obj.setdefault("type", "Opaque")
+
+
+def _daemonset(obj: dict[str, Any]) -> None:
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("revisionHistoryLimit", 10)
+    strategy = spec.setdefault("updateStrategy", {"type": "RollingUpdate"})
+    if strategy.get("type") == "RollingUpdate":
+        strategy.setdefault("rollingUpdate", {"maxUnavailable": 1, "maxSurge": 0})
+    _pod_spec(spec.setdefault("template", {}).setdefault("spec", {}))
+    status = obj.setdefault("status", {})
+    for counter in (
+        "currentNumberScheduled",
+        "desiredNumberScheduled",
+        "numberMisscheduled",
+        "numberReady",
+    ):
+        status.setdefault(counter, 0)
+
+
+def _event(obj: dict[str, Any]) -> None:
+    obj.setdefault("type", "Normal")
+    obj.setdefault("count", 1)
+
+
+class Defaulter:
+    """Applies per-kind defaults; holds the state some defaults need (the IP allocator)."""
+
+    def __init__(self) -> None:
+        self._cluster_ips = ClusterIPAllocator()
+        self._on_create: dict[str, Callable[[dict[str, Any]], None]] = {
+            "namespaces": _namespace,
+            "pods": _pod,
+            "secrets": _secret,
+            "services": self._service,
+            "daemonsets": _daemonset,
+            "events": _event,
+            "persistentvolumeclaims": _pvc,
+            "resourcequotas": _resource_quota,
+            "nodes": _node,
+        }
+        self._on_update: dict[str, Callable[[dict[str, Any]], None]] = {
+            "secrets": _secret,
+            "daemonsets": _daemonset,
+            "pods": _pod,
+            "namespaces": _namespace,
+        }
+
+    def on_create(self, resource: str, obj: dict[str, Any]) -> None:
+        handler = self._on_create.get(resource)
+        if handler is not None:
+            handler(obj)
+
+    def on_update(self, resource: str, obj: dict[str, Any], current: dict[str, Any]) -> None:
+        """Defaults for a replace or patch; ``current`` supplies fields users cannot clear."""
+        if resource == "services":
+            spec = obj.setdefault("spec", {})
+            current_ip = (current.get("spec") or {}).get("clusterIP")
+            if current_ip and not spec.get("clusterIP"):
+                spec["clusterIP"] = current_ip
+                spec["clusterIPs"] = [current_ip]
+            self._service(obj)
+            return
+        handler = self._on_update.get(resource)
+        if handler is not None:
+            handler(obj)
+
+    def _service(self, obj: dict[str, Any]) -> None:
+        spec = obj.setdefault("spec", {})
+        spec.setdefault("type", "ClusterIP")
+        spec.setdefault("sessionAffinity", "None")
+        spec.setdefault("ipFamilies", ["IPv4"])
+        spec.setdefault("ipFamilyPolicy", "SingleStack")
+        spec.setdefault("internalTrafficPolicy", "Cluster")
+        if spec["type"] != "ExternalName" and not spec.get("clusterIP"):
+            spec["clusterIP"] = self._cluster_ips.allocate()
+            spec["clusterIPs"] = [spec["clusterIP"]]
+        for port in spec.get("ports") or []:
+            port.setdefault("protocol", "TCP")
+            port.setdefault("targetPort", port.get("port"))
+        obj.setdefault("status", {}).setdefault("loadBalancer", {})
+
+
+def _pvc(obj: dict[str, Any]) -> None:
+    obj.setdefault("spec", {}).setdefault("volumeMode", "Filesystem")
+    obj.setdefault("status", {}).setdefault("phase", "Pending")
+
+
+def _resource_quota(obj: dict[str, Any]) -> None:
+    hard = (obj.get("spec") or {}).get("hard") or {}
+    status = obj.setdefault("status", {})
+    status.setdefault("hard", dict(hard))
+    status.setdefault("used", {})
+
+
+def _node(obj: dict[str, Any]) -> None:
+    obj.setdefault("spec", {})
+    obj.setdefault("status", {})

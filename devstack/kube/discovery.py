@@ -1,0 +1,79 @@
+"""Discovery documents (``/version``, ``/api``, ``/apis``, ``/api/v1``...), built from the
+resource registry so they always describe exactly what the emulator serves."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from devstack.kube import resources
+
+KUBERNETES_VERSION = "v1.33.0"
+"""The version the emulator claims to be; matches the schemas it validates against."""
+
+
+def version_info() -> dict[str, Any]:
+    major, minor, _ = KUBERNETES_VERSION.lstrip("v").split(".")
+    return {
+        "major": major,
+        "minor": minor,
+        "gitVersion": KUBERNETES_VERSION,
+        "gitCommit": "0000000000000000000000000000000000000000",
+        "gitTreeState": "clean",
+        "buildDate": "2025-04-23T00:00:00Z",
+        "goVersion": "go1.24.2",
+        "compiler": "gc",
+        "platform": "linux/amd64",
+    }
+
+
+def core_versions() -> dict[str, Any]:
+    return {
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}],
+    }
+
+
+def _group(name: str) -> dict[str, Any]:
+    versions = [
+        {"groupVersion": f"{name}/{version}", "version": version}
+        for group, version in resources.group_versions()
+        if group == name
+    ]
+    return {"name": name, "versions": versions, "preferredVersion": versions[0]}
+
+
+def group_list() -> dict[str, Any]:
+    names = sorted({group for group, _ in resources.group_versions() if group})
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [_group(n) for n in names]}
+
+
+def group(name: str) -> dict[str, Any] | None:
+    if not any(g == name for g, _ in resources.group_versions()):
+        return None
+    return {"kind": "APIGroup", "apiVersion": "v1", **_group(name)}
+
+
+def resource_list(group_name: str, version: str) -> dict[str, Any] | None:
+    served = resources.resources_in(group_name, version)
+    if not served:
+        return None
+    entries: list[dict[str, Any]] = []
+    for resource in served:
+        entries.append(resource.api_resource())
+        for sub in resource.subresources:
+            entries.append(
+                {
+                    "name": f"{resource.plural}/{sub}",
+                    "singularName": "",
+                    "namespaced": resource.namespaced,
+                    "kind": resource.kind,
+                    "verbs": ["get", "patch", "update"],
+                }
+            )
+    return {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": f"{group_name}/{version}" if group_name else version,
+        "resources": entries,
+    }

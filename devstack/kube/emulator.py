@@ -1,0 +1,101 @@
+"""The Kubernetes emulator as one object: API server, store, watches and simulated cluster.
+
+Tests create one per test (``with KubernetesEmulator() as kube: ...``) and point the real
+``kubernetes`` client, or a service under test in another process, at ``kube.url``.
+"""
+
+from __future__ import annotations
+
+import logging
+from types import TracebackType
+
+import kubernetes.client
+
+from devstack.kube.audit import AuditLog
+from devstack.kube.cluster import Cluster, ClusterSettings
+from devstack.kube.control import ControlApi
+from devstack.kube.defaults import Defaulter
+from devstack.kube.faults import RequestFaults
+from devstack.kube.handlers import Handlers
+from devstack.kube.server import ApiServer
+from devstack.kube.store import Store
+from devstack.kube.validation import shared_validator
+from devstack.kube.watches import WatchHub
+from devstack.serving import ServerThread
+
+
+class KubernetesEmulator:
+    """A Kubernetes API server on a loopback port, backed by a simulated cluster."""
+
+    def __init__(
+        self,
+        *,
+        port: int = 0,
+        settings: ClusterSettings | None = None,
+        watch_history: int = 10000,
+    ) -> None:
+        self.store = Store()
+        self._hub = WatchHub(self.store, watch_history)
+        self.audit = AuditLog()
+        self.faults = RequestFaults(self._hub.drop_all)
+        self.cluster = Cluster(self.store, settings if settings is not None else ClusterSettings())
+        handlers = Handlers(self.store, shared_validator(), Defaulter())
+        control = ControlApi(self.audit, self.faults, lambda: self.cluster)
+        self.app = ApiServer(self.store, self._hub, handlers, self.audit, self.faults, control)
+        self._server = ServerThread(self.app, port=port)
+        self._running = False
+
+    @property
+    def url(self) -> str:
+        return self._server.url
+
+    @property
+    def open_watches(self) -> int:
+        """How many watch streams are open now (lets tests await a watch being ready)."""
+        return self._hub.open_count
+
+    def start(self) -> KubernetesEmulator:
+        _quiet_request_log()
+        self._server.start()
+        self.cluster.start()
+        self._running = True
+        return self
+
+    def stop(self) -> None:
+        """Stop serving: release held requests, end watches, stop the cluster and server."""
+        if not self._running:
+            return
+        self._running = False
+        self.faults.clear()
+        self._hub.close()
+        self.cluster.stop()
+        self._server.stop()
+
+    def client_configuration(self) -> kubernetes.client.Configuration:
+        """A client configuration for this emulator: its URL, no credentials."""
+        configuration = kubernetes.client.Configuration(host=self.url)
+        configuration.verify_ssl = False
+        return configuration
+
+    def api_client(self) -> kubernetes.client.ApiClient:
+        return kubernetes.client.ApiClient(self.client_configuration())
+
+    def __enter__(self) -> KubernetesEmulator:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def _quiet_request_log() -> None:
+    """werkzeug logs every request at INFO, which costs time and floods test output; keep
+    its warnings. werkzeug sets INFO itself on its first log line when nothing configured
+    the logger, so NOTSET and INFO both mean "not chosen on purpose"; DEBUG is left alone."""
+    logger = logging.getLogger("werkzeug")
+    if logger.level in (logging.NOTSET, logging.INFO):
+        logger.setLevel(logging.WARNING)

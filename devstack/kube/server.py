@@ -1,0 +1,288 @@
+"""The WSGI application: HTTP in, Kubernetes semantics out.
+
+Deliberately raw WSGI rather than a framework: the per-request path (parse, maybe a fault,
+one handler call, one ``json.dumps``, one audit record) is what the emulator's ~1 ms budget
+is spent on. Watches are streamed from a generator that blocks on the watcher's own queue,
+never on the store lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import select
+import socket
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+from urllib.parse import parse_qsl
+
+from devstack.kube import discovery, errors, routing
+from devstack.kube.audit import AuditEntry, AuditLog, now
+from devstack.kube.faults import Decision, RequestFaults
+from devstack.kube.handlers import Handlers
+from devstack.kube.routing import RequestInfo
+from devstack.kube.store import Store
+from devstack.kube.watches import Watcher, WatchHub, stream_lines
+
+_log = logging.getLogger(__name__)
+
+StartResponse = Callable[..., Any]
+WsgiApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
+
+CONTROL_PREFIX = "/_emulator/"
+
+_REASONS = {
+    200: "OK",
+    201: "Created",
+    400: "Bad Request",
+    403: "Forbidden",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    409: "Conflict",
+    410: "Gone",
+    415: "Unsupported Media Type",
+    422: "Unprocessable Entity",
+    500: "Internal Server Error",
+    504: "Gateway Timeout",
+}
+
+
+def _json_response(start_response: StartResponse, code: int, body: Any) -> list[bytes]:
+    payload = json.dumps(body, separators=(",", ":")).encode()
+    start_response(
+        f"{code} {_REASONS.get(code, 'Unknown')}",
+        [("Content-Type", "application/json"), ("Content-Length", str(len(payload)))],
+    )
+    return [payload]
+
+
+class ApiServer:
+    """A WSGI callable serving the Kubernetes API over a :class:`Store`."""
+
+    def __init__(
+        self,
+        store: Store,
+        hub: WatchHub,
+        handlers: Handlers,
+        audit: AuditLog,
+        faults: RequestFaults,
+        control: WsgiApp | None = None,
+    ) -> None:
+        self._store = store
+        self._hub = hub
+        self._handlers = handlers
+        self._audit = audit
+        self._faults = faults
+        self._control = control
+
+    def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        path: str = environ.get("PATH_INFO", "") or "/"
+        if self._control is not None and path.startswith(CONTROL_PREFIX):
+            return self._control(environ, start_response)
+        method: str = environ["REQUEST_METHOD"]
+        query = dict(parse_qsl(environ.get("QUERY_STRING", ""), keep_blank_values=True))
+        watch = query.get("watch", "").lower() in ("true", "1")
+        try:
+            info = routing.parse(method, path, watch=watch)
+        except routing.NotRoutable:
+            code, body = self._non_resource(method, path)
+            self._record(environ, "get" if method == "GET" else method.lower(), None, code)
+            return _json_response(start_response, code, body)
+
+        decision = self._faults.decide(info.verb, info.resource.plural)
+        if decision.delay:
+            self._faults.wait(decision.delay)
+        if decision.error is not None or decision.hold is not None:
+            return self._faulted(environ, start_response, info, decision)
+
+        if info.verb == "watch":
+            return self._watch(environ, start_response, info, query)
+        try:
+            code, body = self._dispatch(environ, info, query)
+        except errors.ApiError as exc:
+            code, body = exc.code, exc.status()
+        except Exception:
+            _log.exception("emulator failed on %s %s", method, path)
+            code, body = 500, errors.internal_error("emulator error").status()
+        self._record(environ, info.verb, info, code)
+        return _json_response(start_response, code, body)
+
+    # -- resource requests -----------------------------------------------------------------
+
+    def _dispatch(
+        self, environ: dict[str, Any], info: RequestInfo, query: dict[str, str]
+    ) -> tuple[int, Any]:
+        verb = info.verb
+        if verb == "get":
+            return 200, self._handlers.get(info)
+        if verb == "list":
+            return 200, self._handlers.list(info, query)
+        body = _read_json(environ)
+        if verb == "create":
+            if info.name is not None:
+                raise errors.method_not_allowed("POST is not allowed on a named resource")
+            return 201, self._handlers.create(info, body, query)
+        if info.name is None and verb != "deletecollection":
+            raise errors.method_not_allowed(f"{verb} needs an object name")
+        if verb == "update":
+            return 200, self._handlers.update(info, body, query)
+        if verb == "patch":
+            content_type = environ.get("CONTENT_TYPE", "")
+            return 200, self._handlers.patch(info, body, content_type, query)
+        if verb == "delete":
+            return 200, self._handlers.delete(info, body, query)
+        if verb == "deletecollection":
+            return 200, self._handlers.delete_collection(info, body, query)
+        raise errors.method_not_allowed(f"{environ['REQUEST_METHOD']} is not supported")
+
+    def _watch(
+        self,
+        environ: dict[str, Any],
+        start_response: StartResponse,
+        info: RequestInfo,
+        query: dict[str, str],
+    ) -> Iterable[bytes]:
+        try:
+            predicate = self._handlers.predicate(query, info.name)
+            timeout = _float_param(query, "timeoutSeconds")
+            since_text = query.get("resourceVersion", "")
+            watcher = Watcher(info.resource.plural, info.namespace, predicate)
+            if since_text in ("", "0"):
+                initial, since = self._store.snapshot(info.resource.plural, info.namespace)
+            else:
+                initial, since = [], _int_version(since_text)
+        except errors.ApiError as exc:
+            self._record(environ, "watch", info, exc.code)
+            return _json_response(start_response, exc.code, exc.status())
+        self._record(environ, "watch", info, 200)
+        start_response("200 OK", [("Content-Type", "application/json")])
+        try:
+            self._hub.open(watcher, since, initial)
+        except errors.ApiError as exc:
+            # A real server answers 200 and reports expiry as the stream's only event.
+            line = json.dumps({"type": "ERROR", "object": exc.status()}) + "\n"
+            return [line.encode()]
+        return self._stream(watcher, timeout, environ.get("werkzeug.socket"))
+
+    def _stream(
+        self, watcher: Watcher, timeout: float | None, sock: socket.socket | None
+    ) -> Iterator[bytes]:
+        try:
+            # An empty first chunk makes the server send the headers now, so the client's
+            # request returns even if nothing changes for a while.
+            yield b""
+            alive = (lambda: _peer_open(sock)) if sock is not None else None
+            for line in stream_lines(watcher, timeout, alive):
+                yield line.encode()
+        finally:
+            self._hub.remove(watcher)
+
+    def _faulted(
+        self,
+        environ: dict[str, Any],
+        start_response: StartResponse,
+        info: RequestInfo,
+        decision: Decision,
+    ) -> list[bytes]:
+        if decision.error is not None:
+            self._record(environ, info.verb, info, decision.error.code)
+            return _json_response(start_response, decision.error.code, decision.error.status())
+        self._faults.wait(decision.hold or 0.0)
+        self._record(environ, info.verb, info, 504)
+        sock = environ.get("werkzeug.socket")
+        if sock is not None:
+            # Drop the connection unanswered, as a hung server's load balancer would.
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+        timeout = errors.ApiError(504, "Timeout", "injected fault: the request timed out")
+        return _json_response(start_response, 504, timeout.status())
+
+    # -- everything else -------------------------------------------------------------------
+
+    def _non_resource(self, method: str, path: str) -> tuple[int, Any]:
+        parts = [p for p in path.split("/") if p]
+        body: Any = None
+        if method == "GET":
+            if parts == ["version"]:
+                body = discovery.version_info()
+            elif parts == ["api"]:
+                body = discovery.core_versions()
+            elif parts == ["apis"]:
+                body = discovery.group_list()
+            elif len(parts) == 2 and parts[0] == "api":
+                body = discovery.resource_list("", parts[1])
+            elif len(parts) == 2 and parts[0] == "apis":
+                body = discovery.group(parts[1])
+            elif len(parts) == 3 and parts[0] == "apis":
+                body = discovery.resource_list(parts[1], parts[2])
+            elif parts in (["healthz"], ["readyz"], ["livez"]):
+                return 200, "ok"
+        if body is None:
+            error = errors.ApiError(
+                404, "NotFound", "the server could not find the requested resource"
+            )
+            return 404, error.status()
+        return 200, body
+
+    def _record(
+        self, environ: dict[str, Any], verb: str, info: RequestInfo | None, code: int
+    ) -> None:
+        resource = info.resource if info is not None else None
+        self._audit.record(
+            AuditEntry(
+                verb=verb,
+                api_group=resource.group if resource else "",
+                api_version=resource.version if resource else "",
+                resource=resource.plural if resource else "",
+                subresource=info.subresource if info else "",
+                namespace=(info.namespace or "") if info else "",
+                name=(info.name or "") if info else "",
+                code=code,
+                user_agent=environ.get("HTTP_USER_AGENT", ""),
+                path=environ.get("PATH_INFO", ""),
+                timestamp=now(),
+            )
+        )
+
+
+def _read_json(environ: dict[str, Any]) -> Any:
+    try:
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        raise errors.bad_request("invalid Content-Length") from None
+    raw = environ["wsgi.input"].read(length) if length > 0 else b""
+    if not raw.strip():
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError as exc:
+        raise errors.bad_request(f"the body of the request is not valid JSON: {exc}") from None
+
+
+def _float_param(query: dict[str, str], name: str) -> float | None:
+    raw = query.get(name)
+    if not raw:
+        return None
+    try:
+        return float(raw)
+    except ValueError:
+        raise errors.bad_request(f"invalid value for {name}: {raw!r}") from None
+
+
+def _int_version(raw: str) -> int:
+    try:
+        return int(raw)
+    except ValueError:
+        raise errors.bad_request(f"invalid resource version: {raw!r}") from None
+
+
+def _peer_open(sock: socket.socket) -> bool:
+    """Whether the watch's client is still connected (readable with no data = closed)."""
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+        if not readable:
+            return True
+        return sock.recv(1, socket.MSG_PEEK) != b""
+    except (OSError, ValueError):
+        return False
