@@ -23,6 +23,7 @@ OPERATION_ANNOTATION = "lab-spawner.jupyter.org/operation"
 """Marks which operation created a pod, so a resumed spawn adopts its own pod."""
 
 _EVENT_PROGRESS = {"Scheduled": 55, "Pulling": 65, "Pulled": 75, "Created": 80, "Started": 90}
+_PROVISIONING_PROGRESS = 60
 
 
 class SpawnFailed(Exception):
@@ -213,7 +214,12 @@ class _EventFeed:
                 self._reporter.error(message)
             else:
                 self._reporter.info(message)
-            percent = _EVENT_PROGRESS.get(str(event.get("reason")))
+            field_path = str((event.get("involvedObject") or {}).get("fieldPath") or "")
+            if field_path.startswith("spec.initContainers"):
+                # Provisioning runs before the lab's own image pull and start.
+                percent: int | None = _PROVISIONING_PROGRESS
+            else:
+                percent = _EVENT_PROGRESS.get(str(event.get("reason")))
             if percent is not None:
                 self._reporter.progress(percent)
 

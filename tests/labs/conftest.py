@@ -39,6 +39,9 @@ class LabUser:
 def lab_config(redis_url: str, gafaelfawr_url: str, kube_url: str) -> dict[str, Any]:
     raw = service_config(redis_url, gafaelfawr_url, kube_url)
     raw["lab"]["images"].append({"reference": BAD_IMAGE, "name": "Broken"})
+    # An image no node has cached: pulls (and pull faults) really happen for it.
+    fresh = f"registry.test/lsstsqre/sciplat-lab:fresh-{time.time_ns()}"
+    raw["lab"]["images"].append({"reference": fresh, "name": "Fresh"})
     raw["lab"]["spawnTimeout"] = 30
     raw["lab"]["deleteTimeout"] = 30
     raw["operations"] = {"leaseSeconds": 2, "scanSeconds": 0.2, "keepaliveSeconds": 0.5}
@@ -54,6 +57,13 @@ def lab_raw_config(
     kube: KubernetesEmulator,
 ) -> dict[str, Any]:
     return lab_config(redis_server.url, gafaelfawr.url, kube.url)
+
+
+@pytest.fixture
+def fresh_image(lab_raw_config: dict[str, Any]) -> str:
+    """An image of this test's configuration that no node has pulled yet."""
+    reference: str = lab_raw_config["lab"]["images"][-1]["reference"]
+    return reference
 
 
 @pytest.fixture

@@ -32,7 +32,7 @@ def _spawn_and_read(
     [
         ("unschedulable", "nublado-*/*", "cannot be scheduled"),
         ("crash_loop", "*sciplat-lab*", "keeps crashing (CrashLoopBackOff)"),
-        ("image_pull", "*sciplat-lab*", "cannot pull image"),
+        ("image_pull", "*:fresh-*", "cannot pull image"),
     ],
 )
 def test_failure_kinds_fail_within_seconds(
@@ -40,6 +40,7 @@ def test_failure_kinds_fail_within_seconds(
     new_user: Callable[..., LabUser],
     admin_headers: dict[str, str],
     kube: KubernetesEmulator,
+    fresh_image: str,
     fault: str,
     pattern: str,
     expected: str,
@@ -47,7 +48,7 @@ def test_failure_kinds_fail_within_seconds(
     user = new_user()
     kube.cluster.faults.set(fault, pattern, "injected by the test")
     try:
-        types, errors, elapsed = _spawn_and_read(lab_client, user)
+        types, errors, elapsed = _spawn_and_read(lab_client, user, image=fresh_image)
     finally:
         kube.cluster.faults.clear()
     assert types[-1] == "failed"

@@ -94,6 +94,7 @@ def test_image_pull_failure_fails_fast_and_a_new_spawn_replaces_it(
 ) -> None:
     user = new_user()
     kube.cluster.faults.set("image_pull", "*:broken", "manifest unknown")
+    # The broken image is never pulled successfully, so no node has it cached.
     try:
         _spawn(lab_client, user, image=BAD_IMAGE)
         events = read_events(lab_client, user.username, user.headers)

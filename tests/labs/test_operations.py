@@ -57,6 +57,7 @@ def test_provisioning_runs_on_first_successful_spawn_only(
     new_user: Callable[..., LabUser],
     admin_headers: dict[str, str],
     kube: KubernetesEmulator,
+    fresh_image: str,
 ) -> None:
     lab_raw_config["lab"]["volumes"] = [{"name": "home", "type": "emptyDir"}]
     lab_raw_config["lab"]["initContainers"] = [
@@ -86,10 +87,12 @@ def test_provisioning_runs_on_first_successful_spawn_only(
         assert read_events(client, user.username, user.headers)[-1].type == "complete"
 
     # A first spawn that fails does not count as provisioned.
-    kube.cluster.faults.set("image_pull", "*sciplat-lab*", "injected")
+    kube.cluster.faults.set("image_pull", fresh_image, "injected")
     try:
         client.post(
-            f"/spawner/v1/labs/{user.username}/spawn", json=spawn_body(), headers=user.headers
+            f"/spawner/v1/labs/{user.username}/spawn",
+            json=spawn_body(image=fresh_image),
+            headers=user.headers,
         )
         assert read_events(client, user.username, user.headers)[-1].type == "failed"
         pod = kube.store.get("pods", namespace, pod_name)
