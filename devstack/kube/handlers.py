@@ -17,6 +17,7 @@ from typing import Any
 from devstack.kube import errors, selectors
 from devstack.kube.defaults import Defaulter
 from devstack.kube.patching import apply_patch
+from devstack.kube.quota import admit_pod
 from devstack.kube.resources import ResourceType
 from devstack.kube.routing import RequestInfo
 from devstack.kube.store import Store, clone, now_timestamp
@@ -105,6 +106,8 @@ class Handlers:
             obj.pop("status", None)
         self._defaulter.on_create(resource.plural, obj)
         self._validator.check(resource, obj, strict=_strict(query))
+        if resource.plural == "pods" and info.namespace is not None:
+            admit_pod(self._store, info.namespace, obj)
         if _dry_run(query):
             return obj
         return self._store.create(resource.plural, obj)

@@ -102,3 +102,31 @@ def test_spawn_deadline(
     assert types[-1] == "failed"
     assert any("did not finish within 1.5 seconds" in e for e in errors)
     assert elapsed < 6
+
+
+def test_quota_rejection_fails_with_the_api_servers_reason(
+    lab_client: FlaskClient,
+    new_user: Callable[..., LabUser],
+    admin_headers: dict[str, str],
+    kube: KubernetesEmulator,
+) -> None:
+    user = new_user()
+    namespace = f"nublado-{user.username}"
+    # An administrator's quota in the user's namespace, tighter than the chosen size.
+    kube.store.create("namespaces", {"metadata": {"name": namespace}})
+    kube.store.create(
+        "resourcequotas",
+        {
+            "metadata": {"name": "admin-limit", "namespace": namespace},
+            "spec": {"hard": {"limits.memory": "1Gi"}},
+        },
+    )
+    types, errors, elapsed = _spawn_and_read(lab_client, user)
+    assert types[-1] == "failed"
+    assert any(
+        "Kubernetes refused the lab" in e and "exceeded quota: admin-limit" in e for e in errors
+    )
+    assert elapsed < 10
+    body = lab_client.get(f"/spawner/v1/labs/{user.username}", headers=admin_headers).get_json()
+    assert body["status"] == "failed"
+    assert body["pod"] == "missing"
