@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint pytest setup redis-server clean
+.PHONY: run test lint pytest setup redis-server bench clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,10 @@ pytest: setup
 	$(BIN)/pytest
 
 test: lint pytest
+
+# Benchmarks report figures (bench/RESULTS.md); they are not part of the test suite.
+bench: setup
+	$(BIN)/python -m bench.run
 
 clean:
 	rm -rf $(VENV) .devstack .pytest_cache .mypy_cache .ruff_cache
