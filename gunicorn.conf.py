@@ -33,6 +33,15 @@ proc_name = "lab-spawner"
 access_log_format = '%(h)s "%(r)s" %(s)s %(b)s %(M)sms'
 
 
+def worker_exit(server: Any, worker: Any) -> None:
+    """Stop the worker's background threads, so the leases it holds (elected watcher,
+    running operations) are released at once rather than left to expire."""
+    app = getattr(worker, "wsgi", None)
+    labs = getattr(app, "extensions", {}).get("labs") if app is not None else None
+    if labs is not None:
+        labs[1].stop()
+
+
 def on_starting(server: Any) -> None:
     """Validate the configuration once in the arbiter, so a bad file stops start-up
     with its message instead of every worker failing to boot with a traceback."""

@@ -31,9 +31,13 @@ def create_app(config: Config | None = None) -> Flask:
 
     register_error_handlers(app)
 
+    from blueprints.admin import admin
+    from blueprints.docs import docs
     from blueprints.health import health
     from blueprints.spawner import spawner
 
     app.register_blueprint(health)
     app.register_blueprint(spawner)
+    app.register_blueprint(admin)
+    app.register_blueprint(docs)
     return app

@@ -4,18 +4,21 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, jsonify
 
+from app.openapi import NOT_READY, HealthSchema, ReadySchema, documented
 from app.services.health import check_readiness
 
 health = Blueprint("health", __name__)
 
 
 @health.get("/healthz")
+@documented(responses={200: HealthSchema})
 def healthz() -> Response:
     """Alive: answers without touching any dependency, so a slow Redis never restarts us."""
     return jsonify({"status": "ok"})
 
 
 @health.get("/readyz")
+@documented(responses={200: ReadySchema, 503: NOT_READY})
 def readyz() -> tuple[Response, int]:
     """Ready only when Redis and the Kubernetes API both answer."""
     report = check_readiness()

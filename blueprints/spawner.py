@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Iterator
 
 from flask import Blueprint, Response, jsonify, request, stream_with_context, url_for
 
-from app.errors import InvalidRequestError, NotFoundError, PermissionDeniedError
+from app.errors import ConflictError, InvalidRequestError, NotFoundError, PermissionDeniedError
 from app.extensions import gafaelfawr_ext, labs_ext
+from app.openapi import (
+    DELEGATED_TOKEN,
+    EVENT_STREAM,
+    LAST_EVENT_ID,
+    SPAWN_REDIRECT,
+    USERNAMES,
+    DeleteAcceptedSchema,
+    documented,
+)
 from app.schemas.labs import LabStatusSchema, SpawnRequestSchema
 from app.services.auth import ADMIN, ANY_USER, OWNER, TOKEN_HEADER
 from app.services.labs import LabService
@@ -34,6 +42,7 @@ def _check_username(username: str) -> None:
 
 
 @spawner.get("/labs")
+@documented(responses={200: USERNAMES})
 @requires(ADMIN)
 def list_labs() -> Response:
     """Usernames with a lab in any state."""
@@ -41,6 +50,7 @@ def list_labs() -> Response:
 
 
 @spawner.get("/labs/<username>")
+@documented(responses={200: LabStatusSchema}, errors=[NotFoundError])
 @requires(ADMIN)
 def lab_status(username: str) -> Response:
     """A lab's status, from Redis only."""
@@ -48,6 +58,7 @@ def lab_status(username: str) -> Response:
 
 
 @spawner.get("/user-status")
+@documented(responses={200: LabStatusSchema}, errors=[NotFoundError])
 @requires(ANY_USER)
 def user_status() -> Response:
     """The caller's own lab status."""
@@ -56,6 +67,12 @@ def user_status() -> Response:
 
 
 @spawner.post("/labs/<username>/spawn")
+@documented(
+    request=SpawnRequestSchema,
+    responses={303: SPAWN_REDIRECT},
+    errors=[InvalidRequestError, ConflictError],
+    headers=[DELEGATED_TOKEN],
+)
 @requires(OWNER)
 def spawn(username: str) -> Response:
     """Queue a spawn; 303 to the lab's status."""
@@ -85,6 +102,7 @@ def _delegated_token(bearer: str) -> str:
 
 
 @spawner.delete("/labs/<username>")
+@documented(responses={202: DeleteAcceptedSchema}, errors=[NotFoundError])
 @requires(ADMIN)
 def delete_lab(username: str) -> tuple[Response, int]:
     """Start deleting the lab; 202, or 404 if there is none."""
@@ -93,6 +111,11 @@ def delete_lab(username: str) -> tuple[Response, int]:
 
 
 @spawner.get("/labs/<username>/events")
+@documented(
+    responses={200: EVENT_STREAM},
+    errors=[InvalidRequestError, NotFoundError],
+    headers=[LAST_EVENT_ID],
+)
 @requires(OWNER, ADMIN)
 def lab_events(username: str) -> Response:
     """Server-sent events of the current operation: replay, then follow until it ends."""
@@ -103,19 +126,12 @@ def lab_events(username: str) -> Response:
     if not ctx.events.exists(username):
         raise NotFoundError(f"user {username} has no lab operation to follow")
     keepalive = ctx.config.operations.keepalive_seconds
-    block_ms = int(min(keepalive, max(0.1, ctx.config.redis.socket_timeout - 1)) * 1000)
+    hub = labs_ext.hub
 
     def generate() -> Iterator[str]:
         yield ": stream of lab events\n\n"
-        last_write = time.monotonic()
-        for event in ctx.events.follow(username, after, block_ms):
-            if event is None:
-                if time.monotonic() - last_write >= keepalive:
-                    last_write = time.monotonic()
-                    yield ": keepalive\n\n"
-                continue
-            last_write = time.monotonic()
-            yield _format(event)
+        for event in hub.follow(username, after, keepalive):
+            yield ": keepalive\n\n" if event is None else _format(event)
 
     response = Response(stream_with_context(generate()), mimetype="text/event-stream")
     response.headers["Cache-Control"] = "no-cache"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -158,6 +158,20 @@ class OperationsConfig:
 
 
 @dataclass(frozen=True)
+class WatcherConfig:
+    """The elected watcher that keeps Redis in step with Kubernetes.
+
+    ``lease_seconds`` bounds how long labs go unwatched after the leader dies;
+    ``watch_seconds`` is how long one watch request lasts before it is reopened;
+    ``reconcile_seconds`` is how often Redis is compared with Kubernetes in full.
+    """
+
+    lease_seconds: float = 15.0
+    watch_seconds: int = 60
+    reconcile_seconds: float = 60.0
+
+
+@dataclass(frozen=True)
 class Config:
     """The whole service configuration."""
 
@@ -168,3 +182,4 @@ class Config:
     kubernetes: KubernetesConfig
     lab: LabConfig
     operations: OperationsConfig
+    watcher: WatcherConfig = field(default_factory=WatcherConfig)

@@ -1,4 +1,4 @@
-"""The per-process lab machinery: stores, the Kubernetes storage and the operation runner."""
+"""The per-process lab machinery: stores, the Kubernetes storage and the background workers."""
 
 from __future__ import annotations
 
@@ -9,13 +9,42 @@ from flask import Flask, current_app
 from app.config import Config
 from app.services.context import LabContext
 from app.services.operations import OperationRunner
+from app.services.watcher import LabWatcher
+from app.storage.event_hub import EventHub
 from app.storage.events import EventStore
 from app.storage.kubernetes import KubernetesStorage
 from app.storage.labs import LabStore
 
 
+class LabWorkers:
+    """This process's background work: the operation runner and the lab watcher candidate.
+
+    Held together so whoever shuts the process (or a test's app) down stops both with
+    one ``stop``; ``submit`` is the runner's, for callers that only need to start work.
+    """
+
+    def __init__(self, runner: OperationRunner, watcher: LabWatcher, hub: EventHub) -> None:
+        self.runner = runner
+        self.watcher = watcher
+        self.hub = hub
+
+    def start(self) -> None:
+        self.hub.start()
+        self.runner.start()
+        self.watcher.start()
+
+    def submit(self, username: str) -> None:
+        self.runner.submit(username)
+
+    def stop(self) -> None:
+        # The watcher first: it gives its lease up, so another worker leads at once.
+        self.watcher.stop()
+        self.runner.stop()
+        self.hub.stop()
+
+
 class LabsExtension:
-    """Builds the ``LabContext`` and starts this process's operation runner."""
+    """Builds the ``LabContext`` and starts this process's background workers."""
 
     def init_app(self, app: Flask, config: Config) -> None:
         redis_client = app.extensions["redis"]
@@ -31,13 +60,27 @@ class LabsExtension:
             lease_seconds=config.operations.lease_seconds,
             scan_seconds=config.operations.scan_seconds,
         )
-        runner.start()
-        app.extensions["labs"] = (ctx, runner)
+        hub = EventHub(redis_client, ctx.events)
+        workers = LabWorkers(runner, LabWatcher(ctx, redis_client), hub)
+        workers.start()
+        app.extensions["labs"] = (ctx, workers)
 
     @property
     def context(self) -> LabContext:
-        return cast(tuple[LabContext, OperationRunner], current_app.extensions["labs"])[0]
+        return self._stored()[0]
 
     @property
     def runner(self) -> OperationRunner:
-        return cast(tuple[LabContext, OperationRunner], current_app.extensions["labs"])[1]
+        return self._stored()[1].runner
+
+    @property
+    def hub(self) -> EventHub:
+        return self._stored()[1].hub
+
+    @property
+    def watcher(self) -> LabWatcher:
+        return self._stored()[1].watcher
+
+    @staticmethod
+    def _stored() -> tuple[LabContext, LabWorkers]:
+        return cast(tuple[LabContext, LabWorkers], current_app.extensions["labs"])

@@ -33,6 +33,7 @@ from app.config.models import (
     OperationsConfig,
     RedisConfig,
     Toleration,
+    WatcherConfig,
 )
 from app.quantities import parse_cpu, parse_memory
 
@@ -368,6 +369,22 @@ class OperationsSchema(_StrictSchema):
         return OperationsConfig(**data)
 
 
+class WatcherSchema(_StrictSchema):
+    lease_seconds = fields.Float(
+        data_key="leaseSeconds", load_default=15.0, validate=validate.Range(min=1)
+    )
+    watch_seconds = fields.Integer(
+        data_key="watchSeconds", load_default=60, validate=validate.Range(min=1, max=3600)
+    )
+    reconcile_seconds = fields.Float(
+        data_key="reconcileSeconds", load_default=60.0, validate=validate.Range(min=0.1)
+    )
+
+    @post_load
+    def _build(self, data: dict[str, Any], **_: Any) -> WatcherConfig:
+        return WatcherConfig(**data)
+
+
 class ConfigSchema(_StrictSchema):
     log_level = fields.String(
         data_key="logLevel",
@@ -382,6 +399,7 @@ class ConfigSchema(_StrictSchema):
     kubernetes = fields.Nested(KubernetesSchema, load_default=lambda: KubernetesSchema().load({}))
     lab = fields.Nested(LabSchema, required=True)
     operations = fields.Nested(OperationsSchema, load_default=lambda: OperationsSchema().load({}))
+    watcher = fields.Nested(WatcherSchema, load_default=lambda: WatcherSchema().load({}))
 
     @post_load
     def _build(self, data: dict[str, Any], **_: Any) -> Config:

@@ -39,16 +39,22 @@ class SpawnRequestSchema(Schema):
 
 
 class GroupSchema(Schema):
+    """One of the user's groups, as Gafaelfawr reports it."""
+
     name = fields.String(required=True)
-    id = fields.Integer(allow_none=True)
+    id = fields.Integer(allow_none=True, metadata={"description": "GID; null if none."})
 
 
 class QuotaValuesSchema(Schema):
+    """CPU and memory of a limit or a request."""
+
     cpu = fields.Float(required=True, metadata={"description": "CPU cores."})
     memory = fields.Integer(required=True, metadata={"description": "Bytes."})
 
 
 class QuotasSchema(Schema):
+    """The lab's resources: the hard limits and what is reserved on the node."""
+
     limits = fields.Nested(QuotaValuesSchema, required=True)
     requests = fields.Nested(QuotaValuesSchema, required=True)
 
@@ -56,16 +62,31 @@ class QuotasSchema(Schema):
 class LabStatusSchema(Schema):
     """A lab's status, as DMTN-222 describes it, plus ``internal_url`` and ``error``."""
 
-    username = fields.String(required=True)
+    username = fields.String(required=True, metadata={"description": "The lab's user."})
     status = fields.String(
-        required=True, validate=validate.OneOf(["starting", "running", "terminating", "failed"])
+        required=True,
+        validate=validate.OneOf(["starting", "running", "terminating", "failed"]),
+        metadata={"description": "Where the lab is in its life."},
     )
-    pod = fields.String(required=True, validate=validate.OneOf(["present", "missing"]))
-    options = fields.Nested(LabOptionsSchema, required=True)
-    env = fields.Dict(keys=fields.String(), values=fields.String(), required=True)
-    uid = fields.Integer(allow_none=True)
-    gid = fields.Integer(allow_none=True)
-    groups = fields.List(fields.Nested(GroupSchema), required=True)
+    pod = fields.String(
+        required=True,
+        validate=validate.OneOf(["present", "missing"]),
+        metadata={"description": "Whether the lab's pod exists in Kubernetes."},
+    )
+    options = fields.Nested(
+        LabOptionsSchema, required=True, metadata={"description": "The spawn form's choices."}
+    )
+    env = fields.Dict(
+        keys=fields.String(),
+        values=fields.String(),
+        required=True,
+        metadata={"description": "Environment from the spawn request, without credentials."},
+    )
+    uid = fields.Integer(allow_none=True, metadata={"description": "The lab runs as this UID."})
+    gid = fields.Integer(allow_none=True, metadata={"description": "Primary GID of the lab."})
+    groups = fields.List(
+        fields.Nested(GroupSchema), required=True, metadata={"description": "The user's groups."}
+    )
     quotas = fields.Nested(QuotasSchema, required=True)
     internal_url = fields.String(
         allow_none=True, metadata={"description": "Where JupyterHub reaches the running lab."}

@@ -24,7 +24,6 @@ from app.models.lab import (
 )
 from app.services.context import LabContext
 from app.services.operations import OperationRunner
-from app.storage.events import EventType
 from app.storage.labs import StartResult
 
 
@@ -91,12 +90,9 @@ class LabService:
             quotas=quotas(size),
             operation=operation.id,
         )
-        events = self._ctx.events
-        key = events.key(user.username)
 
         def reset_events(pipe: Any) -> None:
-            pipe.delete(key)
-            pipe.xadd(key, {"type": EventType.INFO.value, "data": "Lab creation requested"})
+            self._ctx.events.restart(pipe, user.username, "Lab creation requested")
 
         outcome = self._ctx.labs.start_spawn(record, operation, reset_events, token)
         if outcome.result is StartResult.CONFLICT:
@@ -118,11 +114,9 @@ class LabService:
             started=now,
             deadline=now + self._ctx.config.lab.delete_timeout,
         )
-        key = self._ctx.events.key(username)
 
         def reset_events(pipe: Any) -> None:
-            pipe.delete(key)
-            pipe.xadd(key, {"type": EventType.INFO.value, "data": "Lab deletion requested"})
+            self._ctx.events.restart(pipe, username, "Lab deletion requested")
 
         outcome = self._ctx.labs.start_delete(username, operation, reset_events)
         if outcome.result is StartResult.MISSING:

@@ -158,24 +158,30 @@ def _create_namespace(ctx: LabContext, reporter: Reporter, body: dict[str, Any])
 
 
 def _create_pod(ctx: LabContext, reporter: Reporter, body: dict[str, Any]) -> None:
+    """Create the lab pod, or adopt the one this operation made before a worker died.
+
+    The existing pod is looked for first: the API server admits a pod against the quota
+    before it checks the name, so creating a second copy of our own pod would be refused
+    as over quota rather than as a duplicate.
+    """
     namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
     while True:
+        existing = ctx.kube.read_pod(namespace, name)
+        if existing is not None:
+            annotations = existing.get("metadata", {}).get("annotations") or {}
+            if annotations.get(OPERATION_ANNOTATION) == reporter.operation.id:
+                return
+            ctx.kube.delete_pod(namespace, name)
+            wait_pod_gone(ctx, reporter, namespace, name)
         try:
             ctx.kube.create_pod(body)
             return
         except KubernetesError as exc:
+            if exc.status == 409:
+                continue
             if exc.status == 403 and "quota" in exc.message.lower():
                 raise SpawnFailed(f"Kubernetes refused the lab: {exc.message}") from None
-            if exc.status != 409:
-                raise
-        existing = ctx.kube.read_pod(namespace, name)
-        if existing is None:
-            continue
-        annotations = existing.get("metadata", {}).get("annotations") or {}
-        if annotations.get(OPERATION_ANNOTATION) == reporter.operation.id:
-            return  # Ours, from before a worker restart: adopt it.
-        ctx.kube.delete_pod(namespace, name)
-        wait_pod_gone(ctx, reporter, namespace, name)
+            raise
 
 
 class _EventFeed:

@@ -7,12 +7,12 @@ replica serves any stream, and a late subscriber replays from the operation's st
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import cast
 
 import redis
+from redis.client import Pipeline
 
 TERMINAL_TTL_SECONDS = 24 * 3600
 """How long a finished operation's events stay readable after it ends."""
@@ -46,6 +46,8 @@ class EventStore:
     def __init__(self, client: redis.Redis, key_prefix: str) -> None:
         self._redis = client
         self._prefix = f"{key_prefix}events:"
+        self.channel = f"{key_prefix}events-changed"
+        """Pub/sub channel carrying the username whose events changed."""
 
     def key(self, username: str) -> str:
         return f"{self._prefix}{username}"
@@ -59,8 +61,16 @@ class EventStore:
             pipe.expire(key, TERMINAL_TTL_SECONDS)
         else:
             pipe.persist(key)
+        pipe.publish(self.channel, username)
         entry_id, *_ = pipe.execute()
         return str(entry_id)
+
+    def restart(self, pipe: Pipeline, username: str, first_message: str) -> None:
+        """Queue on ``pipe``: drop the previous operation's events and start a new stream."""
+        key = self.key(username)
+        pipe.delete(key)
+        pipe.xadd(key, {"type": EventType.INFO.value, "data": first_message})
+        pipe.publish(self.channel, username)
 
     def exists(self, username: str) -> bool:
         return bool(self._redis.exists(self.key(username)))
@@ -72,35 +82,6 @@ class EventStore:
             list[tuple[str, dict[str, str]]], self._redis.xrange(self.key(username), min=start)
         )
         return [_event(entry_id, fields) for entry_id, fields in entries]
-
-    def tail(self, username: str, after: str, block_ms: int) -> list[Event]:
-        """Events after ``after``, waiting up to ``block_ms`` for the first one."""
-        result = cast(
-            list[tuple[str, list[tuple[str, dict[str, str]]]]],
-            self._redis.xread({self.key(username): after}, block=block_ms, count=100),
-        )
-        if not result:
-            return []
-        _, entries = result[0]
-        return [_event(entry_id, fields) for entry_id, fields in entries]
-
-    def follow(self, username: str, after: str, block_ms: int) -> Iterator[Event | None]:
-        """Yield events from ``after`` on, and ``None`` after each quiet ``block_ms``.
-
-        Ends after a terminal event. ``None`` lets the caller send keepalives and notice
-        a client that went away.
-        """
-        cursor = after
-        while True:
-            events = self.tail(username, cursor, block_ms)
-            if not events:
-                yield None
-                continue
-            for event in events:
-                cursor = event.id
-                yield event
-                if event.terminal:
-                    return
 
 
 def _event(entry_id: str, fields: dict[str, str]) -> Event:

@@ -9,6 +9,7 @@ error events when asked not to deserialize.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from collections.abc import Callable, Iterator
@@ -236,6 +237,21 @@ class KubernetesStorage:
             label_selector=label_selector,
         )
 
+    def open_lab_pod_watch(self, label_selector: str, resource_version: str, timeout: int) -> Watch:
+        """Start watching lab pods in every namespace; the stream can be cancelled.
+
+        For the elected watcher, which must stop reading at once when it loses its lease
+        or the process stops, rather than when the server ends the watch.
+        """
+        response = _open_watch(
+            self._core.list_pod_for_all_namespaces,
+            (),
+            resource_version,
+            timeout,
+            {"label_selector": label_selector},
+        )
+        return Watch(response)
+
     def _watch(
         self,
         fn: Callable[..., Any],
@@ -245,45 +261,93 @@ class KubernetesStorage:
         **selectors: str,
     ) -> Iterator[tuple[str, dict[str, Any]]]:
         """Yield ``(type, object)`` until the server ends the watch after ``timeout``."""
-        kwargs: dict[str, Any] = {
-            "watch": True,
-            "timeout_seconds": timeout,
-            "_request_timeout": timeout + WATCH_SLACK_SECONDS,
-            "_preload_content": False,
-            **selectors,
-        }
-        if resource_version:
-            kwargs["resource_version"] = resource_version
+        response = _open_watch(fn, args, resource_version, timeout, selectors)
         try:
-            response = fn(*args, **kwargs)
-        except ApiException as exc:
-            if exc.status == 410:
-                raise WatchExpired from None
-            raise _error(exc) from None
-        except (HTTPError, OSError) as exc:
-            raise KubernetesError(0, "Unreachable", f"Kubernetes API unreachable: {exc}") from None
-        try:
-            buffer = b""
-            for chunk in response.stream(amt=65536, decode_content=False):
-                buffer += chunk
-                while b"\n" in buffer:
-                    line, buffer = buffer.split(b"\n", 1)
-                    if not line.strip():
-                        continue
-                    event = json.loads(line)
-                    if event.get("type") == "ERROR":
-                        status = event.get("object", {})
-                        if status.get("code") == 410:
-                            raise WatchExpired
-                        raise KubernetesError(
-                            int(status.get("code") or 500),
-                            str(status.get("reason", "")),
-                            str(status.get("message", "watch error")),
-                        )
-                    yield event["type"], event["object"]
-        except (HTTPError, OSError) as exc:
-            # A dropped or timed-out stream ends the watch; the caller re-watches from the
-            # last resourceVersion it saw.
-            logger.debug("watch ended: %s", type(exc).__name__)
+            yield from _watch_events(response)
         finally:
             response.release_conn()
+
+
+class Watch:
+    """An open watch stream that another thread (or greenlet) may cancel.
+
+    Iterating yields ``(type, object)`` until the server ends the watch, the connection
+    drops, or ``cancel`` shuts the socket down. A cancelled stream's connection is closed
+    rather than returned to the pool, since unread data may remain on it.
+    """
+
+    def __init__(self, response: Any) -> None:
+        self._response = response
+        self._cancelled = False
+
+    def __iter__(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        completed = False
+        try:
+            yield from _watch_events(self._response)
+            completed = not self._cancelled
+        finally:
+            if completed:
+                self._response.release_conn()
+            else:
+                self._response.close()
+
+    def cancel(self) -> None:
+        """End the stream now; the reader sees it end as if the server had closed it."""
+        self._cancelled = True
+        # Raises when the stream already finished or was released: nothing to interrupt.
+        with contextlib.suppress(OSError, RuntimeError, ValueError):
+            self._response.shutdown()
+
+
+def _open_watch(
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    resource_version: str | None,
+    timeout: int,
+    selectors: dict[str, str],
+) -> Any:
+    """Send a watch request; its response is the raw, unread urllib3 stream."""
+    kwargs: dict[str, Any] = {
+        "watch": True,
+        "timeout_seconds": timeout,
+        "_request_timeout": timeout + WATCH_SLACK_SECONDS,
+        "_preload_content": False,
+        **selectors,
+    }
+    if resource_version:
+        kwargs["resource_version"] = resource_version
+    try:
+        return fn(*args, **kwargs)
+    except ApiException as exc:
+        if exc.status == 410:
+            raise WatchExpired from None
+        raise _error(exc) from None
+    except (HTTPError, OSError) as exc:
+        raise KubernetesError(0, "Unreachable", f"Kubernetes API unreachable: {exc}") from None
+
+
+def _watch_events(response: Any) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Parse a watch stream's JSON lines; raises ``WatchExpired`` on a 410 error event."""
+    try:
+        buffer = b""
+        for chunk in response.stream(amt=65536, decode_content=False):
+            buffer += chunk
+            while b"\n" in buffer:
+                line, buffer = buffer.split(b"\n", 1)
+                if not line.strip():
+                    continue
+                event = json.loads(line)
+                if event.get("type") == "ERROR":
+                    status = event.get("object", {})
+                    if status.get("code") == 410:
+                        raise WatchExpired
+                    raise KubernetesError(
+                        int(status.get("code") or 500),
+                        str(status.get("reason", "")),
+                        str(status.get("message", "watch error")),
+                    )
+                yield event["type"], event["object"]
+    except (HTTPError, OSError) as exc:
+        # A dropped or timed-out stream ends the watch; the caller re-watches from the
+        # last resourceVersion it saw.
+        logger.debug("watch ended: %s", type(exc).__name__)

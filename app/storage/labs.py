@@ -222,6 +222,22 @@ class LabStore:
 
     # Records maintained by the watcher -----------------------------------------------
 
+    def records(self) -> dict[str, LabRecord]:
+        """Every lab record by username, in two round trips however many labs there are.
+
+        The reconcile compares all of them with Kubernetes at once; one GET per lab would
+        make it cost a round trip per user.
+        """
+        names = self.usernames()
+        if not names:
+            return {}
+        raws = cast(list[str | None], self._redis.mget([self._lab(n) for n in names]))
+        return {
+            name: LabRecord.from_json(json.loads(raw))
+            for name, raw in zip(names, raws, strict=True)
+            if raw
+        }
+
     def put_if_idle(self, record: LabRecord, expect: LabRecord | None) -> bool:
         """Replace the record when no operation runs and it still equals ``expect``."""
         lab_key, op_key = self._lab(record.username), self._op(record.username)

@@ -1,0 +1,169 @@
+"""Run a piece of background work in exactly one worker across all processes and replicas.
+
+Every worker runs an ``ElectedWorker``; whichever takes the ``LeaderLease`` first calls the
+work function for as long as it keeps renewing the lease. Leadership comes in tenures: a
+tenure ends when a renewal fails (the lease expired, someone else took it, or Redis cannot
+confirm it) or the process stops, and the work function must return promptly when its
+tenure ends. Its successor, elected once the lease is released or expires, starts from
+scratch, so nothing that happened under the old tenure is trusted by the new one.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+import redis
+
+from app.storage.leader import LeaderLease
+
+logger = logging.getLogger(__name__)
+
+
+class Tenure:
+    """One uninterrupted period of leadership, ended at most once."""
+
+    def __init__(self) -> None:
+        self._ended = threading.Event()
+        self._lock = threading.Lock()
+        self._callbacks: list[Callable[[], None]] = []
+
+    @property
+    def ended(self) -> bool:
+        return self._ended.is_set()
+
+    def wait(self, seconds: float) -> bool:
+        """Sleep up to ``seconds``, waking early when the tenure ends; True if it ended."""
+        return self._ended.wait(seconds)
+
+    def on_end(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback`` when the tenure ends (at once if it has); returns an undo.
+
+        Lets the work interrupt something blocking, such as an open watch, the moment
+        leadership is lost instead of when that call would return by itself.
+        """
+        with self._lock:
+            if not self._ended.is_set():
+                self._callbacks.append(callback)
+                return lambda: self._forget(callback)
+        callback()
+        return lambda: None
+
+    def end(self) -> None:
+        with self._lock:
+            if self._ended.is_set():
+                return
+            self._ended.set()
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            try:
+                callback()
+            except Exception:
+                logger.exception("tenure end callback failed")
+
+    def _forget(self, callback: Callable[[], None]) -> None:
+        with self._lock:
+            if callback in self._callbacks:
+                self._callbacks.remove(callback)
+
+
+class ElectedWorker:
+    """Competes for ``lease`` and runs ``lead(tenure)`` whenever it holds it.
+
+    The lease is renewed every third of its TTL, so one missed renewal does not cost the
+    leadership; a candidate retries every quarter TTL, so after a clean release a successor
+    leads within a quarter TTL, and after a crash within about one and a quarter TTLs.
+    """
+
+    def __init__(self, lease: LeaderLease, lead: Callable[[Tenure], None], *, name: str) -> None:
+        self._lease = lease
+        self._lead = lead
+        self._name = name
+        ttl = lease.ttl_ms / 1000
+        self._renew_seconds = ttl / 3
+        self._retry_seconds = ttl / 4
+        self._stopping = threading.Event()
+        self._lock = threading.Lock()
+        self._tenure: Tenure | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def owner(self) -> str:
+        return self._lease.owner
+
+    @property
+    def is_leader(self) -> bool:
+        """Whether this worker believes it leads now (for health reports and tests)."""
+        with self._lock:
+            return self._tenure is not None and not self._tenure.ended
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._campaign, name=self._name, daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """End any tenure and give the lease up, so another worker leads without delay."""
+        self._stopping.set()
+        with self._lock:
+            tenure = self._tenure
+        if tenure is not None:
+            tenure.end()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        self._release()
+
+    # Internals -----------------------------------------------------------------------
+
+    def _campaign(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                elected = self._lease.acquire()
+            except redis.RedisError as exc:
+                logger.warning("%s: election skipped, Redis unavailable (%s)", self._name, exc)
+                elected = False
+            if elected and not self._stopping.is_set():
+                self._serve()
+            self._stopping.wait(self._retry_seconds)
+
+    def _serve(self) -> None:
+        tenure = Tenure()
+        with self._lock:
+            self._tenure = tenure
+        logger.info("%s: %s now leads", self._name, self.owner)
+        heartbeat = threading.Thread(
+            target=self._heartbeat, args=(tenure,), name=f"{self._name}-lease", daemon=True
+        )
+        heartbeat.start()
+        try:
+            if not self._stopping.is_set():
+                self._lead(tenure)
+        except Exception:
+            logger.exception("%s: leading failed", self._name)
+        finally:
+            tenure.end()
+            heartbeat.join()
+            with self._lock:
+                self._tenure = None
+            self._release()
+            logger.info("%s: %s no longer leads", self._name, self.owner)
+
+    def _heartbeat(self, tenure: Tenure) -> None:
+        while not tenure.wait(self._renew_seconds):
+            try:
+                held = self._lease.renew()
+            except redis.RedisError as exc:
+                # Without Redis we cannot know whether the lease still holds; stepping
+                # down is safe, a second leader is not.
+                logger.warning("%s: cannot renew the lease (%s)", self._name, exc)
+                held = False
+            if not held:
+                logger.warning("%s: %s lost the lease", self._name, self.owner)
+                tenure.end()
+                return
+
+    def _release(self) -> None:
+        try:
+            self._lease.release()
+        except redis.RedisError as exc:
+            logger.warning("%s: cannot release the lease (%s); it will expire", self._name, exc)

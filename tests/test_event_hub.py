@@ -1,0 +1,98 @@
+"""One pub/sub subscription per process wakes every local event stream."""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from app.storage.event_hub import EventHub
+from app.storage.events import Event, EventStore, EventType
+from tests.support.redis_server import RedisServer
+
+
+@pytest.fixture
+def private_redis() -> Iterator[RedisServer]:
+    server = RedisServer().start()
+    yield server
+    server.close()
+
+
+def _follow_in_thread(hub: EventHub, username: str, idle: float) -> queue.Queue[Event | None]:
+    received: queue.Queue[Event | None] = queue.Queue()
+
+    def run() -> None:
+        for item in hub.follow(username, "0-0", idle):
+            received.put(item)
+
+    threading.Thread(target=run, daemon=True).start()
+    return received
+
+
+def _next_event(received: queue.Queue[Event | None]) -> Event:
+    while True:
+        item = received.get(timeout=5)
+        if item is not None:
+            return item
+
+
+def test_streams_get_new_events_without_polling(private_redis: RedisServer) -> None:
+    client = redis.Redis.from_url(private_redis.url, decode_responses=True)
+    events = EventStore(client, "t:")
+    hub = EventHub(client, events)
+    hub.start()
+    try:
+        events.append("ann", EventType.INFO, "first")
+        # An idle period far longer than the test: only a wake-up can deliver in time.
+        followers = [_follow_in_thread(hub, "ann", idle=60) for _ in range(3)]
+        for received in followers:
+            assert _next_event(received).data == "first"
+        events.append("bob", EventType.INFO, "not for ann")
+        events.append("ann", EventType.PROGRESS, "50")
+        events.append("ann", EventType.COMPLETE, "")
+        for received in followers:
+            assert [_next_event(received).type for _ in range(2)] == [
+                EventType.PROGRESS,
+                EventType.COMPLETE,
+            ]
+    finally:
+        hub.stop()
+
+
+def test_streams_survive_a_redis_restart(private_redis: RedisServer) -> None:
+    client = redis.Redis.from_url(private_redis.url, decode_responses=True)
+    events = EventStore(client, "t:")
+    hub = EventHub(client, events)
+    hub.start()
+    try:
+        events.append("ann", EventType.INFO, "before")
+        # No polling: only the re-subscribed hub can deliver the later event.
+        received = _follow_in_thread(hub, "ann", idle=60)
+        assert _next_event(received).data == "before"
+        private_redis.stop()
+        private_redis.start()
+        # Redis kept nothing; the stream starts again from the new entries.
+        events.append("ann", EventType.INFO, "after")
+        assert _next_event(received).data == "after"
+    finally:
+        hub.stop()
+
+
+def test_idle_streams_yield_keepalive_markers(private_redis: RedisServer) -> None:
+    client = redis.Redis.from_url(private_redis.url, decode_responses=True)
+    events = EventStore(client, "t:")
+    hub = EventHub(client, events)
+    hub.start()
+    try:
+        events.append("ann", EventType.INFO, "only")
+        stream = hub.follow("ann", "0-0", 0.05)
+        assert next(stream) is not None
+        assert next(stream) is None
+        assert hub.streams == 1
+        stream.close()
+        assert hub.streams == 0
+    finally:
+        hub.stop()

@@ -1,0 +1,471 @@
+"""The OpenAPI document covers every route, parameter and error, and the docs page shows it.
+
+These tests walk the app's own ``url_map`` rather than a list of expected paths, so a route
+added anywhere without documentation, or a view that starts raising an error its
+declaration does not mention, fails here instead of silently drifting from the document.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import re
+import textwrap
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import pytest
+from flask import Blueprint, Flask, Response, jsonify
+from werkzeug.routing import Map, Rule
+
+import app.openapi as openapi
+from app.config import Config
+from app.errors import (
+    AuthenticationError,
+    ConflictError,
+    DependencyUnavailableError,
+    InvalidRequestError,
+    NotFoundError,
+    PermissionDeniedError,
+    ServiceError,
+)
+from app.openapi import (
+    Body,
+    Header,
+    converter_schema,
+    declared_errors,
+    documented,
+    get_spec,
+    openapi_path,
+    route_doc,
+    route_grants,
+)
+from app.schemas.labs import LabStatusSchema, SpawnRequestSchema
+from app.services.auth import ADMIN, OWNER
+from app.storage.events import EventType
+from app.web.auth import requires
+
+SKIPPED = {"HEAD", "OPTIONS"}
+
+
+@pytest.fixture
+def spec(app: Flask) -> dict[str, Any]:
+    return get_spec(app)
+
+
+def _rules(app: Flask) -> list[Any]:
+    return [rule for rule in app.url_map.iter_rules() if rule.endpoint != "static"]
+
+
+def _methods(rule: Any) -> list[str]:
+    return sorted(set(rule.methods) - SKIPPED)
+
+
+def _operation(spec: Mapping[str, Any], rule: Any, method: str) -> dict[str, Any]:
+    path = openapi_path(rule)
+    assert path in spec["paths"], f"{rule.rule} is not in the document"
+    operations = spec["paths"][path]
+    assert method.lower() in operations, f"{method} {rule.rule} is not in the document"
+    operation: dict[str, Any] = operations[method.lower()]
+    return operation
+
+
+def _resolve(spec: Mapping[str, Any], ref: str) -> Any:
+    assert ref.startswith("#/"), f"external $ref {ref}"
+    node: Any = spec
+    for part in ref[2:].split("/"):
+        part = part.replace("~1", "/").replace("~0", "~")
+        assert isinstance(node, Mapping) and part in node, f"$ref {ref} does not resolve"
+        node = node[part]
+    return node
+
+
+def _walk(node: Any) -> Iterator[Mapping[str, Any]]:
+    if isinstance(node, Mapping):
+        yield node
+        for value in node.values():
+            yield from _walk(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _walk(value)
+
+
+def _raised_errors(func: Callable[..., Any], seen: set[Any]) -> set[type[ServiceError]]:
+    """``ServiceError`` classes raised in ``func``'s source or in the project functions it
+    calls by name (services' methods are what the declarations are for)."""
+    func = inspect.unwrap(func)
+    if func in seen:
+        return set()
+    seen.add(func)
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
+    except (OSError, TypeError):
+        return set()
+    namespace: dict[str, Any] = func.__globals__
+
+    def lookup(node: ast.expr) -> Any:
+        if isinstance(node, ast.Name):
+            return namespace.get(node.id)
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            # Only ``module.name``: touching other objects (Flask's proxies) has effects.
+            owner = namespace.get(node.value.id)
+            return getattr(owner, node.attr, None) if inspect.ismodule(owner) else None
+        return None
+
+    found: set[type[ServiceError]] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Raise) and node.exc is not None:
+            target = lookup(node.exc.func if isinstance(node.exc, ast.Call) else node.exc)
+            if isinstance(target, type) and issubclass(target, ServiceError):
+                found.add(target)
+        elif isinstance(node, ast.Call):
+            callee = lookup(node.func)
+            module = getattr(callee, "__module__", "") or ""
+            if inspect.isfunction(callee) and module.split(".")[0] in ("app", "blueprints"):
+                found |= _raised_errors(callee, seen)
+    return found
+
+
+# The document's structure. -----------------------------------------------------------------
+
+
+def test_document_is_openapi_3_and_every_ref_resolves(spec: dict[str, Any]) -> None:
+    assert spec["openapi"].startswith("3.")
+    assert spec["info"]["title"] and spec["info"]["version"]
+    refs = [node["$ref"] for node in _walk(spec) if "$ref" in node]
+    assert refs
+    for ref in refs:
+        _resolve(spec, ref)
+    ids = [op["operationId"] for ops in spec["paths"].values() for op in ops.values()]
+    assert len(ids) == len(set(ids))
+
+
+def test_every_path_template_parameter_is_declared(spec: dict[str, Any]) -> None:
+    for path, operations in spec["paths"].items():
+        in_template = set(re.findall(r"\{([^{}]+)\}", path))
+        for method, operation in operations.items():
+            declared = {p["name"]: p for p in operation["parameters"] if p["in"] == "path"}
+            assert set(declared) == in_template, f"{method.upper()} {path}"
+            assert all(p["required"] is True for p in declared.values())
+
+
+def test_every_rule_and_method_is_in_the_document(app: Flask, spec: dict[str, Any]) -> None:
+    rules = _rules(app)
+    assert {r.rule for r in rules} >= {
+        "/healthz",
+        "/readyz",
+        "/spawner/v1/labs",
+        "/spawner/v1/labs/<username>",
+        "/spawner/v1/labs/<username>/spawn",
+        "/spawner/v1/labs/<username>/events",
+        "/spawner/v1/user-status",
+        "/spawner/v1/openapi.json",
+        "/spawner/v1/docs",
+    }
+    documented_count = sum(len(ops) for ops in spec["paths"].values())
+    assert documented_count == sum(len(_methods(r)) for r in rules)
+    for rule in rules:
+        for method in _methods(rule):
+            operation = _operation(spec, rule, method)
+            assert operation["operationId"].startswith(rule.endpoint)
+            assert operation["summary"]
+            parameters = {p["name"]: p for p in operation["parameters"] if p["in"] == "path"}
+            assert set(parameters) == set(rule.arguments)
+            for name, converter in rule._converters.items():
+                assert parameters[name]["schema"] == converter_schema(converter)
+
+
+def test_every_route_has_a_declaration(app: Flask) -> None:
+    missing = [
+        rule.endpoint
+        for rule in _rules(app)
+        if route_doc(rule.endpoint, app.view_functions[rule.endpoint]) is None
+    ]
+    assert not missing, f"add @documented(...) to: {', '.join(sorted(missing))}"
+
+
+# Security and errors. ----------------------------------------------------------------------
+
+
+def test_authenticated_routes_document_security_and_auth_errors(
+    app: Flask, spec: dict[str, Any]
+) -> None:
+    authenticated = 0
+    for rule in _rules(app):
+        grants = route_grants(app.view_functions[rule.endpoint])
+        for method in _methods(rule):
+            operation = _operation(spec, rule, method)
+            if not grants:
+                assert operation["security"] == []
+                continue
+            authenticated += 1
+            assert operation["security"] == [{openapi.SECURITY_SCHEME: []}]
+            assert operation["x-required-grants"] == [
+                {"scope": g.scope, "sameUser": g.same_user} for g in grants
+            ]
+            for grant in grants:
+                assert f"`{grant.scope}`" in operation["description"]
+            owner_only = any(g.same_user for g in grants)
+            assert ("must be the caller" in operation["description"]) == owner_only
+            responses = operation["responses"]
+            for status, code in (
+                ("401", "not_authenticated"),
+                ("403", "permission_denied"),
+                ("503", "dependency_unavailable"),
+            ):
+                assert status in responses, f"{method} {rule.rule} lacks {status}"
+                assert code in responses[status]["content"]["application/json"]["examples"]
+    assert authenticated >= 6
+    scheme = spec["components"]["securitySchemes"][openapi.SECURITY_SCHEME]
+    assert scheme == {**scheme, "type": "http", "scheme": "bearer"}
+
+
+def test_unauthenticated_routes(spec: dict[str, Any]) -> None:
+    for path in ("/healthz", "/readyz", "/spawner/v1/openapi.json", "/spawner/v1/docs"):
+        operation = spec["paths"][path]["get"]
+        assert operation["security"] == []
+        assert "401" not in operation["responses"]
+
+
+def test_every_declared_error_is_documented(app: Flask, spec: dict[str, Any]) -> None:
+    for rule in _rules(app):
+        view = app.view_functions[rule.endpoint]
+        doc = route_doc(rule.endpoint, view)
+        errors = declared_errors(rule.endpoint, view)
+        assert set(doc.errors if doc else ()) <= set(errors)
+        for method in _methods(rule):
+            responses = _operation(spec, rule, method)["responses"]
+            for error in errors:
+                response = responses.get(str(error.status))
+                assert response, f"{method} {rule.rule}: {error.__name__} is not documented"
+                media = response["content"]["application/json"]
+                assert media["schema"] == {"$ref": "#/components/schemas/Error"}
+                assert error.code in media["examples"]
+                assert media["examples"][error.code]["value"]["code"] == error.code
+
+
+def test_errors_raised_by_views_are_declared(app: Flask) -> None:
+    """Guards against undocumented errors creeping in: what a view (or a helper it calls)
+    raises must be among its declared errors."""
+    for rule in _rules(app):
+        view = app.view_functions[rule.endpoint]
+        raised = _raised_errors(view, set())
+        undeclared = raised - set(declared_errors(rule.endpoint, view))
+        assert not undeclared, (
+            f"{rule.endpoint} raises {sorted(e.__name__ for e in undeclared)} "
+            "without declaring it in @documented(errors=...)"
+        )
+
+
+def test_raised_error_scan_follows_helpers() -> None:
+    from blueprints import spawner
+
+    assert _raised_errors(spawner.spawn, set()) >= {InvalidRequestError, PermissionDeniedError}
+    assert _raised_errors(spawner.lab_events, set()) >= {InvalidRequestError, NotFoundError}
+
+
+def test_every_error_response_has_the_error_shape(spec: dict[str, Any]) -> None:
+    for path, operations in spec["paths"].items():
+        for method, operation in operations.items():
+            for status, response in operation["responses"].items():
+                if int(status) < 400:
+                    continue
+                schema = response["content"]["application/json"]["schema"]
+                body = _resolve(spec, schema["$ref"])
+                assert {"code", "message"} <= set(body["required"]), f"{method} {path} {status}"
+
+
+def test_lab_routes_document_their_errors(spec: dict[str, Any]) -> None:
+    paths = spec["paths"]
+    spawn = paths["/spawner/v1/labs/{username}/spawn"]["post"]
+    assert {"303", "409", "422"} <= set(spawn["responses"])
+    assert "Location" in spawn["responses"]["303"]["headers"]
+    assert spawn["requestBody"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/SpawnRequest"
+    }
+    assert "404" in paths["/spawner/v1/labs/{username}"]["get"]["responses"]
+    delete = paths["/spawner/v1/labs/{username}"]["delete"]["responses"]
+    assert {"202", "404"} <= set(delete)
+    status = paths["/spawner/v1/labs/{username}"]["get"]["responses"]["200"]
+    assert status["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/LabStatus"
+    }
+    ready = paths["/readyz"]["get"]["responses"]["503"]["content"]["application/json"]
+    assert _resolve(spec, ready["schema"]["$ref"])["required"] == ["checks", "code", "message"]
+
+
+def test_event_stream_is_documented(spec: dict[str, Any]) -> None:
+    events = spec["paths"]["/spawner/v1/labs/{username}/events"]["get"]
+    ok = events["responses"]["200"]
+    assert list(ok["content"]) == ["text/event-stream"]
+    assert set(ok["x-event-types"]) == {kind.value for kind in EventType}
+    for kind in EventType:
+        assert f"`{kind.value}`" in ok["description"]
+    headers = {p["name"]: p for p in events["parameters"] if p["in"] == "header"}
+    assert headers["Last-Event-ID"]["required"] is False
+    assert {"404", "422"} <= set(events["responses"])
+
+
+# The decorator. ----------------------------------------------------------------------------
+
+
+def _extra_blueprint() -> Blueprint:
+    extra = Blueprint("extra", __name__, url_prefix="/extra")
+
+    @extra.post("/<int:number>/things/<uuid:thing>")
+    @requires(OWNER, ADMIN)
+    @documented(
+        request=SpawnRequestSchema,
+        responses={201: LabStatusSchema},
+        errors=[NotFoundError, ConflictError],
+        params={"number": "Which number."},
+        headers=[Header("X-Trace", "A trace id.", pattern="^[a-f0-9]+$", required=True)],
+    )
+    def below_requires(number: int, thing: str) -> Response:
+        """Decorated below ``requires``.
+
+        More words for the description.
+        """
+        return jsonify({})
+
+    @extra.get("/<any(a, b):which>/<path:rest>")
+    @documented(responses={200: Body("Plain text.", {"type": "string"}, "text/plain")})
+    @requires(ADMIN)
+    def above_requires(which: str, rest: str) -> Response:
+        """Echo <script>alert("x")</script> & friends."""
+        return jsonify({})
+
+    @extra.route("/<float:ratio>", methods=["GET", "PUT"])
+    def undeclared(ratio: float) -> Response:
+        """Not decorated at all."""
+        return jsonify({})
+
+    return extra
+
+
+@pytest.fixture
+def extra_app(config: Config, make_app: Callable[[Config], Flask]) -> Flask:
+    app = make_app(config)
+    app.register_blueprint(_extra_blueprint())
+    return app
+
+
+def test_documented_works_on_either_side_of_requires(extra_app: Flask) -> None:
+    spec = get_spec(extra_app)
+    below = spec["paths"]["/extra/{number}/things/{thing}"]["post"]
+    assert below["summary"] == "Decorated below ``requires``."
+    assert below["description"].startswith("More words for the description.")
+    assert set(below["responses"]) == {"201", "401", "403", "404", "409", "500", "503"}
+    assert below["requestBody"]["required"] is True
+    parameters = {p["name"]: p for p in below["parameters"]}
+    assert parameters["number"]["schema"] == {"type": "integer", "minimum": 0}
+    assert parameters["number"]["description"] == "Which number."
+    assert parameters["thing"]["schema"] == {"type": "string", "format": "uuid"}
+    assert parameters["X-Trace"]["in"] == "header" and parameters["X-Trace"]["required"]
+
+    above = spec["paths"]["/extra/{which}/{rest}"]["get"]
+    assert above["responses"]["200"]["content"] == {"text/plain": {"schema": {"type": "string"}}}
+    assert {"401", "403", "503"} <= set(above["responses"])
+    parameters = {p["name"]: p for p in above["parameters"]}
+    assert parameters["which"]["schema"] == {"type": "string", "enum": ["a", "b"]}
+    assert parameters["rest"]["schema"]["type"] == "string"
+
+
+def test_undeclared_view_still_appears_with_each_method(extra_app: Flask) -> None:
+    operations = get_spec(extra_app)["paths"]["/extra/{ratio}"]
+    assert set(operations) == {"get", "put"}
+    assert operations["get"]["operationId"] != operations["put"]["operationId"]
+    assert operations["get"]["parameters"][0]["schema"] == {"type": "number", "minimum": 0}
+    assert set(operations["get"]["responses"]) == {"200", "500"}
+
+
+def test_a_status_both_declared_and_raised_is_refused(
+    config: Config, make_app: Callable[[Config], Flask]
+) -> None:
+    app = make_app(config)
+    clash = Blueprint("clash", __name__)
+
+    @clash.get("/clash")
+    @documented(responses={404: None}, errors=[NotFoundError])
+    def clashing() -> Response:
+        """Two meanings for one status."""
+        return jsonify({})
+
+    app.register_blueprint(clash)
+    with pytest.raises(ValueError, match="404"):
+        openapi.build_spec(app)
+
+
+def test_declared_errors_include_what_requires_implies(app: Flask) -> None:
+    view = app.view_functions["spawner.list_labs"]
+    assert set(declared_errors("spawner.list_labs", view)) == {
+        AuthenticationError,
+        PermissionDeniedError,
+        DependencyUnavailableError,
+        ServiceError,
+    }
+    assert declared_errors("health.healthz", app.view_functions["health.healthz"]) == (
+        ServiceError,
+    )
+
+
+# Serving. ----------------------------------------------------------------------------------
+
+
+def test_openapi_json_is_served_without_auth_and_built_once(
+    config: Config, make_app: Callable[[Config], Flask], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    builds: list[Flask] = []
+    real_build = openapi.build_spec
+
+    def counting_build(app: Flask) -> dict[str, Any]:
+        builds.append(app)
+        return real_build(app)
+
+    monkeypatch.setattr(openapi, "build_spec", counting_build)
+    app = make_app(config)
+    client = app.test_client()
+    first = client.get("/spawner/v1/openapi.json")
+    assert first.status_code == 200
+    assert first.mimetype == "application/json"
+    assert client.get("/spawner/v1/docs").status_code == 200
+    assert client.get("/spawner/v1/openapi.json").get_json() == first.get_json()
+    assert first.get_json() == get_spec(app)
+    assert get_spec(app) is get_spec(app)
+    assert len(builds) == 1
+
+
+def test_docs_page_shows_every_operation(app: Flask, spec: dict[str, Any]) -> None:
+    response = app.test_client().get("/spawner/v1/docs")
+    assert response.status_code == 200
+    assert response.mimetype == "text/html"
+    html = response.get_data(as_text=True)
+    for path, operations in spec["paths"].items():
+        assert path in html
+        for operation in operations.values():
+            assert f'id="{operation["operationId"]}"' in html
+    for text in ("admin:notebook", "exec:notebook", "LabStatus", "Last-Event-ID", "progress"):
+        assert text in html
+    assert '<a href="#schema-SpawnRequest">' in html and 'id="schema-SpawnRequest"' in html
+    assert "Requires scope <code>admin:notebook</code>" in html  # `code` spans rendered
+    # Self-contained: nothing to fetch and nothing to run.
+    assert "<script" not in html.lower()
+    assert "src=" not in html and "<link" not in html
+    assert "http://" not in html and "https://" not in html
+
+
+def test_docs_page_escapes_text(extra_app: Flask) -> None:
+    html = extra_app.test_client().get("/spawner/v1/docs").get_data(as_text=True)
+    assert "<script" not in html
+    assert "&lt;script&gt;alert(" in html
+    assert "&amp; friends" in html
+
+
+def test_string_converter_arguments_become_the_pattern() -> None:
+    rules = Map([Rule("/<string(length=3):code>/<name>", endpoint="x")])
+    rule = next(rules.iter_rules())
+    assert openapi_path(rule) == "/{code}/{name}"
+    code = converter_schema(rule._converters["code"])
+    assert code == {"type": "string", "pattern": "^[^/]{3}$"}
+    assert re.match(code["pattern"], "abc") and not re.match(code["pattern"], "abcd")
+    assert converter_schema(rule._converters["name"]) == {"type": "string", "pattern": "^[^/]{1,}$"}
