@@ -10,13 +10,12 @@ import time
 import uuid
 from typing import Any
 
-from app.builders.env import SECRET_REQUEST_ENV
-from app.builders.lab import quotas
 from app.errors import ConflictError, InvalidRequestError, NotFoundError, PermissionDeniedError
 from app.models.identity import UserInfo, user_to_json
 from app.models.lab import (
     LabOptions,
     LabRecord,
+    LabSpec,
     LabStatus,
     Operation,
     OperationKind,
@@ -24,6 +23,7 @@ from app.models.lab import (
 )
 from app.services.context import LabContext
 from app.services.operations import OperationRunner
+from app.services.records import lab_record
 from app.storage.labs import StartResult
 
 
@@ -50,7 +50,8 @@ class LabService:
     ) -> LabRecord:
         lab_config = self._ctx.config.lab
         chosen = LabOptions(**options)
-        if lab_config.image(chosen.image) is None:
+        image = lab_config.image(chosen.image)
+        if image is None:
             raise InvalidRequestError(
                 f"unknown image {chosen.image!r}; choose one offered by the spawn form",
                 field="options.image",
@@ -77,17 +78,13 @@ class LabService:
             deadline=now + lab_config.spawn_timeout,
             spec={"user": user_to_json(user), "options": chosen.as_dict(), "env": env},
         )
-        record = LabRecord(
-            username=user.username,
+        spec = LabSpec(user=user, options=chosen, image=image, size=size, env=env)
+        record = lab_record(
+            spec,
+            self._ctx.config,
             status=LabStatus.STARTING,
             pod=PodState.MISSING,
-            options=chosen.as_dict(),
-            # Credentials JupyterHub passes in the environment never appear in a status.
-            env={k: v for k, v in env.items() if k not in SECRET_REQUEST_ENV},
-            uid=user.uid,
-            gid=user.gid,
-            groups=[{"name": g.name, "id": g.id} for g in user.groups],
-            quotas=quotas(size),
+            reachable=False,
             operation=operation.id,
         )
 

@@ -1,6 +1,6 @@
 """Run a piece of background work in exactly one worker across all processes and replicas.
 
-Every worker runs an ``ElectedWorker``; whichever takes the ``LeaderLease`` first calls the
+Every worker runs an ``ElectedWorker``; whichever takes the ``RedisLease`` first calls the
 work function for as long as it keeps renewing the lease. Leadership comes in tenures: a
 tenure ends when a renewal fails (the lease expired, someone else took it, or Redis cannot
 confirm it) or the process stops, and the work function must return promptly when its
@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import redis
 
-from app.storage.leader import LeaderLease
+from app.storage.leader import RedisLease
 
 logger = logging.getLogger(__name__)
 
@@ -76,7 +76,7 @@ class ElectedWorker:
     leads within a quarter TTL, and after a crash within about one and a quarter TTLs.
     """
 
-    def __init__(self, lease: LeaderLease, lead: Callable[[Tenure], None], *, name: str) -> None:
+    def __init__(self, lease: RedisLease, lead: Callable[[Tenure], None], *, name: str) -> None:
         self._lease = lease
         self._lead = lead
         self._name = name

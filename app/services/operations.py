@@ -23,6 +23,7 @@ from app.services.delete import run_delete
 from app.services.reporter import DeadlineExceeded, Reporter, Superseded
 from app.services.spawn import SpawnFailed, failed_record, run_spawn
 from app.storage.kubernetes import KubernetesError
+from app.storage.leader import RedisLease
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +45,7 @@ class OperationRunner:
         owner: str | None = None,
     ) -> None:
         self._ctx = ctx
-        self._lease_ms = int(lease_seconds * 1000)
+        self._lease_seconds = lease_seconds
         self._scan_seconds = scan_seconds
         self.owner = owner or worker_identity()
         self._stopping = threading.Event()
@@ -89,12 +90,13 @@ class OperationRunner:
                 logger.exception("operation scan failed")
 
     def _run_user(self, username: str) -> None:
+        lease = self._ctx.labs.lease(username, self.owner, self._lease_seconds)
         try:
-            while self._ctx.labs.acquire_lease(username, self.owner, self._lease_ms):
+            while lease.acquire():
                 try:
-                    self._run_while_leased(username)
+                    self._run_while_leased(username, lease)
                 finally:
-                    self._ctx.labs.release_lease(username, self.owner)
+                    lease.release()
                 # An operation queued while we were letting go would otherwise wait for
                 # the scanner; look once more.
                 if self._ctx.labs.operation(username) is None:
@@ -105,13 +107,13 @@ class OperationRunner:
             with self._active_lock:
                 self._active.discard(username)
 
-    def _run_while_leased(self, username: str) -> None:
+    def _run_while_leased(self, username: str, lease: RedisLease) -> None:
         lost = threading.Event()
         done = threading.Event()
 
         def heartbeat() -> None:
-            while not done.wait(self._lease_ms / 3000):
-                if not self._ctx.labs.renew_lease(username, self.owner, self._lease_ms):
+            while not done.wait(self._lease_seconds / 3):
+                if not lease.renew():
                     lost.set()
                     return
 

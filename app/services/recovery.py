@@ -18,7 +18,6 @@ import logging
 from dataclasses import replace
 from typing import Any
 
-from app.builders.lab import internal_url, quotas
 from app.builders.names import (
     COMPONENT_LABEL,
     LAB_COMPONENT,
@@ -33,6 +32,7 @@ from app.config.models import Config
 from app.models.lab import LabRecord, LabStatus, PodState
 from app.services.context import LabContext
 from app.services.pod_state import judge
+from app.services.records import lab_record
 
 logger = logging.getLogger(__name__)
 
@@ -151,18 +151,12 @@ def rebuild_record(pod: dict[str, Any], config: Config) -> LabRecord | None:
         status = LabStatus.RUNNING
     else:
         status = LabStatus.STARTING
-    return LabRecord(
-        username=spec.username,
+    return lab_record(
+        spec,
+        config,
         status=status,
         pod=PodState.PRESENT,
-        options=spec.options.as_dict(),
-        env=dict(spec.env),
-        uid=spec.user.uid,
-        gid=spec.user.gid,
-        groups=[{"name": g.name, "id": g.id} for g in spec.user.groups],
-        quotas=quotas(spec.size),
-        internal_url=internal_url(config, spec.username),
-        operation=None,
+        reachable=status is LabStatus.RUNNING,
         error=error,
     )
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from app.builders.env import SECRET_REQUEST_ENV
-from app.builders.lab import LabObjects, build_lab, internal_url, quotas
+from app.builders.lab import LabObjects, build_lab
 from app.builders.names import lab_namespace, object_name
 from app.models.identity import user_from_json
 from app.models.lab import LabOptions, LabRecord, LabSpec, LabStatus, PodState
 from app.services.context import LabContext
 from app.services.pod_state import judge
+from app.services.records import lab_record
 from app.services.reporter import Reporter
 from app.services.waiting import wait_namespace_gone, wait_pod_gone
 from app.storage.kubernetes import KubernetesError, WatchExpired
@@ -70,19 +70,7 @@ def run_spawn(ctx: LabContext, reporter: Reporter, token: str) -> LabRecord:
     if provision:
         ctx.labs.mark_provisioned(spec.username)
 
-    return LabRecord(
-        username=spec.username,
-        status=LabStatus.RUNNING,
-        pod=PodState.PRESENT,
-        options=spec.options.as_dict(),
-        env={k: v for k, v in spec.env.items() if k not in SECRET_REQUEST_ENV},
-        uid=spec.user.uid,
-        gid=spec.user.gid,
-        groups=[{"name": g.name, "id": g.id} for g in spec.user.groups],
-        quotas=quotas(spec.size),
-        internal_url=internal_url(config, spec.username),
-        operation=None,
-    )
+    return lab_record(spec, config, status=LabStatus.RUNNING, pod=PodState.PRESENT, reachable=True)
 
 
 def _remove_leftovers(ctx: LabContext, reporter: Reporter, namespace: str, pod_name: str) -> None:

@@ -1,6 +1,6 @@
 """The elected lab watcher: keeps Redis in step with what happens to lab pods.
 
-Exactly one worker across all processes and replicas leads (a ``LeaderLease``). The leader
+Exactly one worker across all processes and replicas leads (a ``RedisLease``). The leader
 runs one cluster-wide watch of lab pods and a periodic reconcile beside it:
 
 - The watch applies each change outside an operation as it happens: a lab whose pod is
@@ -30,7 +30,7 @@ from app.services.leadership import ElectedWorker, Tenure
 from app.services.operations import worker_identity
 from app.services.recovery import LAB_POD_SELECTOR, Reconciler, assess, lab_user
 from app.storage.kubernetes import KubernetesError, WatchExpired
-from app.storage.leader import LeaderLease
+from app.storage.leader import RedisLease
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ class LabWatcher:
     def __init__(self, ctx: LabContext, client: redis.Redis, *, owner: str | None = None) -> None:
         self._ctx = ctx
         self._config = ctx.config.watcher
-        lease = LeaderLease(
+        lease = RedisLease(
             client,
             f"{ctx.config.redis.key_prefix}leader:{LEASE_NAME}",
             owner or worker_identity(),

@@ -17,19 +17,7 @@ import redis
 from redis.client import Pipeline
 
 from app.models.lab import LabRecord, LabStatus, Operation
-
-_RENEW = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
-end
-return 0
-"""
-_RELEASE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
-end
-return 0
-"""
+from app.storage.leader import RedisLease
 
 
 class StartResult(Enum):
@@ -51,8 +39,6 @@ class LabStore:
     def __init__(self, client: redis.Redis, key_prefix: str) -> None:
         self._redis = client
         self._p = key_prefix
-        self._renew = client.register_script(_RENEW)
-        self._release = client.register_script(_RELEASE)
 
     # Keys ----------------------------------------------------------------------------
 
@@ -261,14 +247,9 @@ class LabStore:
 
     # Leases --------------------------------------------------------------------------
 
-    def acquire_lease(self, username: str, owner: str, ttl_ms: int) -> bool:
-        return bool(self._redis.set(self._lease(username), owner, nx=True, px=ttl_ms))
-
-    def renew_lease(self, username: str, owner: str, ttl_ms: int) -> bool:
-        return bool(self._renew(keys=[self._lease(username)], args=[owner, ttl_ms]))
-
-    def release_lease(self, username: str, owner: str) -> None:
-        self._release(keys=[self._lease(username)], args=[owner])
+    def lease(self, username: str, owner: str, ttl_seconds: float) -> RedisLease:
+        """The lease that decides which worker runs ``username``'s operations."""
+        return RedisLease(self._redis, self._lease(username), owner, ttl_seconds)
 
     def lease_holder(self, username: str) -> str | None:
         value = self._redis.get(self._lease(username))

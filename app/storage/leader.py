@@ -1,11 +1,11 @@
-"""A leader lease in Redis: at most one holder across every worker and replica.
+"""A lease in Redis: at most one holder across every worker and replica.
 
-Some background work must run in exactly one place at a time (the cluster-wide pod watch,
-the prepuller). Whoever sets the lease key first holds it for ``ttl`` and must renew it well
-before that runs out; a holder that dies simply stops renewing, so the key expires and
-another worker can take over within one ``ttl``. Renewal and release compare the holder
-first, atomically, so a worker whose lease already expired can never extend or delete the
-lease of its successor.
+Some work must run in exactly one place at a time (the cluster-wide pod watch, the
+prepuller, each user's current operation). Whoever sets the lease key first holds it for
+``ttl`` and must renew it well before that runs out; a holder that dies simply stops
+renewing, so the key expires and another worker can take over within one ``ttl``. Renewal
+and release compare the holder first, atomically, so a worker whose lease already expired
+can never extend or delete the lease of its successor.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ return 0
 """
 
 
-class LeaderLease:
+class RedisLease:
     """One named lease, seen from one would-be holder (``owner``)."""
 
     def __init__(self, client: redis.Redis, key: str, owner: str, ttl_seconds: float) -> None:

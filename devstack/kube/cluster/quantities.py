@@ -2,26 +2,10 @@
 
 from __future__ import annotations
 
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 
-_SUFFIXES: dict[str, Decimal] = {
-    "n": Decimal("1e-9"),
-    "u": Decimal("1e-6"),
-    "m": Decimal("1e-3"),
-    "": Decimal(1),
-    "k": Decimal(10**3),
-    "M": Decimal(10**6),
-    "G": Decimal(10**9),
-    "T": Decimal(10**12),
-    "P": Decimal(10**15),
-    "E": Decimal(10**18),
-    "Ki": Decimal(2**10),
-    "Mi": Decimal(2**20),
-    "Gi": Decimal(2**30),
-    "Ti": Decimal(2**40),
-    "Pi": Decimal(2**50),
-    "Ei": Decimal(2**60),
-}
+from devstack.kube.quantities import QuantityError
+from devstack.kube.quantities import parse_quantity as parse_strict
 
 
 def parse_quantity(value: object) -> Decimal:
@@ -29,18 +13,9 @@ def parse_quantity(value: object) -> Decimal:
 
     The API layer validates quantities; the scheduler only needs a number to compare.
     """
-    if isinstance(value, int | float):
-        return Decimal(str(value))
-    text = str(value).strip()
-    for suffix in ("Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "n", "u", "m", "k", "M", "G", "T", "P", "E"):
-        if text.endswith(suffix):
-            number, multiplier = text[: -len(suffix)], _SUFFIXES[suffix]
-            break
-    else:
-        number, multiplier = text, Decimal(1)
     try:
-        return Decimal(number) * multiplier
-    except InvalidOperation:
+        return parse_strict(value)  # type: ignore[arg-type]
+    except (QuantityError, TypeError):
         return Decimal(0)
 
 
