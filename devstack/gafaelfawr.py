@@ -21,14 +21,13 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import Any
 
 from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound
 from werkzeug.routing import Map, Rule
 from werkzeug.wrappers import Request, Response
 
-from devstack.serving import ServerThread
+from devstack.serving import ServedEmulator, ServerThread
 
 __all__ = [
     "TOKEN_TYPES",
@@ -176,12 +175,14 @@ def derive_token(seed: str, name: str) -> str:
     return format_token(_b64_22(mac[:16]), _b64_22(mac[16:32]))
 
 
-class GafaelfawrEmulator:
+class GafaelfawrEmulator(ServedEmulator):
     """A thread-safe Gafaelfawr serving token-info and user-info over loopback HTTP.
 
     ``clock`` returns the current epoch time; tests pass their own to expire tokens
     without sleeping.
     """
+
+    _label = "Gafaelfawr emulator"
 
     def __init__(
         self,
@@ -218,35 +219,6 @@ class GafaelfawrEmulator:
         )
 
     # Lifecycle -------------------------------------------------------------------
-
-    def start(self) -> GafaelfawrEmulator:
-        """Start serving on loopback; returns self so it can be chained."""
-        self._server = ServerThread(self.wsgi_app, port=self._port).start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving; the emulator's state is kept and it can be started again."""
-        if self._server is not None:
-            self._server.stop()
-            self._server = None
-
-    @property
-    def url(self) -> str:
-        """Base URL (``http://127.0.0.1:<port>``); the API lives under ``/auth/api/v1``."""
-        if self._server is None:
-            raise RuntimeError("Gafaelfawr emulator not started")
-        return self._server.url
-
-    def __enter__(self) -> GafaelfawrEmulator:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     # State -----------------------------------------------------------------------
 

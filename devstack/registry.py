@@ -30,7 +30,6 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from types import TracebackType
 from typing import Any
 from urllib.parse import quote
 
@@ -38,7 +37,7 @@ from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound
 from werkzeug.routing import Map, Rule
 from werkzeug.wrappers import Request, Response
 
-from devstack.serving import ServerThread
+from devstack.serving import ServedEmulator, ServerThread
 
 __all__ = [
     "MANIFEST_MEDIA_TYPE",
@@ -147,13 +146,15 @@ class _IssuedToken:
     expires: float
 
 
-class RegistryEmulator:
+class RegistryEmulator(ServedEmulator):
     """A thread-safe, read-only Docker Registry v2 serving configured repositories.
 
     ``repositories`` maps a repository name (slashes allowed) to ``{tag: image_id}``.
     ``page_size`` is the server's maximum tag-list page, applied even when the client
     asks for no limit, so clients must follow ``Link`` headers.
     """
+
+    _label = "registry emulator"
 
     def __init__(
         self,
@@ -204,24 +205,6 @@ class RegistryEmulator:
 
     # Lifecycle -------------------------------------------------------------------
 
-    def start(self) -> RegistryEmulator:
-        """Start serving on loopback; returns self so it can be chained."""
-        self._server = ServerThread(self.wsgi_app, port=self._port).start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving; repositories and counters are kept."""
-        if self._server is not None:
-            self._server.stop()
-            self._server = None
-
-    @property
-    def url(self) -> str:
-        """Base URL, ``http://127.0.0.1:<port>``."""
-        if self._server is None:
-            raise RuntimeError("registry emulator not started")
-        return self._server.url
-
     @property
     def host(self) -> str:
         """``host:port`` as image references name this registry."""
@@ -231,17 +214,6 @@ class RegistryEmulator:
     def service(self) -> str:
         """The ``service`` named in challenges and expected by ``/token``."""
         return self._service
-
-    def __enter__(self) -> RegistryEmulator:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     # State -----------------------------------------------------------------------
 

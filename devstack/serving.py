@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import threading
+from abc import ABC, abstractmethod
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 from werkzeug.serving import BaseWSGIServer, make_server
 
@@ -55,6 +56,51 @@ class ServerThread:
         self._thread = None
 
     def __enter__(self) -> ServerThread:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+class ServedEmulator(ABC):
+    """Base of the small emulators: serve ``wsgi_app`` on loopback, start and stop.
+
+    Subclasses set ``self._port`` and ``self._server = None`` and implement ``wsgi_app``;
+    their state survives ``stop``, so a test can take one down and bring it back.
+    """
+
+    _port: int
+    _server: ServerThread | None
+    _label = "emulator"
+
+    @abstractmethod
+    def wsgi_app(self, environ: dict[str, Any], start_response: Any) -> Any:
+        """The emulator's WSGI application."""
+
+    def start(self) -> Self:
+        """Start serving on loopback; returns self so it can be chained."""
+        self._server = ServerThread(self.wsgi_app, port=self._port).start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving; the emulator's state is kept and it can be started again."""
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
+
+    @property
+    def url(self) -> str:
+        """Base URL, ``http://127.0.0.1:<port>``."""
+        if self._server is None:
+            raise RuntimeError(f"{self._label} not started")
+        return self._server.url
+
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(
