@@ -29,7 +29,7 @@ from apispec import APISpec
 from apispec.ext.marshmallow import MarshmallowPlugin, resolver
 from apispec.ext.marshmallow.common import resolve_schema_cls
 from flask import Flask
-from marshmallow import Schema, fields
+from marshmallow import Schema
 from werkzeug.routing import Rule
 from werkzeug.routing.converters import (
     AnyConverter,
@@ -48,6 +48,7 @@ from app.errors import (
     ServiceError,
 )
 from app.schemas.errors import ErrorSchema
+from app.schemas.health import NotReadySchema
 from app.services.auth import TOKEN_HEADER, Grant
 from app.storage.events import EventType
 
@@ -164,32 +165,7 @@ def documented(
     return decorate
 
 
-# Shapes of bodies the existing views build by hand, and bodies shared by declarations. -----
-
-
-class HealthSchema(Schema):
-    """``GET /healthz``."""
-
-    status = fields.String(required=True, metadata={"description": "Always `ok`."})
-
-
-class ReadySchema(Schema):
-    """``GET /readyz`` when every dependency answers."""
-
-    status = fields.String(required=True, metadata={"description": "Always `ready`."})
-    checks = fields.Dict(
-        keys=fields.String(),
-        values=fields.String(),
-        required=True,
-        metadata={"description": "State of each dependency (`redis`, `kubernetes`): `ok`."},
-    )
-
-
-class DeleteAcceptedSchema(Schema):
-    """``DELETE /spawner/v1/labs/<username>``: the deletion has started."""
-
-    username = fields.String(required=True)
-    status = fields.String(required=True, metadata={"description": "Always `terminating`."})
+# Bodies shared by declarations. --------------------------------------------------------
 
 
 USERNAMES: Mapping[str, Any] = {
@@ -197,17 +173,6 @@ USERNAMES: Mapping[str, Any] = {
     "items": {"type": "string"},
     "description": "Usernames that have a lab in any state.",
 }
-
-
-class NotReadySchema(ErrorSchema):
-    """``GET /readyz`` when a dependency is down: the usual error body plus each check."""
-
-    checks = fields.Dict(
-        keys=fields.String(),
-        values=fields.String(),
-        required=True,
-        metadata={"description": "State of each dependency: `ok` or why it failed."},
-    )
 
 
 NOT_READY = Body(

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, jsonify
 
-from app.openapi import NOT_READY, HealthSchema, ReadySchema, documented
+from app.openapi import NOT_READY, documented
+from app.schemas.health import HealthSchema, NotReadySchema, ReadySchema
 from app.services.health import check_readiness
 
 health = Blueprint("health", __name__)
@@ -14,7 +15,7 @@ health = Blueprint("health", __name__)
 @documented(responses={200: HealthSchema})
 def healthz() -> Response:
     """Alive: answers without touching any dependency, so a slow Redis never restarts us."""
-    return jsonify({"status": "ok"})
+    return jsonify(HealthSchema().dump({"status": "ok"}))
 
 
 @health.get("/readyz")
@@ -23,11 +24,11 @@ def readyz() -> tuple[Response, int]:
     """Ready only when Redis and the Kubernetes API both answer."""
     report = check_readiness()
     if report.ready:
-        return jsonify({"status": "ready", "checks": report.checks}), 200
+        return jsonify(ReadySchema().dump({"status": "ready", "checks": report.checks})), 200
     failing = ", ".join(name for name, state in report.checks.items() if state != "ok")
     body = {
         "code": "not_ready",
         "message": f"not ready: {failing} unavailable",
         "checks": report.checks,
     }
-    return jsonify(body), 503
+    return jsonify(NotReadySchema().dump(body)), 503

@@ -15,10 +15,9 @@ from app.openapi import (
     LAST_EVENT_ID,
     SPAWN_REDIRECT,
     USERNAMES,
-    DeleteAcceptedSchema,
     documented,
 )
-from app.schemas.labs import LabStatusSchema, SpawnRequestSchema
+from app.schemas.labs import DeleteAcceptedSchema, LabStatusSchema, SpawnRequestSchema
 from app.services.auth import ADMIN, ANY_USER, OWNER, TOKEN_HEADER
 from app.services.labs import LabService
 from app.storage.events import Event
@@ -107,7 +106,8 @@ def _delegated_token(bearer: str) -> str:
 def delete_lab(username: str) -> tuple[Response, int]:
     """Start deleting the lab; 202, or 404 if there is none."""
     _service().delete(username)
-    return jsonify({"username": username, "status": "terminating"}), 202
+    body = DeleteAcceptedSchema().dump({"username": username, "status": "terminating"})
+    return jsonify(body), 202
 
 
 @spawner.get("/labs/<username>/events")

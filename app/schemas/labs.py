@@ -98,3 +98,10 @@ class LabListSchema(Schema):
     """Not used as an object: the list route returns a JSON array of usernames."""
 
     usernames = fields.List(fields.String())
+
+
+class DeleteAcceptedSchema(Schema):
+    """``DELETE /spawner/v1/labs/<username>``: the deletion has started."""
+
+    username = fields.String(required=True)
+    status = fields.String(required=True, metadata={"description": "Always `terminating`."})
