@@ -94,12 +94,6 @@ class LabStatusSchema(Schema):
     error = fields.String(allow_none=True, metadata={"description": "Why the lab failed."})
 
 
-class LabListSchema(Schema):
-    """Not used as an object: the list route returns a JSON array of usernames."""
-
-    usernames = fields.List(fields.String())
-
-
 class DeleteAcceptedSchema(Schema):
     """``DELETE /spawner/v1/labs/<username>``: the deletion has started."""
 
