@@ -36,7 +36,9 @@ pytest: setup
 test: lint pytest
 
 # Benchmarks report figures (bench/RESULTS.md); they are not part of the test suite.
+# wrk drives the status benchmark (a Python load generator stands in without it).
 bench: setup
+	@command -v wrk >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq wrk >/dev/null; }
 	$(BIN)/python -m bench.run
 
 clean:

@@ -1,0 +1,193 @@
+"""Benchmark 1: spawn latency with an instant kubelet, next to the emulator's floor.
+
+One user spawns and deletes a lab ``spawns`` times in a row through gunicorn (2 workers).
+Latency is from sending the POST to parsing the ``complete`` event of the stream. The
+nodes already hold every configured image, and a warm-up spawn lands one lab on each node
+first, so nothing is pulled and every process has its connections open.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from bench.client import SpawnerClient
+from bench.floor import Call, Replay, Replayer, capture_objects
+from bench.services import BenchStack, StackSettings, log_findings
+from bench.stats import median, ms, summary_ms
+
+USER = "bench-latency"
+SERVICE_NAMESPACE = "nublado"
+
+
+def _spawn_calls(entries: list[Any], namespace: str, start: float, end: float) -> list[Call]:
+    """The audited calls of one spawn: those about its namespace or the copied Secret."""
+    calls = []
+    for entry in entries:
+        if not start <= entry.timestamp <= end:
+            continue
+        about_lab = entry.namespace == namespace or (
+            entry.resource == "namespaces"
+            and (entry.name == namespace or (entry.verb == "create" and not entry.name))
+        )
+        copied_secret = entry.resource == "secrets" and entry.namespace == SERVICE_NAMESPACE
+        if about_lab or copied_secret:
+            calls.append(Call.from_audit(entry))
+    return calls
+
+
+def _warm_up(bench: BenchStack, client: SpawnerClient, tokens: dict[str, str]) -> dict[str, Any]:
+    """Spawn one lab per node at once (the scheduler spreads them), then delete them all."""
+
+    def spawn(user: str) -> str:
+        client_ = SpawnerClient(bench.url, bench.admin_token)
+        response = client_.spawn(user, tokens[user], bench.image)
+        if response.status_code != 303:
+            return f"http-{response.status_code}"
+        return client_.follow(user, tokens[user]).kind
+
+    with ThreadPoolExecutor(len(tokens)) as pool:
+        outcomes = dict(zip(tokens, pool.map(spawn, tokens), strict=True))
+    nodes = sorted(
+        str((pod.get("spec") or {}).get("nodeName"))
+        for pod in bench.stack.kube.store.list("pods")
+        if pod["metadata"]["namespace"].startswith(f"{bench.namespace_prefix}-")
+    )
+    for user in tokens:
+        client.delete(user)
+    for user in tokens:
+        client.follow(user, tokens[user])
+    return {"outcomes": outcomes, "nodes": nodes}
+
+
+def run(workdir: Path, spawns: int = 50, replays: int = 20) -> dict[str, Any]:
+    settings = StackSettings(workers=2, nodes=3, pull_seconds=0.0, cache_images=True)
+    with BenchStack(workdir / "latency", settings) as bench:
+        warm_users = [USER] + [f"bench-warm-{i}" for i in range(2, bench.settings.nodes + 1)]
+        tokens = bench.add_users(warm_users)
+        client = SpawnerClient(bench.url, bench.admin_token)
+        warm = _warm_up(bench, client, tokens)
+        assert bench.service is not None
+        rss_at_rest = bench.service.worker_rss_kib()
+
+        audit = bench.stack.kube.audit
+        namespace = f"{bench.namespace_prefix}-{USER}"
+        token = tokens[USER]
+        latencies: list[float] = []
+        deletes: list[float] = []
+        phases: dict[str, list[float]] = {
+            "post_answered": [],
+            "until_first_kubernetes_call": [],
+            "kubernetes_span": [],
+            "after_last_kubernetes_call": [],
+        }
+        call_counts: list[int] = []
+        sequences: Counter[tuple[str, ...]] = Counter()
+        failures: Counter[str] = Counter()
+        replay_calls: list[Call] = []
+        replay_objects: dict[str, list[dict[str, Any]]] = {}
+        for index in range(spawns):
+            audit.clear()
+            wall_start = time.time()
+            started = time.perf_counter()
+            response = client.spawn(USER, token, bench.image)
+            posted = time.perf_counter()
+            if response.status_code != 303:
+                failures[f"http-{response.status_code}"] += 1
+                continue
+            outcome = client.follow(USER, token)
+            wall_end = time.time()
+            if outcome.kind != "complete":
+                failures[outcome.kind] += 1
+            else:
+                latencies.append(outcome.finished_at - started)
+            calls = _spawn_calls(audit.entries(), namespace, wall_start, wall_end)
+            stamps = [
+                e.timestamp
+                for e in audit.entries()
+                if wall_start <= e.timestamp <= wall_end
+                and (e.namespace == namespace or e.name == namespace)
+            ]
+            if stamps and outcome.kind == "complete":
+                # Both clocks started together: wall time of an event = wall_start + offset.
+                finished_wall = wall_start + (outcome.finished_at - started)
+                phases["post_answered"].append(posted - started)
+                phases["until_first_kubernetes_call"].append(min(stamps) - wall_start)
+                phases["kubernetes_span"].append(max(stamps) - min(stamps))
+                phases["after_last_kubernetes_call"].append(finished_wall - max(stamps))
+            call_counts.append(len(calls))
+            sequences[tuple(c.label() for c in calls)] += 1
+            if index == spawns - 1:
+                replay_calls = calls
+                replay_objects = capture_objects(bench.stack.kube.store, namespace)
+            deleted_at = time.perf_counter()
+            client.delete(USER)
+            gone = client.follow(USER, token)
+            if gone.kind == "complete":
+                deletes.append(gone.finished_at - deleted_at)
+            else:
+                failures[f"delete-{gone.kind}"] += 1
+
+        floor = _floor(bench, replay_calls, replay_objects, namespace, replays)
+        p50 = median(latencies) if latencies else float("nan")
+        typical = sequences.most_common(1)[0][0] if sequences else ()
+        return {
+            "spawns": spawns,
+            "completed": len(latencies),
+            "failures": dict(failures),
+            "latency": summary_ms(latencies),
+            "delete_latency": summary_ms(deletes),
+            "calls_per_spawn": {
+                "median": median(call_counts) if call_counts else None,
+                "min": min(call_counts, default=None),
+                "max": max(call_counts, default=None),
+            },
+            "typical_calls": list(typical),
+            "distinct_call_sequences": len(sequences),
+            "phases": {name: summary_ms(values) for name, values in phases.items()},
+            "floor": floor,
+            "ratio_p50_to_floor": round(p50 / floor["api_seconds_median"], 2)
+            if floor.get("api_seconds_median")
+            else None,
+            "warm_up": warm,
+            "worker_rss_kib_at_rest": sorted(rss_at_rest.values()),
+            "service_log": log_findings(bench.service_log),
+        }
+
+
+def _floor(
+    bench: BenchStack,
+    calls: list[Call],
+    objects: dict[str, list[dict[str, Any]]],
+    namespace: str,
+    replays: int,
+) -> dict[str, Any]:
+    if not calls:
+        return {"error": "no spawn to replay"}
+    replayer = Replayer(bench.stack.kube.api_client())
+    results: list[Replay] = []
+    # One untimed replay first, so the client's connection and caches are warm.
+    for index in range(replays + 1):
+        target = f"benchfloor-{index}"
+        result = replayer.replay(calls, objects, namespace, target)
+        if index > 0:
+            results.append(result)
+        replayer.delete_namespace(target)
+        time.sleep(0.05)
+    per_call: list[dict[str, Any]] = []
+    for position, call in enumerate(calls):
+        samples = [r.calls[position][1] for r in results]
+        per_call.append({"call": call.label(), "median_ms": ms(median(samples))})
+    api = [r.api_seconds for r in results]
+    watch = [r.watch_seconds for r in results]
+    return {
+        "calls": len(calls),
+        "replays": len(results),
+        "api_seconds_median": median(api),
+        "api_ms": summary_ms(api),
+        "watch_ms_median": ms(median(watch)),
+        "per_call": per_call,
+    }

@@ -1,0 +1,496 @@
+"""Turn a run's results into the terminal summary and ``bench/RESULTS.md``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+REFERENCE = {
+    "latency": "p50 43 ms, p95 51 ms; floor about 21 ms (about 14 calls)",
+    "storm": "100 at once 2.6 s; 300 at once 6.7-9.6 s; one spawn hung in seven runs",
+    "status": "5,661 requests/s, 0.54 of a bare route",
+    "delete": "p50 15 ms",
+}
+
+
+def _get(data: dict[str, Any], *keys: str) -> Any:
+    value: Any = data
+    for key in keys:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value
+
+
+def _fmt(value: Any, unit: str = "", digits: int = 1) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, float):
+        return f"{value:,.{digits}f}{unit}"
+    if isinstance(value, int):
+        return f"{value:,}{unit}"
+    return f"{value}{unit}"
+
+
+def _mib(kib: Any) -> str:
+    if not kib:
+        return "n/a"
+    values = kib if isinstance(kib, list) else [kib]
+    return " / ".join(f"{v / 1024:.0f}" for v in values) + " MiB"
+
+
+def summary_line(name: str, result: dict[str, Any]) -> str:
+    if "error" in result:
+        return f"   {name}: ERROR {result['error']}"
+    if name == "latency":
+        return (
+            f"   spawn p50 {_fmt(_get(result, 'latency', 'p50_ms'), ' ms')}, "
+            f"p95 {_fmt(_get(result, 'latency', 'p95_ms'), ' ms')}; floor "
+            f"{_fmt(_get(result, 'floor', 'api_ms', 'p50_ms'), ' ms')} for "
+            f"{_fmt(_get(result, 'floor', 'calls'))} calls; ratio "
+            f"{_fmt(result.get('ratio_p50_to_floor'), '', 2)}; failures {result.get('failures')}"
+        )
+    if name == "storm":
+        spawn = result.get("spawn") or {}
+        integrity = result.get("integrity_after_spawn") or {}
+        return (
+            f"   {spawn.get('users')} users: all done in "
+            f"{_fmt(spawn.get('total_seconds'), ' s', 2)}, completed {spawn.get('completed')}, "
+            f"failed {spawn.get('failed')}; duplicate pods "
+            f"{integrity.get('users_with_duplicate_pods')}, orphans "
+            f"{integrity.get('orphan_namespace_count')}; delete all "
+            f"{_fmt(_get(result, 'delete', 'total_seconds'), ' s', 2)}, clean "
+            f"{_get(result, 'after_delete', 'clean')}"
+        )
+    if name == "status":
+        return (
+            f"   status {_fmt(_get(result, 'status_route', 'requests_per_second'), '/s', 0)} vs "
+            f"bare {_fmt(_get(result, 'bare_route', 'requests_per_second'), '/s', 0)}: ratio "
+            f"{_fmt(result.get('ratio_status_to_bare'), '', 2)}"
+        )
+    if name == "streams":
+        return (
+            f"   held {result.get('held_open')} of {result.get('streams_requested')} streams; "
+            f"delivery p50 {_fmt(_get(result, 'delivery_latency', 'p50_ms'), ' ms')}, p99 "
+            f"{_fmt(_get(result, 'delivery_latency', 'p99_ms'), ' ms')}"
+        )
+    return f"   {name}: done"
+
+
+def summary(results: dict[str, Any]) -> str:
+    lines = [f"== summary ({results['duration_seconds']} s)"]
+    for name, result in results["benchmarks"].items():
+        lines.append(f"{name}:")
+        lines.append(summary_line(name, result))
+    return "\n".join(lines)
+
+
+def _machine(results: dict[str, Any]) -> list[str]:
+    m = results["machine"]
+    code = results.get("code") or {}
+    dirty = code.get("uncommitted_files")
+    version = str(code.get("commit"))
+    if dirty:
+        version += f" plus {dirty} uncommitted files"
+    loads = {
+        name: " ".join(str(x) for x in r.get("load_average_before") or [])
+        for name, r in results["benchmarks"].items()
+    }
+    return [
+        "## Machine",
+        "",
+        "| | |",
+        "|---|---|",
+        f"| CPU | {m['cpu_model']} |",
+        f"| Cores | {m['cores']} |",
+        f"| Memory | {m['memory_gib']} GiB |",
+        f"| Python | {m['python']} ({m['implementation']}) |",
+        f"| System | {m['system']} |",
+        f"| Code measured | {version} |",
+        f"| Date | {results['date']} |",
+        "| Load average before each benchmark | "
+        + "; ".join(f"{k}: {v}" for k, v in loads.items())
+        + " |",
+        "",
+        "Everything shares these cores: the Kubernetes, Gafaelfawr and registry emulators run as",
+        "threads of the benchmark's own process, Redis and gunicorn beside it, and the load",
+        "clients in their own processes. Figures drift with the machine and with anything else",
+        "running on it; compare ratios measured in one run.",
+        "",
+    ]
+
+
+def _overview(results: dict[str, Any]) -> list[str]:
+    b = results["benchmarks"]
+    rows = [
+        "## Overview",
+        "",
+        "| Benchmark | Measured | Goal | Reference (nublado 9.0.3, same kind of machine) |",
+        "|---|---|---|---|",
+    ]
+    lat = b.get("latency")
+    if lat and "error" not in lat:
+        rows.append(
+            f"| Spawn latency, instant kubelet | p50 {_fmt(_get(lat, 'latency', 'p50_ms'), ' ms')}"
+            f", p95 {_fmt(_get(lat, 'latency', 'p95_ms'), ' ms')}; floor "
+            f"{_fmt(_get(lat, 'floor', 'api_ms', 'p50_ms'), ' ms')} for "
+            f"{_fmt(_get(lat, 'floor', 'calls'))} calls; p50 = "
+            f"{_fmt(lat.get('ratio_p50_to_floor'), '', 2)} x floor | p50 within 1.5 x floor | "
+            f"{REFERENCE['latency']} |"
+        )
+        rows.append(
+            f"| Delete latency | p50 {_fmt(_get(lat, 'delete_latency', 'p50_ms'), ' ms')}, p95 "
+            f"{_fmt(_get(lat, 'delete_latency', 'p95_ms'), ' ms')} | beat the reference | "
+            f"{REFERENCE['delete']} |"
+        )
+    st = b.get("storm")
+    if st and "error" not in st:
+        spawn = st.get("spawn") or {}
+        integ = st.get("integrity_after_spawn") or {}
+        rows.append(
+            f"| Spawn storm, {spawn.get('users')} users, 2 workers | all done in "
+            f"{_fmt(spawn.get('total_seconds'), ' s', 2)}; {spawn.get('failed')} failed; "
+            f"{integ.get('users_with_duplicate_pods')} duplicate pods, "
+            f"{integ.get('orphan_namespace_count')} orphan namespaces; cluster clean after "
+            f"deleting all: {_get(st, 'after_delete', 'clean')} | no failure, no duplicate or "
+            f"orphan, clean | {REFERENCE['storm']} |"
+        )
+    stat = b.get("status")
+    if stat and "error" not in stat:
+        rows.append(
+            f"| Status throughput, {stat.get('records')} records | "
+            f"{_fmt(_get(stat, 'status_route', 'requests_per_second'), '/s', 0)} = "
+            f"{_fmt(stat.get('ratio_status_to_bare'), '', 2)} x bare route "
+            f"({_fmt(_get(stat, 'bare_route', 'requests_per_second'), '/s', 0)}) | at least 0.5 x "
+            f"bare | {REFERENCE['status']} |"
+        )
+    ev = b.get("streams")
+    if ev and "error" not in ev:
+        rows.append(
+            f"| Event streams, one worker | held {ev.get('held_open')} of "
+            f"{ev.get('streams_requested')}; one event to all: p50 "
+            f"{_fmt(_get(ev, 'delivery_latency', 'p50_ms'), ' ms')}, p99 "
+            f"{_fmt(_get(ev, 'delivery_latency', 'p99_ms'), ' ms')} | 2,000 per worker, p99 "
+            f"under 100 ms | not measured |"
+        )
+    memory = _memory_rows(b)
+    if memory:
+        rows.append(f"| Memory per worker (RSS) | {memory} | | |")
+    return [*rows, ""]
+
+
+def _memory_rows(b: dict[str, Any]) -> str:
+    parts = []
+    lat = b.get("latency") or {}
+    if lat.get("worker_rss_kib_at_rest"):
+        parts.append(f"at rest after warm-up {_mib(lat['worker_rss_kib_at_rest'])}")
+    st = b.get("storm") or {}
+    rss = st.get("worker_rss_kib") or {}
+    if rss.get("peak_during_spawn_storm"):
+        parts.append(f"storm peak {_mib(rss['peak_during_spawn_storm'])}")
+    ev = b.get("streams") or {}
+    if _get(ev, "worker_rss_kib", "with_streams_open"):
+        parts.append(
+            f"one worker with {ev.get('held_open')} streams "
+            f"{_mib(_get(ev, 'worker_rss_kib', 'with_streams_open'))}"
+        )
+    return "; ".join(parts)
+
+
+def _log(result: dict[str, Any]) -> list[str]:
+    log = result.get("service_log") or {}
+    if not log:
+        return []
+    lines = [
+        f"Service log during this benchmark: {log.get('warnings', 0)} warnings, "
+        f"{log.get('errors', 0)} errors, {log.get('tracebacks', 0)} tracebacks.",
+    ]
+    samples = log.get("samples") or []
+    if samples:
+        lines += ["", "```", *samples[:5], "```"]
+    return [*lines, ""]
+
+
+def _latency(r: dict[str, Any]) -> list[str]:
+    lines = [
+        "## 1. Spawn latency with an instant kubelet",
+        "",
+        f"{r.get('spawns')} sequential spawns of one user (each deleted before the next) through",
+        "gunicorn with 2 workers; pull time 0, every image already on every node, after a",
+        "warm-up spawn on each node. Latency runs from sending the POST to parsing the",
+        "`complete` event.",
+        "",
+        "| | p50 | p95 | min | max |",
+        "|---|---|---|---|---|",
+    ]
+    for label, key in (
+        ("Spawn (POST to complete)", "latency"),
+        ("Delete (DELETE to complete)", "delete_latency"),
+    ):
+        s = r.get(key) or {}
+        lines.append(
+            f"| {label} | {_fmt(s.get('p50_ms'), ' ms')} | {_fmt(s.get('p95_ms'), ' ms')} | "
+            f"{_fmt(s.get('min_ms'), ' ms')} | {_fmt(s.get('max_ms'), ' ms')} |"
+        )
+    floor = r.get("floor") or {}
+    calls = r.get("calls_per_spawn") or {}
+    lines += [
+        "",
+        f"Failures: {r.get('failures') or 'none'}. Kubernetes calls per spawn: median "
+        f"{calls.get('median')} (min {calls.get('min')}, max {calls.get('max')}); "
+        f"{r.get('distinct_call_sequences')} distinct call sequence(s).",
+        "",
+        "**Floor.** The calls of the last spawn, replayed one after another with the real",
+        f"`kubernetes` client into fresh namespaces ({floor.get('replays')} replays), take "
+        f"p50 {_fmt(_get(floor, 'api_ms', 'p50_ms'), ' ms')} "
+        f"(min {_fmt(_get(floor, 'api_ms', 'min_ms'), ' ms')}); waits in watches "
+        f"{_fmt(floor.get('watch_ms_median'), ' ms')}. p50 spawn = "
+        f"**{_fmt(r.get('ratio_p50_to_floor'), '', 2)} x floor** (goal 1.5).",
+        "",
+        "| Call | Emulator time (median) |",
+        "|---|---|",
+    ]
+    for entry in floor.get("per_call") or []:
+        lines.append(f"| {entry['call']} | {entry['median_ms']} ms |")
+    phases = r.get("phases") or {}
+    lines += [
+        "",
+        "**Where a spawn's time goes** (p50 of each phase, from the audit log's timestamps):",
+        "",
+        "| Phase | p50 | p95 |",
+        "|---|---|---|",
+    ]
+    names = {
+        "post_answered": "POST answered (303)",
+        "until_first_kubernetes_call": "POST sent to first Kubernetes call",
+        "kubernetes_span": "first to last Kubernetes call",
+        "after_last_kubernetes_call": "last Kubernetes call to `complete` parsed",
+    }
+    for key, label in names.items():
+        s = phases.get(key) or {}
+        lines.append(
+            f"| {label} | {_fmt(s.get('p50_ms'), ' ms')} | {_fmt(s.get('p95_ms'), ' ms')} |"
+        )
+    lines += ["", *_log(r)]
+    return lines
+
+
+def _storm(r: dict[str, Any]) -> list[str]:
+    spawn = r.get("spawn") or {}
+    delete = r.get("delete") or {}
+    integ = r.get("integrity_after_spawn") or {}
+    after = r.get("after_delete") or {}
+    cpu = r.get("spawn_cpu_seconds") or {}
+    users = max(1, int(r.get("users") or 1))
+    lines = [
+        f"## 2. Spawn storm: {r.get('users')} users at once",
+        "",
+        f"{r.get('users')} distinct users (each with UID, GID and groups in the Gafaelfawr",
+        "emulator and their own token) POST their spawn at the same moment to gunicorn with 2",
+        f"workers and follow their event streams (a gevent client in its own process), on "
+        f"{r.get('nodes')} nodes with every image cached and an instant kubelet.",
+        "",
+        "| | Spawn storm | Delete storm |",
+        "|---|---|---|",
+        f"| All done after | {_fmt(spawn.get('total_seconds'), ' s', 2)} | "
+        f"{_fmt(delete.get('total_seconds'), ' s', 2)} |",
+        f"| Completed / failed | {spawn.get('completed')} / {spawn.get('failed')} | "
+        f"{delete.get('completed')} / {delete.get('failed')} |",
+        f"| Per user, p50 / p95 | {_fmt(_get(spawn, 'per_user', 'p50_ms'), ' ms', 0)} / "
+        f"{_fmt(_get(spawn, 'per_user', 'p95_ms'), ' ms', 0)} | "
+        f"{_fmt(_get(delete, 'per_user', 'p50_ms'), ' ms', 0)} / "
+        f"{_fmt(_get(delete, 'per_user', 'p95_ms'), ' ms', 0)} |",
+        f"| Request answered (303 / 202), p50 / p95 | "
+        f"{_fmt(_get(spawn, 'request_answered', 'p50_ms'), ' ms', 0)} / "
+        f"{_fmt(_get(spawn, 'request_answered', 'p95_ms'), ' ms', 0)} | "
+        f"{_fmt(_get(delete, 'request_answered', 'p50_ms'), ' ms', 0)} / "
+        f"{_fmt(_get(delete, 'request_answered', 'p95_ms'), ' ms', 0)} |",
+        f"| Load client CPU | {_fmt(spawn.get('client_cpu_seconds'), ' s', 2)} | "
+        f"{_fmt(delete.get('client_cpu_seconds'), ' s', 2)} |",
+        "",
+    ]
+    outcomes = {k: v for k, v in (spawn.get("outcomes") or {}).items() if k != "complete"}
+    if outcomes:
+        lines += ["Failure reasons (from the `failed` events):", ""]
+        lines += [f"- {count} x {reason}" for reason, count in outcomes.items()]
+        lines.append("")
+    lines += [
+        f"**Integrity after the spawn storm:** {integ.get('lab_records')} lab records "
+        f"({integ.get('record_statuses')}), {integ.get('namespaces')} lab namespaces, "
+        f"{integ.get('pods')} lab pods; users with more than one pod: "
+        f"{integ.get('users_with_duplicate_pods')}; users without a pod: "
+        f"{integ.get('users_without_pod')}; namespaces without a lab record: "
+        f"{integ.get('orphan_namespace_count')}; pods without a record: "
+        f"{integ.get('orphan_pods')}; operations still pending: {integ.get('pending_operations')}.",
+        "",
+        f"**After deleting everything:** clean = {after.get('clean')} (namespaces "
+        f"{after.get('namespaces')}, pods {after.get('pods')}, lab records "
+        f"{after.get('lab_records')}, pending operations {after.get('pending_operations')}).",
+        "",
+        "**What limited it: CPU.** CPU seconds used during the spawn storm:",
+        "",
+        "| Part | CPU s | per spawn |",
+        "|---|---|---|",
+    ]
+    for part, seconds in cpu.items():
+        lines.append(f"| {part.replace('_', ' ')} | {seconds} | {seconds * 1000 / users:.1f} ms |")
+    client = spawn.get("client_cpu_seconds")
+    if client is not None:
+        lines.append(f"| load client | {client} | {client * 1000 / users:.1f} ms |")
+    total_cpu = sum(cpu.values()) + (client or 0)
+    wall = spawn.get("total_seconds") or 0
+    cores = r.get("_cores") or 2
+    if wall:
+        lines += [
+            "",
+            f"Together {total_cpu:.1f} CPU s in {wall} s of wall time: "
+            f"{100 * total_cpu / (wall * cores):.0f}% of {cores} cores.",
+        ]
+    commands = r.get("redis_commands_per_spawn") or {}
+    calls = r.get("kubernetes_calls_by_kind") or {}
+    lines += [
+        "",
+        "Redis commands per spawn: "
+        + ", ".join(f"{k} {v}" for k, v in list(commands.items())[:12]),
+        "",
+        f"Kubernetes calls during the storm: {r.get('kubernetes_calls')} "
+        f"({(r.get('kubernetes_calls') or 0) / users:.1f} per spawn): "
+        + ", ".join(f"{k} {v}" for k, v in calls.items()),
+        "",
+        *_log(r),
+    ]
+    return lines
+
+
+def _status(r: dict[str, Any]) -> list[str]:
+    lines = [
+        f"## 3. Status throughput with {r.get('records')} lab records",
+        "",
+        f"Records written by {r.get('records_written_by')}. `GET /spawner/v1/labs/<user>` with",
+        f"the admin token, cycling over all users, {r.get('connections')} keep-alive connections,",
+        f"{r.get('seconds_per_target')} s per target, {r.get('repeats')} interleaved repeats",
+        f"(bare, healthz, status, ...), load by {r.get('tool')}. The bare route is a one-route",
+        "Flask app (`bench/bare_app.py`) under the same `gunicorn.conf.py` and worker count, in",
+        "the same run. `/healthz` of the service (no auth, no Redis) shows the cost of the",
+        "service's app before any of its own work. The table shows each target's median repeat.",
+        "",
+        "| Target | requests/s | p50 | p90 | p99 | non-2xx |",
+        "|---|---|---|---|---|---|",
+    ]
+    for label, key in (
+        ("bare route", "bare_route"),
+        ("service /healthz", "service_healthz"),
+        ("lab status", "status_route"),
+    ):
+        s = r.get(key) or {}
+        lat = s.get("latency_ms") or {}
+        lines.append(
+            f"| {label} | {_fmt(s.get('requests_per_second'), '', 0)} | "
+            f"{_fmt(lat.get('p50'), ' ms', 2)} | {_fmt(lat.get('p90'), ' ms', 2)} | "
+            f"{_fmt(lat.get('p99'), ' ms', 2)} | {s.get('non_2xx', s.get('statuses'))} |"
+        )
+    commands = r.get("redis_commands_per_status_request") or {}
+    lines += [
+        "",
+        f"Status / bare = **{_fmt(r.get('ratio_status_to_bare'), '', 2)}** (goal at least 0.5;"
+        f" median of the repeats {r.get('ratio_per_repeat')}). Requests/s per repeat: "
+        + "; ".join(
+            f"{name} {values}"
+            for name, values in (r.get("requests_per_second_per_repeat") or {}).items()
+        )
+        + ".",
+        "",
+        "**The token check is part of the cost:** every request verifies its token through the",
+        "Gafaelfawr cache in Redis. Redis commands per status request: "
+        + ", ".join(f"{k} {v}" for k, v in commands.items() if v >= 0.01)
+        + " (the token-info cache GET and the record GET). Gafaelfawr calls during the status"
+        f" runs, all for the one admin token: {r.get('gafaelfawr_calls_during_status_run')}"
+        " (its answer is cached for `gafaelfawr.cacheSeconds`; every request that misses the"
+        " cache at the same moment asks Gafaelfawr itself).",
+        "",
+        f"Worker RSS after the run: service {_mib(r.get('worker_rss_kib_after_status_run'))}, "
+        f"bare route {_mib(r.get('bare_worker_rss_kib'))}.",
+        "",
+        *_log(r),
+    ]
+    return lines
+
+
+def _streams(r: dict[str, Any]) -> list[str]:
+    opened = r.get("open") or {}
+    lines = [
+        f"## 4. Event streams: {r.get('streams_requested')} in one worker",
+        "",
+        "One gunicorn gevent worker with `worker_connections` "
+        f"{r.get('worker_connections')}. Users with an operation in progress are made in Redis",
+        "through `LabStore` and `EventStore`; an epoll client in its own process opens one",
+        "stream per user (admin token), then each round appends one event to every user's",
+        "stream in one Redis pipeline and the client timestamps its arrival on each stream.",
+        "",
+        f"- Streams held open: **{r.get('held_open')}** of {r.get('streams_requested')} "
+        f"(opened in {opened.get('open_seconds')} s); errors at open: "
+        f"{opened.get('errors') or 'none'}",
+        f"- Delivery of one event to every open stream ({r.get('deliveries')} deliveries over "
+        f"{r.get('rounds')} rounds, {r.get('deliveries_expected')} expected): p50 "
+        f"**{_fmt(_get(r, 'delivery_latency', 'p50_ms'), ' ms')}**, p99 "
+        f"**{_fmt(_get(r, 'delivery_latency', 'p99_ms'), ' ms')}**, max "
+        f"{_fmt(_get(r, 'delivery_latency', 'max_ms'), ' ms')}",
+        f"- Gafaelfawr calls while the streams opened (one admin token): "
+        f"{r.get('gafaelfawr_calls_at_open')}",
+        f"- Worker RSS: {_mib(_get(r, 'worker_rss_kib', 'before_streams'))} before, "
+        f"{_mib(_get(r, 'worker_rss_kib', 'with_streams_open'))} with the streams open "
+        f"({r.get('rss_per_stream_kib')} KiB per stream)",
+        f"- Worker CPU while the streams are idle: {r.get('worker_cpu_idle_with_streams')} cores",
+        f"- `/healthz` while the streams are open: p50 "
+        f"{_fmt(_get(r, 'healthz_while_streams_open', 'p50_ms'), ' ms')}, p99 "
+        f"{_fmt(_get(r, 'healthz_while_streams_open', 'p99_ms'), ' ms')}",
+        f"- A terminal event closed every stream after {r.get('seconds_until_all_closed')} s; "
+        f"ended with the terminal event: {r.get('ended_with_terminal_event')}; client-side "
+        f"errors over the run: {r.get('client_errors') or 'none'}",
+        "",
+        "| Round | delivered | pipeline | p50 | p99 | last |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in r.get("per_round") or []:
+        lines.append(
+            f"| {row['round']} | {row['delivered']} | {row['pipeline_ms']} ms | "
+            f"{_fmt(row['p50_ms'], ' ms')} | {_fmt(row['p99_ms'], ' ms')} | "
+            f"{_fmt(row['last_ms'], ' ms')} |"
+        )
+    lines += ["", *_log(r)]
+    return lines
+
+
+def markdown(results: dict[str, Any]) -> str:
+    b = results["benchmarks"]
+    lines = [
+        "# Benchmark results",
+        "",
+        "Written by `python -m bench.run` (`make bench`); the raw figures of every run are in",
+        "`bench/results/`. Benchmarks report numbers; they do not assert timings. Run a subset",
+        "with `--only latency,storm,status,streams`; `--help` lists the sizes.",
+        "",
+        f"Command: `{results.get('command', 'python -m bench.run').strip()}` "
+        f"({results.get('duration_seconds')} s).",
+        "",
+        *_machine(results),
+        *_overview(results),
+    ]
+    cores = results["machine"].get("cores") or 2
+    sections = {"latency": _latency, "storm": _storm, "status": _status, "streams": _streams}
+    for name, render in sections.items():
+        result = b.get(name)
+        if result is None:
+            continue
+        if "error" in result:
+            lines += [f"## {name}", "", f"Failed to run: `{result['error']}`", ""]
+            continue
+        lines += render({**result, "_cores": cores})
+    lines += [
+        "## 5. Memory per worker",
+        "",
+        "RSS from `/proc/<pid>/status` of each gunicorn worker: "
+        + (_memory_rows(b) or "not measured")
+        + ".",
+        "",
+    ]
+    return "\n".join(lines).rstrip() + "\n"

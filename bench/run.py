@@ -1,0 +1,141 @@
+"""Run the benchmarks: ``python -m bench.run`` (all) or ``--only latency,storm``.
+
+Prints a summary, writes ``bench/results/<date>-<machine tag>.json`` and rewrites
+``bench/RESULTS.md``. The whole set takes a few minutes on a 2-core machine. Benchmarks
+report numbers; they never fail on a timing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bench import latency, machine, report, status, storm, streams
+
+BENCH_DIR = Path(__file__).resolve().parent
+RESULTS_DIR = BENCH_DIR / "results"
+ALL = ("latency", "storm", "status", "streams")
+
+
+def _code_version() -> dict[str, Any]:
+    """The commit measured, and how many files differ from it (outside ``bench/``)."""
+    override = os.environ.get("BENCH_CODE_VERSION")
+    if override:
+        return {"commit": override, "uncommitted_files": 0}
+    root = BENCH_DIR.parent
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        changes = subprocess.run(
+            ["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True, check=True
+        ).stdout.splitlines()
+    except (OSError, subprocess.CalledProcessError):
+        return {"commit": "unknown", "uncommitted_files": None}
+    dirty = [line for line in changes if not line[3:].startswith("bench/")]
+    return {"commit": commit, "uncommitted_files": len(dirty)}
+
+
+def _load_average() -> list[float]:
+    try:
+        return [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]]
+    except OSError:
+        return []
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__)
+    parser.add_argument(
+        "--only",
+        default=",".join(ALL),
+        help=f"comma-separated subset of: {', '.join(ALL)} (memory is measured by all)",
+    )
+    parser.add_argument("--spawns", type=int, default=50, help="sequential spawns (latency)")
+    parser.add_argument("--replays", type=int, default=20, help="floor replays (latency)")
+    parser.add_argument("--storm-users", type=int, default=500, help="users spawning at once")
+    parser.add_argument("--records", type=int, default=1000, help="lab records (status)")
+    parser.add_argument("--status-seconds", type=float, default=8.0, help="per load run")
+    parser.add_argument("--status-repeats", type=int, default=3, help="interleaved load runs")
+    parser.add_argument("--connections", type=int, default=64, help="load connections (status)")
+    parser.add_argument(
+        "--load-tool", choices=("auto", "wrk", "python"), default="auto", help="status load"
+    )
+    parser.add_argument("--streams", type=int, default=2000, help="event streams (one worker)")
+    parser.add_argument("--rounds", type=int, default=10, help="broadcast rounds (streams)")
+    parser.add_argument(
+        "--no-write", action="store_true", help="print only; leave results files alone"
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    chosen = [name.strip() for name in args.only.split(",") if name.strip()]
+    unknown = [name for name in chosen if name not in ALL]
+    if unknown:
+        print(f"unknown benchmark(s): {', '.join(unknown)}; choose from {', '.join(ALL)}")
+        return 2
+    runners: dict[str, Callable[[Path], dict[str, Any]]] = {
+        "latency": lambda w: latency.run(w, spawns=args.spawns, replays=args.replays),
+        "storm": lambda w: storm.run(w, users=args.storm_users),
+        "status": lambda w: status.run(
+            w,
+            records=args.records,
+            seconds=args.status_seconds,
+            connections=args.connections,
+            repeats=args.status_repeats,
+            tool={"python": "loadgen"}.get(args.load_tool, args.load_tool),
+        ),
+        "streams": lambda w: streams.run(w, streams=args.streams, rounds=args.rounds),
+    }
+    description = machine.describe()
+    started = time.monotonic()
+    results: dict[str, Any] = {
+        "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "machine": description,
+        "code": _code_version(),
+        "command": "python -m bench.run " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "benchmarks": {},
+    }
+    with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
+        for name in chosen:
+            print(f"== {name}", flush=True)
+            load = _load_average()
+            begun = time.monotonic()
+            try:
+                result = runners[name](Path(tmp))
+            except Exception as exc:  # one broken benchmark must not lose the others
+                traceback.print_exc()
+                result = {"error": f"{type(exc).__name__}: {exc}"}
+            result["load_average_before"] = load
+            result["benchmark_seconds"] = round(time.monotonic() - begun, 1)
+            results["benchmarks"][name] = result
+            print(report.summary_line(name, result), flush=True)
+    results["duration_seconds"] = round(time.monotonic() - started, 1)
+    print(report.summary(results))
+    if not args.no_write:
+        RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+        day = results["date"][:10]
+        path = RESULTS_DIR / f"{day}-{machine.tag(description)}.json"
+        path.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+        (BENCH_DIR / "RESULTS.md").write_text(report.markdown(results), encoding="utf-8")
+        print(f"wrote bench/results/{path.name} and bench/RESULTS.md")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

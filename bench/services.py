@@ -1,0 +1,344 @@
+"""The local stack and gunicorn processes under the benchmarks' control.
+
+The stack (Redis, the Kubernetes, Gafaelfawr and registry emulators) comes from
+``devstack.stack.LocalStack``. gunicorn is started here rather than by the stack so that a
+benchmark chooses the worker count and connection limit, sends the access log to a file
+instead of the terminal, and can start a second gunicorn (the bare route) with exactly the
+same settings file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import redis
+import requests
+
+from devstack.gafaelfawr import GroupSpec, UserSpec
+from devstack.redis_process import free_port
+from devstack.stack import REPO_ROOT, LocalStack, StackOptions
+
+REPO_ROOT_TEXT = str(REPO_ROOT)
+"""Where ``python -m bench...`` child processes run (the repository root)."""
+RECONCILE_OUT_OF_THE_WAY = {"watcher": {"reconcileSeconds": 3600}}
+"""For benchmarks whose lab records have no pods behind them: the periodic reconcile would
+(rightly) mark them failed in the middle of the measurement, so it runs only at start-up."""
+EXEC_SCOPES = ("exec:notebook", "read:image")
+BENCH_GROUP = GroupSpec("bench-users", 3000)
+FIRST_UID = 20000
+
+
+def children(pid: int) -> list[int]:
+    """Direct child processes of ``pid`` (gunicorn's workers)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(entry.name))
+    return sorted(found)
+
+
+def rss_kib(pid: int) -> int | None:
+    """Resident set size of a process, from ``/proc/<pid>/status``."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User plus system CPU time a process has used."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / ticks
+
+
+@dataclass
+class Gunicorn:
+    """One gunicorn arbiter started by a benchmark, with its log file."""
+
+    process: subprocess.Popen[bytes]
+    url: str
+    log_path: Path
+    stop_seconds: float | None = None
+
+    def worker_pids(self) -> list[int]:
+        return children(self.process.pid)
+
+    def worker_rss_kib(self) -> dict[int, int]:
+        return {pid: kib for pid in self.worker_pids() if (kib := rss_kib(pid)) is not None}
+
+    def stop(self, graceful: float = 10.0) -> float:
+        """SIGTERM, then quick shutdown and SIGKILL if it outlasts ``graceful`` seconds.
+
+        Returns how long the graceful part took (recorded as a finding when it is slow).
+        """
+        process = self.process
+        started = time.monotonic()
+        if process.poll() is None:
+            workers = self.worker_pids()
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=graceful)
+            except subprocess.TimeoutExpired:
+                process.send_signal(signal.SIGINT)
+                try:
+                    process.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+                for pid in workers:
+                    if Path(f"/proc/{pid}").exists():
+                        with contextlib.suppress(ProcessLookupError):
+                            os.kill(pid, signal.SIGKILL)
+        self.stop_seconds = time.monotonic() - started
+        return self.stop_seconds
+
+
+def start_gunicorn(
+    target: str,
+    *,
+    port: int,
+    workers: int,
+    log_path: Path,
+    env: dict[str, str],
+    ready_path: str,
+    worker_connections: int | None = None,
+    timeout: float = 60.0,
+) -> Gunicorn:
+    """Run ``gunicorn -c gunicorn.conf.py <target>`` from the repository root.
+
+    The settings file is the service's own, so the service and the bare route run with
+    the same worker class, connection limit, keepalive and access log.
+    """
+    full_env = dict(os.environ)
+    full_env.update(env)
+    full_env.update(
+        {
+            "SPAWNER_BIND": f"127.0.0.1:{port}",
+            "SPAWNER_WORKERS": str(workers),
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
+    if worker_connections is not None:
+        full_env["SPAWNER_WORKER_CONNECTIONS"] = str(worker_connections)
+    command = [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "-c",
+        "gunicorn.conf.py",
+        "--no-control-socket",
+        target,
+    ]
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("ab") as log:
+        process = subprocess.Popen(
+            command, cwd=REPO_ROOT, env=full_env, stdout=log, stderr=subprocess.STDOUT
+        )
+    url = f"http://127.0.0.1:{port}"
+    server = Gunicorn(process, url, log_path)
+    deadline = time.monotonic() + timeout
+    while True:
+        if process.poll() is not None:
+            raise RuntimeError(f"gunicorn {target} exited at start-up; see its log")
+        try:
+            if requests.get(url + ready_path, timeout=1).status_code == 200:
+                break
+        except requests.RequestException:
+            pass
+        if time.monotonic() > deadline:
+            server.stop()
+            raise RuntimeError(f"gunicorn {target} did not become ready in time")
+        time.sleep(0.1)
+    # Every worker must have booted, not just the first to answer.
+    while len(server.worker_pids()) < workers and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return server
+
+
+@dataclass
+class StackSettings:
+    """What a benchmark needs from the stack."""
+
+    workers: int = 2
+    worker_connections: int | None = None
+    nodes: int = 3
+    pull_seconds: float = 0.0
+    cache_images: bool = True
+    config_overrides: dict[str, Any] = field(default_factory=dict)
+
+
+class BenchStack:
+    """The local stack plus the service under gunicorn; a context manager."""
+
+    def __init__(self, workdir: Path, settings: StackSettings) -> None:
+        self.workdir = workdir
+        self.settings = settings
+        options = StackOptions(
+            state_dir=workdir / "stack",
+            workers=settings.workers,
+            nodes=0,
+            pull_seconds=settings.pull_seconds,
+            config_overrides=settings.config_overrides,
+        )
+        self.stack = LocalStack(options)
+        self.service: Gunicorn | None = None
+        self._next_uid = FIRST_UID
+        self.service_log = workdir / "service.log"
+
+    def __enter__(self) -> BenchStack:
+        stack = self.stack.start(spawner=False)
+        images = self.images_to_cache() if self.settings.cache_images else []
+        for index in range(self.settings.nodes):
+            stack.kube.cluster.add_node(f"node-{index + 1}", images=images)
+        self.service = start_gunicorn(
+            "wsgi:app",
+            port=stack.spawner_port,
+            workers=self.settings.workers,
+            worker_connections=self.settings.worker_connections,
+            log_path=self.service_log,
+            env={
+                "SPAWNER_CONFIG_PATH": str(stack.config_path),
+                "SPAWNER_REDIS_URL": stack.redis_url,
+            },
+            ready_path="/readyz",
+        )
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self.service is not None:
+            self.service.stop()
+        self.stack.stop()
+
+    # Facts about the running stack ---------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        return self.stack.spawner_url
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return self.stack.service_config()
+
+    @property
+    def image(self) -> str:
+        """The first configured image reference: what every benchmark spawns."""
+        return str(self.config["lab"]["images"][0]["reference"])
+
+    @property
+    def key_prefix(self) -> str:
+        return str(self.config["redis"].get("keyPrefix", "spawner:"))
+
+    @property
+    def namespace_prefix(self) -> str:
+        return str(self.config.get("namespacePrefix", "nublado"))
+
+    def images_to_cache(self) -> list[str]:
+        lab = self.config["lab"]
+        images = [str(image["reference"]) for image in lab["images"]]
+        images += [str(c["image"]) for c in lab.get("initContainers", [])]
+        return images
+
+    def token(self, name: str) -> str:
+        return str(self.stack.state()["tokens"][name]["token"])
+
+    @property
+    def admin_token(self) -> str:
+        return self.token("admin")
+
+    def redis(self) -> redis.Redis:
+        return redis.Redis.from_url(self.stack.redis_url, decode_responses=True)
+
+    def add_users(self, names: list[str]) -> dict[str, str]:
+        """Register users with a UID, a primary group and one more group; their tokens."""
+        tokens = {}
+        for name in names:
+            uid = self._next_uid
+            self._next_uid += 1
+            user = UserSpec(
+                username=name,
+                uid=uid,
+                gid=uid,
+                name=f"Bench {name}",
+                groups=(GroupSpec(name, uid), BENCH_GROUP),
+            )
+            self.stack.gafaelfawr.add_user(user)
+            tokens[name] = self.stack.gafaelfawr.issue_token(name, EXEC_SCOPES)
+        return tokens
+
+    def lab_namespaces(self) -> list[str]:
+        """Namespaces of labs in the emulated cluster (by the service's prefix)."""
+        prefix = f"{self.namespace_prefix}-"
+        return sorted(
+            ns["metadata"]["name"]
+            for ns in self.stack.kube.store.list("namespaces")
+            if ns["metadata"]["name"].startswith(prefix)
+        )
+
+    def lab_pods(self) -> list[tuple[str, str]]:
+        prefix = f"{self.namespace_prefix}-"
+        return sorted(
+            (pod["metadata"]["namespace"], pod["metadata"]["name"])
+            for pod in self.stack.kube.store.list("pods")
+            if pod["metadata"]["namespace"].startswith(prefix)
+        )
+
+
+def free_ports(count: int) -> list[int]:
+    return [free_port() for _ in range(count)]
+
+
+def log_findings(path: Path, limit: int = 8) -> dict[str, Any]:
+    """Warnings, errors and tracebacks in a gunicorn log (the service's own complaints)."""
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return {"warnings": 0, "errors": 0, "tracebacks": 0, "samples": []}
+    warnings = [line for line in lines if " WARNING " in line or "[WARNING]" in line]
+    errors = [
+        line for line in lines if " ERROR " in line or "[ERROR]" in line or "CRITICAL" in line
+    ]
+    tracebacks = sum(1 for line in lines if line.startswith("Traceback"))
+    samples = []
+    for line in errors + warnings:
+        # Keep the message, not the timestamp or pid.
+        text = line.split("] ", 2)[-1] if line.startswith("[") else line
+        text = text.replace(str(REPO_ROOT), "<repo>").replace(socket.gethostname(), "<host>")
+        text = text[:240]
+        if text not in samples:
+            samples.append(text)
+        if len(samples) >= limit:
+            break
+    return {
+        "warnings": len(warnings),
+        "errors": len(errors),
+        "tracebacks": tracebacks,
+        "samples": samples,
+    }

@@ -1,0 +1,239 @@
+"""Benchmark 3: status reads per second against a bare Flask route, in the same run.
+
+1,000 lab records are written straight into Redis through the service's own
+``LabStore.put_if_idle`` (the watcher's idempotent write, no operation involved), each a
+copy of the record a real spawn left behind, so the service reads exactly what it would
+after 1,000 finished spawns. The admin token asks for every user's status in turn. The bare
+route runs in a second gunicorn with the service's own ``gunicorn.conf.py`` (same worker
+class, worker count and access log); both are loaded by ``wrk`` (or ``bench.loadgen``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from app.models.lab import LabRecord
+from app.storage.labs import LabStore
+from bench.client import SpawnerClient
+from bench.services import (
+    RECONCILE_OUT_OF_THE_WAY,
+    REPO_ROOT_TEXT,
+    BenchStack,
+    StackSettings,
+    free_ports,
+    log_findings,
+    start_gunicorn,
+)
+from bench.stats import median
+from bench.storm import command_delta, redis_commands
+
+LUA = Path(__file__).with_name("wrk_labs.lua")
+USER_FORMAT = "status-%04d"
+
+
+def _write_records(bench: BenchStack, template: LabRecord, count: int) -> int:
+    labs = LabStore(bench.redis(), bench.key_prefix)
+    written = 0
+    for index in range(count):
+        username = USER_FORMAT % index
+        url = template.internal_url or ""
+        record = dataclasses.replace(
+            template,
+            username=username,
+            internal_url=url.replace(template.username, username),
+            operation=None,
+        )
+        written += labs.put_if_idle(record, expect=None)
+    return written
+
+
+def _wrk(
+    url: str, token: str, users: int, fmt: str, prefix: str, seconds: float, connections: int
+) -> dict[str, Any]:
+    env = {
+        **os.environ,
+        "BENCH_TOKEN": token,
+        "BENCH_USERS": str(users),
+        "BENCH_USER_FORMAT": fmt,
+        "BENCH_PATH_PREFIX": prefix,
+    }
+    command = [
+        "wrk",
+        "-t1",
+        f"-c{connections}",
+        f"-d{seconds:g}s",
+        "--latency",
+        "-s",
+        str(LUA),
+        url,
+    ]
+    output = subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout
+    return _parse_wrk(output)
+
+
+def _parse_wrk(output: str) -> dict[str, Any]:
+    def number(pattern: str) -> float | None:
+        match = re.search(pattern, output)
+        return float(match.group(1)) if match else None
+
+    latency: dict[str, float] = {}
+    for label, value, unit in re.findall(
+        r"^\s+(50|75|90|99)%\s+([\d.]+)(us|ms|s)\s*$", output, re.M
+    ):
+        scale = {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
+        latency[f"p{label}"] = round(float(value) * scale, 3)
+    errors = re.search(r"Socket errors: (.*)", output)
+    return {
+        "tool": "wrk",
+        "requests": int(number(r"(\d+) requests in") or 0),
+        "requests_per_second": number(r"Requests/sec:\s+([\d.]+)"),
+        "non_2xx": int(number(r"Non-2xx or 3xx responses: (\d+)") or 0),
+        "socket_errors": errors.group(1).strip() if errors else None,
+        "latency_ms": latency,
+    }
+
+
+def _loadgen(
+    url: str, token: str, users: int, fmt: str, prefix: str, seconds: float, connections: int
+) -> dict[str, Any]:
+    host, _, port = url.removeprefix("http://").partition(":")
+    paths = [prefix + (fmt % i if fmt else "") for i in range(users)]
+    job = {
+        "host": host,
+        "port": int(port),
+        "paths": paths,
+        "headers": {"Authorization": f"Bearer {token}"},
+        "connections": connections,
+        "duration": seconds,
+    }
+    output = subprocess.run(
+        [sys.executable, "-m", "bench.loadgen"],
+        input=json.dumps(job),
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT_TEXT,
+        check=True,
+    ).stdout
+    result: dict[str, Any] = json.loads(output)
+    return result
+
+
+def _median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run with the median requests/s (latencies stay consistent with the rate)."""
+    ordered = sorted(runs, key=lambda r: r.get("requests_per_second") or 0)
+    return ordered[len(ordered) // 2] if ordered else {}
+
+
+def run(
+    workdir: Path,
+    records: int = 1000,
+    seconds: float = 10.0,
+    connections: int = 64,
+    tool: str = "auto",
+    repeats: int = 3,
+) -> dict[str, Any]:
+    use_wrk = tool == "wrk" or (tool == "auto" and shutil.which("wrk") is not None)
+    load = _wrk if use_wrk else _loadgen
+    settings = StackSettings(
+        workers=2, nodes=1, cache_images=True, config_overrides=RECONCILE_OUT_OF_THE_WAY
+    )
+    with BenchStack(workdir / "status", settings) as bench:
+        assert bench.service is not None
+        template_user = "status-template"
+        tokens = bench.add_users([template_user])
+        client = SpawnerClient(bench.url, bench.admin_token)
+        client.spawn(template_user, tokens[template_user], bench.image)
+        client.follow(template_user, tokens[template_user])
+        template = LabStore(bench.redis(), bench.key_prefix).get(template_user)
+        if template is None:
+            return {"error": "the template spawn left no lab record"}
+        written = _write_records(bench, template, records)
+        sample = client.status(USER_FORMAT % (records // 2))
+
+        (bare_port,) = free_ports(1)
+        bare = start_gunicorn(
+            "bench.bare_app:app",
+            port=bare_port,
+            workers=bench.settings.workers,
+            log_path=bench.workdir / "bare.log",
+            env={
+                "SPAWNER_CONFIG_PATH": str(bench.stack.config_path),
+                "SPAWNER_REDIS_URL": bench.stack.redis_url,
+            },
+            ready_path="/readyz",
+        )
+        try:
+            admin = bench.admin_token
+            prefix = "/spawner/v1/labs/"
+            # Warm both: connections, caches, the token's Gafaelfawr answers.
+            load(bare.url, admin, records, USER_FORMAT, prefix, 2, connections)
+            load(bench.url, admin, records, USER_FORMAT, prefix, 2, connections)
+            # Interleaved rounds: whatever else the machine does hits every target alike.
+            runs: dict[str, list[dict[str, Any]]] = {"bare": [], "healthz": [], "status": []}
+            ratios: list[float] = []
+            served = 0
+            commands_total: dict[str, float] = {}
+            gafaelfawr_calls = 0
+            for _ in range(repeats):
+                runs["bare"].append(
+                    load(bare.url, admin, records, USER_FORMAT, prefix, seconds, connections)
+                )
+                runs["healthz"].append(
+                    load(bench.url, admin, 1, "", "/healthz", seconds, connections)
+                )
+                gafaelfawr_before = sum(bench.stack.gafaelfawr.requests.values())
+                commands_before = redis_commands(bench)
+                result = load(bench.url, admin, records, USER_FORMAT, prefix, seconds, connections)
+                runs["status"].append(result)
+                served += int(result["requests"])
+                for name, count in command_delta(commands_before, redis_commands(bench), 1).items():
+                    commands_total[name] = commands_total.get(name, 0) + count
+                gafaelfawr_calls += (
+                    sum(bench.stack.gafaelfawr.requests.values()) - gafaelfawr_before
+                )
+                bare_rate = runs["bare"][-1].get("requests_per_second") or 0
+                status_rate = result.get("requests_per_second") or 0
+                if bare_rate:
+                    ratios.append(status_rate / bare_rate)
+            commands = {
+                name: round(count / max(1, served), 2)
+                for name, count in sorted(commands_total.items(), key=lambda item: -item[1])
+            }
+            rss = bench.service.worker_rss_kib()
+            bare_rss = bare.worker_rss_kib()
+        finally:
+            bare.stop()
+        return {
+            "records": records,
+            "records_written": written,
+            "records_written_by": "LabStore.put_if_idle (copies of a real spawn's record)",
+            "sample_status_code": sample.status_code,
+            "sample_body_bytes": len(sample.content),
+            "tool": "wrk" if use_wrk else "bench.loadgen",
+            "connections": connections,
+            "seconds_per_target": seconds,
+            "repeats": repeats,
+            "workers": bench.settings.workers,
+            "bare_route": _median_run(runs["bare"]),
+            "service_healthz": _median_run(runs["healthz"]),
+            "status_route": _median_run(runs["status"]),
+            "ratio_status_to_bare": round(median(ratios), 2) if ratios else None,
+            "ratio_per_repeat": [round(r, 2) for r in ratios],
+            "requests_per_second_per_repeat": {
+                name: [r.get("requests_per_second") for r in values]
+                for name, values in runs.items()
+            },
+            "redis_commands_per_status_request": commands,
+            "gafaelfawr_calls_during_status_run": gafaelfawr_calls,
+            "worker_rss_kib_after_status_run": sorted(rss.values()),
+            "bare_worker_rss_kib": sorted(bare_rss.values()),
+            "service_log": log_findings(bench.service_log),
+        }
