@@ -155,6 +155,7 @@ class OperationsConfig:
     lease_seconds: float
     scan_seconds: float
     keepalive_seconds: float
+    max_concurrent: int
 
 
 @dataclass(frozen=True)

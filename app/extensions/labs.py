@@ -59,6 +59,7 @@ class LabsExtension:
             ctx,
             lease_seconds=config.operations.lease_seconds,
             scan_seconds=config.operations.scan_seconds,
+            max_concurrent=config.operations.max_concurrent,
         )
         hub = EventHub(redis_client, ctx.events)
         workers = LabWorkers(runner, LabWatcher(ctx, redis_client), hub)

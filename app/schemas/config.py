@@ -363,6 +363,9 @@ class OperationsSchema(_StrictSchema):
     keepalive_seconds = fields.Float(
         data_key="keepaliveSeconds", load_default=15.0, validate=validate.Range(min=0.1)
     )
+    max_concurrent = fields.Integer(
+        data_key="maxConcurrent", load_default=32, validate=validate.Range(min=1, max=10000)
+    )
 
     @post_load
     def _build(self, data: dict[str, Any], **_: Any) -> OperationsConfig:

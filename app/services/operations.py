@@ -42,6 +42,7 @@ class OperationRunner:
         *,
         lease_seconds: float = 10.0,
         scan_seconds: float = 2.0,
+        max_concurrent: int = 32,
         owner: str | None = None,
     ) -> None:
         self._ctx = ctx
@@ -52,6 +53,10 @@ class OperationRunner:
         self._scanner: threading.Thread | None = None
         self._active: set[str] = set()
         self._active_lock = threading.Lock()
+        # Past a few dozen concurrent operations a worker only slows every one of them
+        # (and its request handling) down; the rest wait here without holding their lease,
+        # so another worker's scanner can take them.
+        self._slots = threading.BoundedSemaphore(max_concurrent)
 
     # Lifecycle -----------------------------------------------------------------------
 
@@ -92,15 +97,16 @@ class OperationRunner:
     def _run_user(self, username: str) -> None:
         lease = self._ctx.labs.lease(username, self.owner, self._lease_seconds)
         try:
-            while lease.acquire():
-                try:
-                    self._run_while_leased(username, lease)
-                finally:
-                    lease.release()
-                # An operation queued while we were letting go would otherwise wait for
-                # the scanner; look once more.
-                if self._ctx.labs.operation(username) is None:
-                    break
+            with self._slots:
+                while lease.acquire():
+                    try:
+                        self._run_while_leased(username, lease)
+                    finally:
+                        lease.release()
+                    # An operation queued while we were letting go would otherwise wait
+                    # for the scanner; look once more.
+                    if self._ctx.labs.operation(username) is None:
+                        break
         except Exception:
             logger.exception("running operations for %s failed", username)
         finally:

@@ -44,8 +44,17 @@ class Reporter:
             raise DeadlineExceeded
 
     def _write(self, type_: EventType, data: str) -> None:
-        self.check()
-        self._ctx.events.append(self.username, type_, data)
+        if self.remaining() <= 0:
+            raise DeadlineExceeded
+        written = self._ctx.events.append_if_current(
+            self.username,
+            type_,
+            data,
+            self._ctx.labs.operation_key(self.username),
+            self.operation.id,
+        )
+        if written is None:
+            raise Superseded
 
     def info(self, message: str) -> None:
         self._write(EventType.INFO, message)

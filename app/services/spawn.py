@@ -113,18 +113,17 @@ def _read_copied_secrets(ctx: LabContext) -> tuple[dict[str, str], dict[str, str
 
 
 def _create_objects(ctx: LabContext, reporter: Reporter, objects: LabObjects) -> None:
-    steps = objects.in_creation_order()
-    for index, (resource, body) in enumerate(steps, start=1):
-        reporter.check()
-        name = body["metadata"]["name"]
+    """Namespace, then what the pod needs, then the pod; progress at each of those three."""
+    for resource, body in objects.in_creation_order():
         if resource == "namespaces":
             _create_namespace(ctx, reporter, body)
+            reporter.progress(10)
         elif resource == "pods":
+            reporter.progress(35)
             _create_pod(ctx, reporter, body)
+            reporter.progress(45)
         else:
             ctx.kube.apply(resource, body)
-        logger.debug("created %s %s", resource, name)
-        reporter.progress(5 + (40 * index) // len(steps))
 
 
 def _create_namespace(ctx: LabContext, reporter: Reporter, body: dict[str, Any]) -> None:

@@ -40,11 +40,24 @@ class Event:
         return self.type in TERMINAL
 
 
+_APPEND_IF_CURRENT = """
+local raw = redis.call('GET', KEYS[2])
+if not raw or cjson.decode(raw)['id'] ~= ARGV[1] then
+  return false
+end
+local id = redis.call('XADD', KEYS[1], '*', 'type', ARGV[2], 'data', ARGV[3])
+redis.call('PERSIST', KEYS[1])
+redis.call('PUBLISH', ARGV[4], ARGV[5])
+return id
+"""
+
+
 class EventStore:
     """Append, replay and tail a user's events."""
 
     def __init__(self, client: redis.Redis, key_prefix: str) -> None:
         self._redis = client
+        self._append_if_current = client.register_script(_APPEND_IF_CURRENT)
         self._prefix = f"{key_prefix}events:"
         self.channel = f"{key_prefix}events-changed"
         """Pub/sub channel carrying the username whose events changed."""
@@ -64,6 +77,26 @@ class EventStore:
         pipe.publish(self.channel, username)
         entry_id, *_ = pipe.execute()
         return str(entry_id)
+
+    def append_if_current(
+        self,
+        username: str,
+        type_: EventType,
+        data: str,
+        operation_key: str,
+        operation_id: str,
+    ) -> str | None:
+        """Add a non-terminal event only while ``operation_id`` is the user's operation.
+
+        One round trip: the check and the append happen atomically in Redis, so an
+        operation that was just superseded can never write into its successor's stream.
+        Returns None when the operation is no longer current.
+        """
+        entry_id = self._append_if_current(
+            keys=[self.key(username), operation_key],
+            args=[operation_id, type_.value, data, self.channel, username],
+        )
+        return str(entry_id) if entry_id else None
 
     def restart(self, pipe: Pipeline, username: str, first_message: str) -> None:
         """Queue on ``pipe``: drop the previous operation's events and start a new stream."""

@@ -12,6 +12,8 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import random
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -25,6 +27,12 @@ logger = logging.getLogger(__name__)
 
 WATCH_SLACK_SECONDS = 5
 """Read deadline beyond a watch's own ``timeoutSeconds``."""
+
+TRANSIENT_STATUSES = frozenset({0, 429, 500, 502, 503, 504})
+"""Answers worth trying again: unreachable or timed out (0), throttled, server trouble."""
+
+RETRY_ATTEMPTS = 4
+RETRY_BASE_SECONDS = 0.2
 
 
 class KubernetesError(Exception):
@@ -53,7 +61,7 @@ def _error(exc: ApiException) -> KubernetesError:
     return KubernetesError(exc.status or 0, reason, message)
 
 
-def _call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+def _call_once(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     kwargs["_preload_content"] = False
     try:
         response = fn(*args, **kwargs)
@@ -62,6 +70,25 @@ def _call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     except (HTTPError, OSError) as exc:
         raise KubernetesError(0, "Unreachable", f"Kubernetes API unreachable: {exc}") from None
     return json.loads(response.data)
+
+
+def _call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Make the call, retrying what a busy or restarting API server answers.
+
+    Every caller is idempotent about a retried write: a create that did happen before its
+    answer was lost comes back as 409 and is adopted, a repeated delete as 404. So a timeout
+    or a 5xx costs a short, jittered backoff instead of a failed spawn.
+    """
+    for attempt in range(RETRY_ATTEMPTS):
+        try:
+            return _call_once(fn, *args, **kwargs)
+        except KubernetesError as exc:
+            if exc.status not in TRANSIENT_STATUSES or attempt == RETRY_ATTEMPTS - 1:
+                raise
+            delay = RETRY_BASE_SECONDS * (2**attempt)
+            logger.info("Kubernetes %s (%s); retrying in %.2fs", exc.status, exc.reason, delay)
+            time.sleep(delay * (0.5 + random.random()))  # noqa: S311 (jitter, not crypto)
+    raise AssertionError("unreachable")
 
 
 def is_ours(obj: dict[str, Any]) -> bool:

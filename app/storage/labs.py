@@ -48,6 +48,10 @@ class LabStore:
     def _op(self, username: str) -> str:
         return f"{self._p}op:{username}"
 
+    def operation_key(self, username: str) -> str:
+        """The key holding the user's current operation (for guarded writes elsewhere)."""
+        return self._op(username)
+
     def _token(self, username: str) -> str:
         return f"{self._p}optoken:{username}"
 

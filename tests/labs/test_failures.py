@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from flask.testing import FlaskClient
@@ -130,3 +131,26 @@ def test_quota_rejection_fails_with_the_api_servers_reason(
     body = lab_client.get(f"/spawner/v1/labs/{user.username}", headers=admin_headers).get_json()
     assert body["status"] == "failed"
     assert body["pod"] == "missing"
+
+
+def test_transient_api_errors_and_timeouts_are_retried(
+    lab_raw_config: dict[str, Any],
+    make_app: Callable[..., Any],
+    new_user: Callable[..., LabUser],
+    kube: KubernetesEmulator,
+) -> None:
+    from app.config import parse_config
+
+    lab_raw_config["kubernetes"]["requestTimeout"] = 0.5
+    client = make_app(parse_config(lab_raw_config)).test_client()
+    user = new_user()
+    kube.faults.fail(count=2, verb="create", resource="configmaps", code=503)
+    kube.faults.fail(count=1, verb="get", resource="pods", code=500)
+    kube.faults.time_out(count=1, verb="create", resource="pods", hold=1.5)
+    try:
+        types, errors, _ = _spawn_and_read(client, user)
+    finally:
+        kube.faults.clear()
+    assert types[-1] == "complete", errors
+    pods = kube.store.list("pods", f"nublado-{user.username}")
+    assert [p["metadata"]["name"] for p in pods] == [f"nb-{user.username}-lab"]
