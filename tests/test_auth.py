@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 
 import pytest
@@ -221,3 +222,27 @@ def test_redaction_of_tokens_in_text(tokens: dict[str, str]) -> None:
     assert token not in redact(f"calling with {token} now")
     assert "abc.def" not in redact("Authorization: Bearer abc.def")
     assert redact("nothing secret") == "nothing secret"
+
+
+def test_concurrent_misses_ask_gafaelfawr_once(
+    config: Config,
+    with_probe: Callable[[Config], Flask],
+    gafaelfawr: GafaelfawrEmulator,
+) -> None:
+    app = with_probe(config)
+    token = gafaelfawr.issue_token("jupyterhub", ["admin:notebook"], token_type="service")
+    gafaelfawr.reset_requests()
+    gafaelfawr.set_latency(0.3)
+    statuses: list[int] = []
+
+    def call() -> None:
+        response = app.test_client().get("/probe/admin", headers=bearer(token))
+        statuses.append(response.status_code)
+
+    threads = [threading.Thread(target=call) for _ in range(10)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert statuses == [200] * 10
+    assert gafaelfawr.requests["token-info"] == 1

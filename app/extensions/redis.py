@@ -17,11 +17,14 @@ from app.config import RedisConfig
 
 def build_redis(config: RedisConfig) -> redis.Redis:
     """A client on its own pool with the configured timeouts."""
-    pool = redis.ConnectionPool.from_url(
+    # A blocking pool: at the connection limit a command waits (up to the socket timeout)
+    # for a free connection instead of failing at once.
+    pool = redis.BlockingConnectionPool.from_url(
         config.url,
         socket_timeout=config.socket_timeout,
         socket_connect_timeout=config.socket_connect_timeout,
         max_connections=config.max_connections,
+        timeout=config.socket_timeout,
         health_check_interval=30,
         decode_responses=True,
     )

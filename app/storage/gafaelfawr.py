@@ -10,6 +10,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import threading
+import time
 from typing import Any
 
 import redis
@@ -26,6 +28,12 @@ logger = logging.getLogger(__name__)
 
 _TOKEN_INFO = "/auth/api/v1/token-info"  # noqa: S105 (a route)
 _USER_INFO = "/auth/api/v1/user-info"
+
+LOCAL_CACHE_SECONDS = 5.0
+"""How long this process reuses an answer before asking Redis again."""
+
+_LOCAL_CACHE_ENTRIES = 10_000
+_STRIPES = 64
 
 
 class GafaelfawrClient:
@@ -47,6 +55,13 @@ class GafaelfawrClient:
             session.mount("http://", adapter)
             session.mount("https://", adapter)
         self._session = session
+        # A few seconds of memory in front of Redis: JupyterHub polls every lab's status
+        # with one token, so most requests then need no Redis round trip for auth.
+        self._local: dict[str, tuple[float, Any]] = {}
+        self._local_seconds = min(LOCAL_CACHE_SECONDS, float(config.cache_seconds))
+        # One fetch per key at a time: without it, every request that misses the cache at
+        # the same moment (a burst of streams opening) asks Gafaelfawr itself.
+        self._stripes = [threading.Lock() for _ in range(_STRIPES)]
 
     def token_info(self, token: str) -> TokenData:
         """What the token proves; ``AuthenticationError`` if Gafaelfawr rejects it."""
@@ -66,9 +81,38 @@ class GafaelfawrClient:
 
     def _fetch(self, kind: str, path: str, token: str) -> Any:
         key = self._cache_key(kind, token)
-        cached = self._cache_get(key)
-        if cached is not None:
-            return json.loads(cached)
+        found = self._local_get(key)
+        if found is not None:
+            return found
+        with self._stripes[hash(key) % _STRIPES]:
+            found = self._local_get(key)
+            if found is not None:
+                return found
+            cached = self._cache_get(key)
+            data = json.loads(cached) if cached is not None else self._ask(kind, path, token)
+            if cached is None:
+                self._cache_set(key, json.dumps(data))
+            self._local_set(key, data)
+            return data
+
+    def _local_get(self, key: str) -> Any:
+        entry = self._local.get(key)
+        if entry is None or entry[0] < time.monotonic():
+            return None
+        return entry[1]
+
+    def _local_set(self, key: str, data: Any) -> None:
+        if self._local_seconds <= 0:
+            return
+        now = time.monotonic()
+        if len(self._local) >= _LOCAL_CACHE_ENTRIES:
+            self._local = {k: v for k, v in self._local.items() if v[0] >= now}
+            if len(self._local) >= _LOCAL_CACHE_ENTRIES:
+                self._local.clear()
+        self._local[key] = (now + self._local_seconds, data)
+
+    def _ask(self, kind: str, path: str, token: str) -> Any:
+        """Gafaelfawr's own answer, or the error it means for our caller."""
         try:
             response = self._session.get(
                 self._config.url + path,
@@ -89,13 +133,11 @@ class GafaelfawrClient:
                 f"HTTP {response.status_code}"
             )
         try:
-            data = response.json()
+            return response.json()
         except ValueError:
             raise DependencyUnavailableError(
                 f"the authentication service's {kind} answer is not JSON"
             ) from None
-        self._cache_set(key, json.dumps(data))
-        return data
 
     def _cache_get(self, key: str) -> str | None:
         if self._config.cache_seconds <= 0:
