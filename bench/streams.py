@@ -62,23 +62,14 @@ def _broadcast(
 ) -> tuple[float, float]:
     """Append one event to every user's stream in one pipeline; (sent, answered) times.
 
-    Each user gets the commands ``EventStore.append`` sends (the entry, its expiry
-    handling and, where the store has one, the notification on its pub/sub channel), all
-    in one pipeline so every stream gets its event within the same few milliseconds.
+    Each append is the service's own (``EventStore.append``), queued in one pipeline so
+    every stream gets its event within the same few milliseconds.
     """
     client = bench.redis()
     events = EventStore(client, bench.key_prefix)
-    channel = getattr(events, "channel", None)
     pipe = client.pipeline(transaction=False)
     for user in users:
-        key = events.key(user)
-        pipe.xadd(key, {"type": kind.value, "data": data})
-        if kind in (EventType.COMPLETE, EventType.FAILED):
-            pipe.expire(key, 24 * 3600)
-        else:
-            pipe.persist(key)
-        if channel is not None:
-            pipe.publish(channel, user)
+        events.append(user, kind, data, pipe=pipe)
     started = time.monotonic()
     pipe.execute()
     return started, time.monotonic()

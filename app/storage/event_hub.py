@@ -1,12 +1,12 @@
-"""Wake local event streams when their user's events change, with one subscription per process.
+"""Deliver events to this process's open event streams from one subscription.
 
 Each open server-sent-event stream could block in its own ``XREAD`` on its own Redis
-connection, but then a worker holding 2,000 streams holds 2,000 Redis connections. Instead,
-``EventStore.append`` publishes the username on one channel; this hub, one per process,
-listens on that channel and sets the flag of every local stream following that user. The
-stream then reads its new entries with a short ``XRANGE`` on a pooled connection. A stream
-that misses a wake-up (the subscription was reconnecting) is woken by the hub when it
-reconnects, and at worst re-reads after its keepalive period.
+connection, but then a worker holding 2,000 streams holds 2,000 Redis connections and reads
+every event 2,000 times. Instead every append publishes the event itself (see
+``EventStore``), this hub, one per process, receives each once, and hands it to the local
+streams following that user: no Redis read per stream per event. A stream replays what came
+before it opened from the stream itself; while the subscription is reconnecting, events can
+be missed, so on reconnecting the hub tells every stream to re-read from where it is.
 """
 
 from __future__ import annotations
@@ -14,21 +14,25 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+from collections import deque
 from collections.abc import Iterator
 
 import redis
 
-from app.storage.events import Event, EventStore
+from app.storage.events import Event, EventStore, entry_order, parse_message
 
 logger = logging.getLogger(__name__)
 
 
 class _Waiter:
-    __slots__ = ("flag", "username")
+    """One open stream: events handed over by the hub, and a flag to wake it."""
 
-    def __init__(self, username: str) -> None:
-        self.username = username
+    __slots__ = ("flag", "pending", "resync")
+
+    def __init__(self) -> None:
         self.flag = threading.Event()
+        self.pending: deque[Event] = deque()
+        self.resync = False
 
 
 class EventHub:
@@ -58,21 +62,37 @@ class EventHub:
             return sum(len(w) for w in self._waiters.values())
 
     def follow(self, username: str, after: str, idle_seconds: float) -> Iterator[Event | None]:
-        """Events after ``after`` until a terminal one; ``None`` after each quiet period."""
-        waiter = _Waiter(username)
+        """Events after ``after`` until a terminal one; ``None`` after each quiet period.
+
+        The stream registers before it replays, so an event published meanwhile is both
+        replayed and handed over, never neither; positions decide which copy counts.
+        """
+        waiter = _Waiter()
         with self._lock:
             self._waiters.setdefault(username, set()).add(waiter)
         try:
-            cursor = after
+            cursor = entry_order(after)
+            backlog: list[Event] = self._events.read(username, after)
             while True:
-                waiter.flag.clear()
-                events = self._events.read(username, cursor)
-                for event in events:
-                    cursor = event.id
+                for event in backlog:
+                    if event.order <= cursor:
+                        continue
+                    cursor = event.order
                     yield event
                     if event.terminal:
                         return
-                if not events and not waiter.flag.wait(idle_seconds):
+                waiter.flag.clear()
+                if waiter.resync:
+                    waiter.resync = False
+                    waiter.pending.clear()
+                    backlog = self._events.read(username, "{}-{}".format(*cursor))
+                    continue
+                backlog = []
+                while waiter.pending:
+                    backlog.append(waiter.pending.popleft())
+                if backlog:
+                    continue
+                if not waiter.flag.wait(idle_seconds):
                     yield None
         finally:
             with self._lock:
@@ -82,13 +102,18 @@ class EventHub:
                     if not waiting:
                         del self._waiters[username]
 
-    def _wake(self, username: str | None) -> None:
+    def _deliver(self, username: str, event: Event) -> None:
         with self._lock:
-            if username is None:
-                waiters = [w for group in self._waiters.values() for w in group]
-            else:
-                waiters = list(self._waiters.get(username, ()))
+            waiters = list(self._waiters.get(username, ()))
         for waiter in waiters:
+            waiter.pending.append(event)
+            waiter.flag.set()
+
+    def _resync_all(self) -> None:
+        with self._lock:
+            waiters = [w for group in self._waiters.values() for w in group]
+        for waiter in waiters:
+            waiter.resync = True
             waiter.flag.set()
 
     def _listen(self) -> None:
@@ -97,11 +122,14 @@ class EventHub:
             try:
                 pubsub.subscribe(self._events.channel)
                 # Anything published while we were not subscribed is caught up on now.
-                self._wake(None)
+                self._resync_all()
                 while not self._stopping.is_set():
                     message = pubsub.get_message(timeout=0.25)
-                    if message is not None and message.get("type") == "message":
-                        self._wake(str(message["data"]))
+                    if message is None or message.get("type") != "message":
+                        continue
+                    username, event = parse_message(message["data"])
+                    if event is not None:
+                        self._deliver(username, event)
             except redis.RedisError as exc:
                 logger.warning("event hub lost Redis (%s); reconnecting", type(exc).__name__)
                 self._stopping.wait(1.0)
