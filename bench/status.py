@@ -49,7 +49,6 @@ def _write_records(bench: BenchStack, template: LabRecord, count: int) -> int:
             template,
             username=username,
             internal_url=url.replace(template.username, username),
-            operation=None,
         )
         written += labs.put_if_idle(record, expect=None)
     return written

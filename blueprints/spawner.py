@@ -28,7 +28,6 @@ spawner = Blueprint("spawner", __name__, url_prefix="/spawner/v1")
 
 _USERNAME = re.compile(r"^[a-z0-9](?:[a-z0-9]|-[a-z0-9])*$")
 _EVENT_ID = re.compile(r"^\d+-\d+$")
-_status_schema = LabStatusSchema()
 
 
 def _service() -> LabService:
@@ -53,7 +52,7 @@ def list_labs() -> Response:
 @requires(ADMIN)
 def lab_status(username: str) -> Response:
     """A lab's status, from Redis only."""
-    return jsonify(_status_schema.dump(_service().status(username).to_json()))
+    return Response(_service().status_json(username), mimetype="application/json")
 
 
 @spawner.get("/user-status")
@@ -61,8 +60,7 @@ def lab_status(username: str) -> Response:
 @requires(ANY_USER)
 def user_status() -> Response:
     """The caller's own lab status."""
-    record = _service().status(current_caller().username)
-    return jsonify(_status_schema.dump(record.to_json()))
+    return Response(_service().status_json(current_caller().username), mimetype="application/json")
 
 
 @spawner.post("/labs/<username>/spawn")

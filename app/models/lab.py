@@ -63,7 +63,8 @@ class LabSpec:
 
 @dataclass
 class LabRecord:
-    """What Redis holds about a user's lab; the body of the status routes.
+    """What Redis holds about a user's lab, in the shape of the status routes' body
+    (``LabStatusSchema``), so those routes serve it as stored.
 
     ``spec_annotation``-style data (options, env, identity, quotas) can be rebuilt from
     the pod's annotation, so losing Redis never loses a running lab.
@@ -79,7 +80,6 @@ class LabRecord:
     groups: list[dict[str, object]]
     quotas: dict[str, dict[str, float | int]]
     internal_url: str | None = None
-    operation: str | None = None
     error: str | None = None
 
     def to_json(self) -> dict[str, object]:
@@ -94,7 +94,6 @@ class LabRecord:
             "groups": self.groups,
             "quotas": self.quotas,
             "internal_url": self.internal_url,
-            "operation": self.operation,
             "error": self.error,
         }
 
@@ -111,7 +110,6 @@ class LabRecord:
             groups=list(data.get("groups") or []),
             quotas=dict(data.get("quotas") or {}),
             internal_url=data.get("internal_url"),
-            operation=data.get("operation"),
             error=data.get("error"),
         )
 

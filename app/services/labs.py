@@ -43,6 +43,14 @@ class LabService:
             raise NotFoundError(f"user {username} has no lab")
         return record
 
+    def status_json(self, username: str) -> str:
+        """The status body as Redis holds it, for the routes JupyterHub polls constantly:
+        records are stored in the response's shape, so nothing is parsed or re-encoded."""
+        raw = self._ctx.labs.get_json(username)
+        if raw is None:
+            raise NotFoundError(f"user {username} has no lab")
+        return raw
+
     # Spawn ---------------------------------------------------------------------------
 
     def spawn(
@@ -85,7 +93,6 @@ class LabService:
             status=LabStatus.STARTING,
             pod=PodState.MISSING,
             reachable=False,
-            operation=operation.id,
         )
 
         def reset_events(pipe: Any) -> None:

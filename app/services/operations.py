@@ -156,7 +156,6 @@ class OperationRunner:
             message = _failure_message(exc, "spawn", self._ctx.config.lab.spawn_timeout)
             self._fail(reporter, message)
             return
-        record.operation = None
         if labs.finish(operation, record):
             reporter.complete()
             logger.info("lab for %s is running", operation.username)

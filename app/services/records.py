@@ -15,7 +15,6 @@ def lab_record(
     status: LabStatus,
     pod: PodState,
     reachable: bool,
-    operation: str | None = None,
     error: str | None = None,
 ) -> LabRecord:
     """The record of ``spec``'s lab; ``internal_url`` only once the lab can be reached.
@@ -33,6 +32,5 @@ def lab_record(
         groups=[{"name": g.name, "id": g.id} for g in spec.user.groups],
         quotas=quotas(spec.size),
         internal_url=internal_url(config, spec.username) if reachable else None,
-        operation=operation,
         error=error,
     )

@@ -88,7 +88,7 @@ def _with(
 ) -> LabRecord | None:
     if (record.status, record.pod, record.error) == (status, pod, error):
         return None
-    return replace(record, status=status, pod=pod, error=error, operation=None)
+    return replace(record, status=status, pod=pod, error=error)
 
 
 def assess(record: LabRecord, pod: dict[str, Any] | None) -> LabRecord | None:

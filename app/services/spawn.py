@@ -273,5 +273,4 @@ def failed_record(ctx: LabContext, reporter: Reporter, message: str) -> LabRecor
     current.status = LabStatus.FAILED
     current.pod = PodState.PRESENT if present else PodState.MISSING
     current.error = message
-    current.operation = None
     return current

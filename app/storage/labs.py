@@ -72,6 +72,11 @@ class LabStore:
 
     # Reads ---------------------------------------------------------------------------
 
+    def get_json(self, username: str) -> str | None:
+        """The record as stored: already the status routes' JSON body."""
+        raw = self._redis.get(self._lab(username))
+        return str(raw) if raw else None
+
     def get(self, username: str) -> LabRecord | None:
         raw = self._redis.get(self._lab(username))
         return LabRecord.from_json(json.loads(raw)) if raw else None
@@ -151,7 +156,6 @@ class LabStore:
                 pipe.multi()
                 return
             current.status = LabStatus.TERMINATING
-            current.operation = operation.id
             current.error = None
             pipe.multi()
             pipe.set(lab_key, json.dumps(current.to_json()))

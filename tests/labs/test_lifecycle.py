@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from flask.testing import FlaskClient
 
+from app.schemas.labs import LabStatusSchema
 from devstack.kube import KubernetesEmulator
 from tests.labs.conftest import BAD_IMAGE, LabUser, read_events, spawn_body
 
@@ -54,6 +55,9 @@ def test_spawn_runs_a_lab_and_delete_removes_it(
     assert user.username in lab_client.get("/spawner/v1/labs", headers=admin_headers).get_json()
     own = lab_client.get("/spawner/v1/user-status", headers=user.headers).get_json()
     assert own == status
+    # Served as stored, so the stored shape must be exactly the documented schema's.
+    assert LabStatusSchema().load(status) is not None
+    assert set(status) == set(LabStatusSchema().fields)
 
     namespace = f"nublado-{user.username}"
     pod = kube.store.get("pods", namespace, f"nb-{user.username}-lab")
