@@ -3,6 +3,7 @@ worker started simply runs them again from the top."""
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Any
 
@@ -10,6 +11,7 @@ from app.builders.lab import LabObjects, build_lab
 from app.builders.names import lab_namespace, object_name
 from app.models.identity import user_from_json
 from app.models.lab import LabOptions, LabRecord, LabSpec, LabStatus, PodState
+from app.services.concurrency import concurrently
 from app.services.context import LabContext
 from app.services.pod_state import judge
 from app.services.records import lab_record
@@ -56,15 +58,18 @@ def run_spawn(ctx: LabContext, reporter: Reporter, token: str) -> LabRecord:
 
     reporter.info(f"Starting a lab for {spec.username} with image {spec.image.name}")
     reporter.progress(2)
-    _remove_leftovers(ctx, reporter, namespace, pod_name)
-
-    copied, pull = _read_copied_secrets(ctx)
+    pod, existing_namespace, (copied, pull) = concurrently(
+        lambda: ctx.kube.read_pod(namespace, pod_name),
+        lambda: ctx.kube.read_namespace(namespace),
+        lambda: _read_copied_secrets(ctx),
+    )
+    own_pod = _remove_leftovers(ctx, reporter, namespace, pod, existing_namespace)
     provision = bool(config.lab.init_containers) and not ctx.labs.is_provisioned(spec.username)
     objects = build_lab(
         spec, config, token=token, copied_secrets=copied, pull_secret_data=pull, provision=provision
     )
     objects.pod["metadata"].setdefault("annotations", {})[OPERATION_ANNOTATION] = operation.id
-    _create_objects(ctx, reporter, objects)
+    _create_objects(ctx, reporter, objects, pod_absent=not own_pod)
     reporter.info("Lab objects created; waiting for Kubernetes to start the lab")
     _wait_until_ready(ctx, reporter, namespace, pod_name)
     if provision:
@@ -73,18 +78,27 @@ def run_spawn(ctx: LabContext, reporter: Reporter, token: str) -> LabRecord:
     return lab_record(spec, config, status=LabStatus.RUNNING, pod=PodState.PRESENT, reachable=True)
 
 
-def _remove_leftovers(ctx: LabContext, reporter: Reporter, namespace: str, pod_name: str) -> None:
-    """Clear what a failed lab or an interrupted delete left behind."""
-    pod = ctx.kube.read_pod(namespace, pod_name)
+def _remove_leftovers(
+    ctx: LabContext,
+    reporter: Reporter,
+    namespace: str,
+    pod: dict[str, Any] | None,
+    existing: dict[str, Any] | None,
+) -> bool:
+    """Clear what a failed lab or an interrupted delete left behind (``pod`` and
+    ``existing`` are the pod and namespace as just read). True if the pod there is the one
+    this operation made before a worker died."""
     annotations = (pod or {}).get("metadata", {}).get("annotations") or {}
-    if pod is not None and annotations.get(OPERATION_ANNOTATION) != reporter.operation.id:
+    own = pod is not None and annotations.get(OPERATION_ANNOTATION) == reporter.operation.id
+    if pod is not None and not own:
         reporter.info("Removing the pod of the previous lab")
-        ctx.kube.delete_pod(namespace, pod_name)
-        wait_pod_gone(ctx, reporter, namespace, pod_name)
-    existing = ctx.kube.read_namespace(namespace)
+        ctx.kube.delete_pod(namespace, pod["metadata"]["name"])
+        wait_pod_gone(ctx, reporter, namespace, pod["metadata"]["name"])
     if existing is not None and existing.get("metadata", {}).get("deletionTimestamp"):
         reporter.info("Waiting for the previous lab's namespace to be removed")
         wait_namespace_gone(ctx, reporter, namespace)
+        return False
+    return own
 
 
 def _read_copied_secrets(ctx: LabContext) -> tuple[dict[str, str], dict[str, str] | None]:
@@ -112,18 +126,27 @@ def _read_copied_secrets(ctx: LabContext) -> tuple[dict[str, str], dict[str, str
     return copied, pull
 
 
-def _create_objects(ctx: LabContext, reporter: Reporter, objects: LabObjects) -> None:
-    """Namespace, then what the pod needs, then the pod; progress at each of those three."""
-    for resource, body in objects.in_creation_order():
+def _create_objects(
+    ctx: LabContext, reporter: Reporter, objects: LabObjects, *, pod_absent: bool
+) -> None:
+    """The namespace, then everything the pod needs at once, then the pod."""
+    steps = objects.in_creation_order()
+    for resource, body in steps:
         if resource == "namespaces":
             _create_namespace(ctx, reporter, body)
-            reporter.progress(10)
-        elif resource == "pods":
-            reporter.progress(35)
-            _create_pod(ctx, reporter, body)
-            reporter.progress(45)
-        else:
-            ctx.kube.apply(resource, body)
+    reporter.progress(10)
+    concurrently(
+        *(
+            functools.partial(ctx.kube.apply, resource, body)
+            for resource, body in steps
+            if resource not in ("namespaces", "pods")
+        )
+    )
+    reporter.progress(35)
+    for resource, body in steps:
+        if resource == "pods":
+            _create_pod(ctx, reporter, body, known_absent=pod_absent)
+    reporter.progress(45)
 
 
 def _create_namespace(ctx: LabContext, reporter: Reporter, body: dict[str, Any]) -> None:
@@ -144,7 +167,9 @@ def _create_namespace(ctx: LabContext, reporter: Reporter, body: dict[str, Any])
         return
 
 
-def _create_pod(ctx: LabContext, reporter: Reporter, body: dict[str, Any]) -> None:
+def _create_pod(
+    ctx: LabContext, reporter: Reporter, body: dict[str, Any], *, known_absent: bool
+) -> None:
     """Create the lab pod, or adopt the one this operation made before a worker died.
 
     The existing pod is looked for first: the API server admits a pod against the quota
@@ -152,8 +177,10 @@ def _create_pod(ctx: LabContext, reporter: Reporter, body: dict[str, Any]) -> No
     as over quota rather than as a duplicate.
     """
     namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
+    check = not known_absent
     while True:
-        existing = ctx.kube.read_pod(namespace, name)
+        existing = ctx.kube.read_pod(namespace, name) if check else None
+        check = True
         if existing is not None:
             annotations = existing.get("metadata", {}).get("annotations") or {}
             if annotations.get(OPERATION_ANNOTATION) == reporter.operation.id:
