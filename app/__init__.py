@@ -1,13 +1,19 @@
-"""The lab spawner service: the app factory."""
+"""The lab spawner service; ``create_app`` is its app factory.
+
+Importing this package imports nothing heavy. gunicorn's arbiter validates the configuration
+(``app.config``) before it forks, and the network libraries (requests, urllib3, redis, the
+Kubernetes client) must be imported first in the workers, after the gevent worker has
+patched the standard library, or they keep unpatched, blocking sockets.
+"""
 
 from __future__ import annotations
 
-from flask import Flask
+from typing import TYPE_CHECKING
 
-from app.config import Config, load_config
-from app.extensions import gafaelfawr_ext, kubernetes_ext, labs_ext, redis_ext
-from app.log import configure_logging
-from app.web.errors import register_error_handlers
+if TYPE_CHECKING:
+    from flask import Flask
+
+    from app.config import Config
 
 
 def create_app(config: Config | None = None) -> Flask:
@@ -16,28 +22,6 @@ def create_app(config: Config | None = None) -> Flask:
     Each gunicorn worker calls this after forking, so every process gets its own Redis
     pool, Kubernetes client and Gafaelfawr session.
     """
-    if config is None:
-        config = load_config()
-    configure_logging(config.log_level)
+    from app.factory import build_app
 
-    app = Flask(__name__)
-    app.config["SPAWNER"] = config
-    app.json.sort_keys = False  # type: ignore[attr-defined]
-
-    redis_ext.init_app(app, config.redis)
-    kubernetes_ext.init_app(app, config.kubernetes)
-    gafaelfawr_ext.init_app(app, config)
-    labs_ext.init_app(app, config)
-
-    register_error_handlers(app)
-
-    from blueprints.admin import admin
-    from blueprints.docs import docs
-    from blueprints.health import health
-    from blueprints.spawner import spawner
-
-    app.register_blueprint(health)
-    app.register_blueprint(spawner)
-    app.register_blueprint(admin)
-    app.register_blueprint(docs)
-    return app
+    return build_app(config)

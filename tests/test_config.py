@@ -172,3 +172,18 @@ def test_lab_requests_may_not_exceed_limits() -> None:
         },
     }
     assert _problems(raw) == ["lab.sizes[0].requests.memory: must not exceed memory"]
+
+
+def test_validating_the_config_imports_no_network_library() -> None:
+    # gunicorn's arbiter validates the config before forking; the gevent workers patch the
+    # standard library afterwards, so these must not be imported by then.
+    code = (
+        "import sys, app.config; "
+        "print(sorted(m for m in ('flask', 'requests', 'urllib3', 'redis', 'kubernetes', 'ssl')"
+        " if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"

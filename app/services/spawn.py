@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import time
 from typing import Any
 
 from app.builders.lab import LabObjects, build_lab
@@ -26,6 +27,11 @@ OPERATION_ANNOTATION = "lab-spawner.jupyter.org/operation"
 
 _EVENT_PROGRESS = {"Scheduled": 55, "Pulling": 65, "Pulled": 75, "Created": 80, "Started": 90}
 _PROVISIONING_PROGRESS = 60
+
+EVENT_POLL_SECONDS = 0.5
+"""How often, at most, a changing pod makes the spawn list its namespace's Events (the
+Events carry the messages users see: scheduling, pulls, starts). A pod that is ready or has
+failed ends the waiting at once."""
 
 
 class SpawnFailed(Exception):
@@ -208,11 +214,17 @@ class _EventFeed:
         self._pod = pod
         self._seen: set[tuple[str, int]] = set()
         self._pod_uid: str | None = None
+        self._last_poll = float("-inf")
 
     def pod_uid(self, uid: str | None) -> None:
         self._pod_uid = uid
 
-    def poll(self) -> None:
+    def poll(self, at_most_every: float = 0.0) -> None:
+        """Report events not reported yet; skipped if the last look is that recent."""
+        now = time.monotonic()
+        if now - self._last_poll < at_most_every:
+            return
+        self._last_poll = now
         events = self._ctx.kube.list_events(self._namespace)
         relevant = [
             e
@@ -278,12 +290,12 @@ def _settled(reporter: Reporter, feed: _EventFeed, pod: dict[str, Any]) -> bool:
     if verdict.failure:
         feed.poll()
         raise SpawnFailed(verdict.failure)
-    if verdict.scheduled_on:
-        reporter.progress(55)
-    feed.poll()
     if verdict.ready:
         reporter.info("The lab is running")
         return True
+    if verdict.scheduled_on:
+        reporter.progress(55)
+    feed.poll(at_most_every=EVENT_POLL_SECONDS)
     return False
 
 

@@ -1,0 +1,43 @@
+"""The app factory's body: builds the Flask app and its per-process machinery."""
+
+from __future__ import annotations
+
+from flask import Flask
+
+from app.config import Config, load_config
+from app.extensions import gafaelfawr_ext, kubernetes_ext, labs_ext, redis_ext
+from app.log import configure_logging
+from app.web.errors import register_error_handlers
+
+
+def build_app(config: Config | None = None) -> Flask:
+    """Build the service from ``config``, or from the file named by the environment.
+
+    Each gunicorn worker calls this after forking, so every process gets its own Redis
+    pool, Kubernetes client and Gafaelfawr session.
+    """
+    if config is None:
+        config = load_config()
+    configure_logging(config.log_level)
+
+    app = Flask(__name__)
+    app.config["SPAWNER"] = config
+    app.json.sort_keys = False  # type: ignore[attr-defined]
+
+    redis_ext.init_app(app, config.redis)
+    kubernetes_ext.init_app(app, config.kubernetes)
+    gafaelfawr_ext.init_app(app, config)
+    labs_ext.init_app(app, config)
+
+    register_error_handlers(app)
+
+    from blueprints.admin import admin
+    from blueprints.docs import docs
+    from blueprints.health import health
+    from blueprints.spawner import spawner
+
+    app.register_blueprint(health)
+    app.register_blueprint(spawner)
+    app.register_blueprint(admin)
+    app.register_blueprint(docs)
+    return app
