@@ -12,7 +12,9 @@ without editing this file.
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
 from typing import Any
 
 bind = os.environ.get("SPAWNER_BIND", "0.0.0.0:8080")
@@ -24,13 +26,33 @@ worker_connections = int(os.environ.get("SPAWNER_WORKER_CONNECTIONS", "2100"))
 timeout = int(os.environ.get("SPAWNER_WORKER_TIMEOUT", "60"))
 # On SIGTERM workers stop accepting, finish what they serve, and are killed after this.
 graceful_timeout = int(os.environ.get("SPAWNER_GRACEFUL_TIMEOUT", "30"))
-keepalive = 75
+# Seconds an idle keep-alive connection is held open. Short, because a stopping worker
+# waits for its idle connections too.
+keepalive = int(os.environ.get("SPAWNER_KEEPALIVE", "5"))
 accesslog = os.environ.get("SPAWNER_ACCESS_LOG", "-")
 errorlog = "-"
 loglevel = os.environ.get("SPAWNER_GUNICORN_LOG_LEVEL", "info")
 proc_name = "lab-spawner"
 # Access log lines carry no headers, so tokens never reach them.
 access_log_format = '%(h)s "%(r)s" %(s)s %(b)s %(M)sms'
+
+
+def post_worker_init(worker: Any) -> None:
+    """On SIGTERM, also end the worker's open event streams at once.
+
+    gunicorn lets a stopping worker finish what it serves for up to ``graceful_timeout``;
+    event streams would use all of it. Their clients resume from ``Last-Event-ID`` on
+    another worker, so closing them costs nothing.
+    """
+
+    def on_term(signum: int, frame: Any) -> None:
+        worker.handle_exit(signum, frame)
+        labs = getattr(worker.wsgi, "extensions", {}).get("labs")
+        if labs is not None:
+            # Not from inside the signal handler: under gevent this becomes a greenlet.
+            threading.Thread(target=labs[1].hub.close_streams, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, on_term)
 
 
 def worker_exit(server: Any, worker: Any) -> None:

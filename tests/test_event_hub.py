@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -94,5 +95,27 @@ def test_idle_streams_yield_keepalive_markers(private_redis: RedisServer) -> Non
         assert hub.streams == 1
         stream.close()
         assert hub.streams == 0
+    finally:
+        hub.stop()
+
+
+def test_close_streams_ends_open_streams_without_a_terminal_event(
+    private_redis: RedisServer,
+) -> None:
+    client = redis.Redis.from_url(private_redis.url, decode_responses=True)
+    events = EventStore(client, "t:")
+    hub = EventHub(client, events)
+    hub.start()
+    try:
+        events.append("ann", EventType.INFO, "started")
+        received = _follow_in_thread(hub, "ann", idle=60)
+        assert _next_event(received).data == "started"
+        assert hub.streams == 1
+        hub.close_streams()
+        deadline = time.monotonic() + 5
+        while hub.streams and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert hub.streams == 0
+        assert received.empty()
     finally:
         hub.stop()

@@ -44,6 +44,7 @@ class EventHub:
         self._waiters: dict[str, set[_Waiter]] = {}
         self._lock = threading.Lock()
         self._stopping = threading.Event()
+        self._closing = False
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
@@ -54,6 +55,16 @@ class EventHub:
         self._stopping.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
+
+    def close_streams(self) -> None:
+        """End every open stream now, without a terminal event, and refuse new waits.
+
+        Called when the worker is asked to stop: open streams would otherwise hold it for
+        the whole graceful timeout. Clients reconnect with ``Last-Event-ID`` to another
+        worker and lose nothing.
+        """
+        self._closing = True
+        self._resync_all()
 
     @property
     def streams(self) -> int:
@@ -82,6 +93,8 @@ class EventHub:
                     if event.terminal:
                         return
                 waiter.flag.clear()
+                if self._closing:
+                    return
                 if waiter.resync:
                     waiter.resync = False
                     waiter.pending.clear()
