@@ -1,0 +1,1 @@
+"""Tests of lab image tags, listing and prepulling."""
