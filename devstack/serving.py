@@ -67,7 +67,30 @@ class ServerThread:
         self.stop()
 
 
-class ServedEmulator(ABC):
+class StartStop(ABC):
+    """``with`` support for the emulators: ``start()`` on entry, ``stop()`` on exit."""
+
+    @abstractmethod
+    def start(self) -> Self:
+        """Start serving; returns self so it can be chained."""
+
+    @abstractmethod
+    def stop(self) -> None:
+        """Stop serving."""
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+class ServedEmulator(StartStop):
     """Base of the small emulators: serve ``wsgi_app`` on loopback, start and stop.
 
     Subclasses set ``self._port`` and ``self._server = None`` and implement ``wsgi_app``;
@@ -99,14 +122,3 @@ class ServedEmulator(ABC):
         if self._server is None:
             raise RuntimeError(f"{self._label} not started")
         return self._server.url
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()

@@ -22,6 +22,20 @@ def private_redis() -> Iterator[RedisServer]:
     server.close()
 
 
+@pytest.fixture
+def events(private_redis: RedisServer) -> EventStore:
+    return EventStore(redis.Redis.from_url(private_redis.url, decode_responses=True), "t:")
+
+
+@pytest.fixture
+def hub(private_redis: RedisServer, events: EventStore) -> Iterator[EventHub]:
+    client = redis.Redis.from_url(private_redis.url, decode_responses=True)
+    hub = EventHub(client, events)
+    hub.start()
+    yield hub
+    hub.stop()
+
+
 def _follow_in_thread(hub: EventHub, username: str, idle: float) -> queue.Queue[Event | None]:
     received: queue.Queue[Event | None] = queue.Queue()
 
@@ -40,82 +54,56 @@ def _next_event(received: queue.Queue[Event | None]) -> Event:
             return item
 
 
-def test_streams_get_new_events_without_polling(private_redis: RedisServer) -> None:
-    client = redis.Redis.from_url(private_redis.url, decode_responses=True)
-    events = EventStore(client, "t:")
-    hub = EventHub(client, events)
-    hub.start()
-    try:
-        events.append("ann", EventType.INFO, "first")
-        # An idle period far longer than the test: only a wake-up can deliver in time.
-        followers = [_follow_in_thread(hub, "ann", idle=60) for _ in range(3)]
-        for received in followers:
-            assert _next_event(received).data == "first"
-        events.append("bob", EventType.INFO, "not for ann")
-        events.append("ann", EventType.PROGRESS, "50")
-        events.append("ann", EventType.COMPLETE, "")
-        for received in followers:
-            assert [_next_event(received).type for _ in range(2)] == [
-                EventType.PROGRESS,
-                EventType.COMPLETE,
-            ]
-    finally:
-        hub.stop()
+def test_streams_get_new_events_without_polling(hub: EventHub, events: EventStore) -> None:
+    events.append("ann", EventType.INFO, "first")
+    # An idle period far longer than the test: only a wake-up can deliver in time.
+    followers = [_follow_in_thread(hub, "ann", idle=60) for _ in range(3)]
+    for received in followers:
+        assert _next_event(received).data == "first"
+    events.append("bob", EventType.INFO, "not for ann")
+    events.append("ann", EventType.PROGRESS, "50")
+    events.append("ann", EventType.COMPLETE, "")
+    for received in followers:
+        assert [_next_event(received).type for _ in range(2)] == [
+            EventType.PROGRESS,
+            EventType.COMPLETE,
+        ]
 
 
-def test_streams_survive_a_redis_restart(private_redis: RedisServer) -> None:
-    client = redis.Redis.from_url(private_redis.url, decode_responses=True)
-    events = EventStore(client, "t:")
-    hub = EventHub(client, events)
-    hub.start()
-    try:
-        events.append("ann", EventType.INFO, "before")
-        # No polling: only the re-subscribed hub can deliver the later event.
-        received = _follow_in_thread(hub, "ann", idle=60)
-        assert _next_event(received).data == "before"
-        private_redis.stop()
-        private_redis.start()
-        # Redis kept nothing; the stream starts again from the new entries.
-        events.append("ann", EventType.INFO, "after")
-        assert _next_event(received).data == "after"
-    finally:
-        hub.stop()
+def test_streams_survive_a_redis_restart(
+    hub: EventHub, events: EventStore, private_redis: RedisServer
+) -> None:
+    events.append("ann", EventType.INFO, "before")
+    # No polling: only the re-subscribed hub can deliver the later event.
+    received = _follow_in_thread(hub, "ann", idle=60)
+    assert _next_event(received).data == "before"
+    private_redis.stop()
+    private_redis.start()
+    # Redis kept nothing; the stream starts again from the new entries.
+    events.append("ann", EventType.INFO, "after")
+    assert _next_event(received).data == "after"
 
 
-def test_idle_streams_yield_keepalive_markers(private_redis: RedisServer) -> None:
-    client = redis.Redis.from_url(private_redis.url, decode_responses=True)
-    events = EventStore(client, "t:")
-    hub = EventHub(client, events)
-    hub.start()
-    try:
-        events.append("ann", EventType.INFO, "only")
-        stream = hub.follow("ann", "0-0", 0.05)
-        assert next(stream) is not None
-        assert next(stream) is None
-        assert hub.streams == 1
-        stream.close()
-        assert hub.streams == 0
-    finally:
-        hub.stop()
+def test_idle_streams_yield_keepalive_markers(hub: EventHub, events: EventStore) -> None:
+    events.append("ann", EventType.INFO, "only")
+    stream = hub.follow("ann", "0-0", 0.05)
+    assert next(stream) is not None
+    assert next(stream) is None
+    assert hub.streams == 1
+    stream.close()
+    assert hub.streams == 0
 
 
 def test_close_streams_ends_open_streams_without_a_terminal_event(
-    private_redis: RedisServer,
+    hub: EventHub, events: EventStore
 ) -> None:
-    client = redis.Redis.from_url(private_redis.url, decode_responses=True)
-    events = EventStore(client, "t:")
-    hub = EventHub(client, events)
-    hub.start()
-    try:
-        events.append("ann", EventType.INFO, "started")
-        received = _follow_in_thread(hub, "ann", idle=60)
-        assert _next_event(received).data == "started"
-        assert hub.streams == 1
-        hub.close_streams()
-        deadline = time.monotonic() + 5
-        while hub.streams and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert hub.streams == 0
-        assert received.empty()
-    finally:
-        hub.stop()
+    events.append("ann", EventType.INFO, "started")
+    received = _follow_in_thread(hub, "ann", idle=60)
+    assert _next_event(received).data == "started"
+    assert hub.streams == 1
+    hub.close_streams()
+    deadline = time.monotonic() + 5
+    while hub.streams and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert hub.streams == 0
+    assert received.empty()

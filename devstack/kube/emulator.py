@@ -7,7 +7,6 @@ Tests create one per test (``with KubernetesEmulator() as kube: ...``) and point
 from __future__ import annotations
 
 import logging
-from types import TracebackType
 
 import kubernetes.client
 
@@ -21,10 +20,10 @@ from devstack.kube.server import ApiServer
 from devstack.kube.store import Store
 from devstack.kube.validation import shared_validator
 from devstack.kube.watches import WatchHub
-from devstack.serving import ServerThread
+from devstack.serving import ServerThread, StartStop
 
 
-class KubernetesEmulator:
+class KubernetesEmulator(StartStop):
     """A Kubernetes API server on a loopback port, backed by a simulated cluster."""
 
     def __init__(
@@ -79,17 +78,6 @@ class KubernetesEmulator:
 
     def api_client(self) -> kubernetes.client.ApiClient:
         return kubernetes.client.ApiClient(self.client_configuration())
-
-    def __enter__(self) -> KubernetesEmulator:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 def _quiet_request_log() -> None:
