@@ -12,6 +12,7 @@ import kubernetes.client
 import pytest
 import requests
 from kubernetes.client import ApiClient, AppsV1Api, CoreV1Api, NetworkingV1Api, VersionApi
+from kubernetes.client.exceptions import ConflictException
 
 from devstack.kube import KubernetesEmulator
 
@@ -335,14 +336,19 @@ def test_node_and_daemonset_status(
     assert ["extra:1"] in [image.names for image in node.status.images]
     assert core_v1.read_node_status("worker").metadata.name == "worker"
     apps_v1.create_namespaced_daemon_set(namespace, KINDS[8].body("dss"))
-    ds = apps_v1.read_namespaced_daemon_set_status("dss", namespace)
-    ds.status.observed_generation = 7
-    assert (
-        apps_v1.replace_namespaced_daemon_set_status(
-            "dss", namespace, ds
-        ).status.observed_generation
-        == 7
-    )
+    # The DaemonSet controller writes the status too, so a read-modify-write can meet a
+    # newer version (409), exactly as on a real cluster: read again and retry, as clients do.
+    for _ in range(20):
+        ds = apps_v1.read_namespaced_daemon_set_status("dss", namespace)
+        ds.status.observed_generation = 7
+        try:
+            written = apps_v1.replace_namespaced_daemon_set_status("dss", namespace, ds)
+        except ConflictException:
+            continue
+        break
+    else:
+        raise AssertionError("status never written without a conflict")
+    assert written.status.observed_generation == 7
 
 
 def test_discovery(api_client: ApiClient) -> None:
