@@ -34,10 +34,12 @@ def build_app(config: Config | None = None) -> Flask:
     from blueprints.admin import admin
     from blueprints.docs import docs
     from blueprints.health import health
+    from blueprints.prepull import prepull
     from blueprints.spawner import spawner
 
     app.register_blueprint(health)
     app.register_blueprint(spawner)
+    app.register_blueprint(prepull)
     app.register_blueprint(admin)
     app.register_blueprint(docs)
     return app

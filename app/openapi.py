@@ -230,6 +230,16 @@ SPAWN_REDIRECT = Body(
     headers={"Location": "`/spawner/v1/labs/{username}`."},
 )
 
+SPAWN_FORM = Body(
+    "An HTML fragment for JupyterHub's spawn page: the images (prepulled ones as radio "
+    "buttons, the recommended one first and selected; every other one in a dropdown), the "
+    "sizes this user may have, and the debug and reset switches. Field names are the keys of "
+    "the spawn request's `options`. A user who may not spawn gets a paragraph saying why.",
+    schema={"type": "string"},
+    content_type="text/html",
+    example='<div class="lab-spawner-form">...</div>',
+)
+
 # Reading the routes. -----------------------------------------------------------------------
 
 

@@ -250,7 +250,7 @@ class BenchStack:
     @property
     def image(self) -> str:
         """The first configured image reference: what every benchmark spawns."""
-        return str(self.config["lab"]["images"][0]["reference"])
+        return self.stack.demo_image
 
     @property
     def key_prefix(self) -> str:
@@ -262,7 +262,7 @@ class BenchStack:
 
     def images_to_cache(self) -> list[str]:
         lab = self.config["lab"]
-        images = [str(image["reference"]) for image in lab["images"]]
+        images = [self.stack.demo_image]
         images += [str(c["image"]) for c in lab.get("initContainers", [])]
         return images
 

@@ -5,7 +5,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from flask import Blueprint, Response, jsonify, request, stream_with_context, url_for
+from flask import (
+    Blueprint,
+    Response,
+    jsonify,
+    render_template,
+    request,
+    stream_with_context,
+    url_for,
+)
 
 from app.errors import ConflictError, InvalidRequestError, NotFoundError, PermissionDeniedError
 from app.extensions import gafaelfawr_ext, labs_ext
@@ -13,12 +21,14 @@ from app.openapi import (
     DELEGATED_TOKEN,
     EVENT_STREAM,
     LAST_EVENT_ID,
+    SPAWN_FORM,
     SPAWN_REDIRECT,
     USERNAMES,
     documented,
 )
 from app.schemas.labs import DeleteAcceptedSchema, LabStatusSchema, SpawnRequestSchema
 from app.services.auth import ADMIN, ANY_USER, OWNER, TOKEN_HEADER
+from app.services.form import build_spawn_form
 from app.services.labs import LabService
 from app.storage.events import Event
 from app.web.auth import current_caller, requires
@@ -96,6 +106,17 @@ def _delegated_token(bearer: str) -> str:
     if data.username != current_caller().username:
         raise PermissionDeniedError(f"the {TOKEN_HEADER} token belongs to another user")
     return delegated
+
+
+@spawner.get("/spawn-form/<username>")
+@documented(responses={200: SPAWN_FORM})
+@requires(OWNER)
+def spawn_form(username: str) -> Response:
+    """The spawn form for this user, an HTML fragment for JupyterHub's spawn page."""
+    user = gafaelfawr_ext.client.user_info(current_caller().token)
+    form = build_spawn_form(user, labs_ext.context.config, labs_ext.context.images)
+    html = render_template("spawn_form.html", form=form)
+    return Response(html, mimetype="text/html")
 
 
 @spawner.delete("/labs/<username>")

@@ -182,6 +182,7 @@ class RegistryEmulator(ServedEmulator):
         self._clock = clock
         self._issued: dict[str, _IssuedToken] = {}
         self._failure: int | None = None
+        self._garbage: dict[str, list[str]] = {}
         self._requests: Counter[str] = Counter()
         self._server: ServerThread | None = None
         for repo, tags in (repositories or {}).items():
@@ -275,6 +276,12 @@ class RegistryEmulator(ServedEmulator):
         if self._server is None:
             raise RuntimeError("registry emulator not started")
         return self._server.port
+
+    def list_garbage_tags(self, repo: str, tags: list[str]) -> None:
+        """Misbehave: append these strings (no valid tag needed) to ``repo``'s tag list, as a
+        broken or hostile registry might; an empty list behaves again."""
+        with self._lock:
+            self._garbage[repo] = list(tags)
 
     def fail_with(self, status: int | None) -> None:
         """Answer every ``/v2`` and ``/token`` call with ``status``; None restores service."""
@@ -392,6 +399,9 @@ class RegistryEmulator(ServedEmulator):
         last = request.args.get("last")
         remaining = [t for t in all_tags if last is None or t > last]
         chunk = remaining[:page]
+        if len(remaining) <= page:
+            with self._lock:
+                chunk = chunk + self._garbage.get(name, [])
         response = _json(200, {"name": name, "tags": chunk})
         if chunk and len(remaining) > len(chunk):
             link = f"/v2/{name}/tags/list?n={page}&last={quote(chunk[-1], safe='')}"

@@ -143,10 +143,12 @@ class LocalStack:
             "serviceNamespace": SERVICE_NAMESPACE,
         }
         raw["lab"]["env"]["EXTERNAL_INSTANCE_URL"] = self.spawner_url or "http://127.0.0.1"
-        for image in raw["lab"]["images"]:
-            image["reference"] = self._local_reference(image["reference"])
-            repository, _, tag = image["reference"].partition("/")[2].rpartition(":")
-            image["digest"] = self.registry.digest(repository, tag)
+        for block in raw["prepull"]:
+            if "registry" in block:
+                block["registry"] = self.registry.host
+            for image in block.get("images", []):
+                image["url"] = self._local_reference(image["url"])
+        raw["images"]["insecureRegistries"] = [self.registry.host]
         for container in raw["lab"].get("initContainers", []):
             container["image"] = self._local_reference(container["image"])
         for key, value in self.options.config_overrides.items():
@@ -155,6 +157,15 @@ class LocalStack:
             else:
                 raw[key] = value
         return raw
+
+    @property
+    def demo_image(self) -> str:
+        """A demo image every spawn may use at once: the first image of a fixed list, known
+        without waiting for the first registry refresh."""
+        for block in self.service_config()["prepull"]:
+            for image in block.get("images", []):
+                return str(image["url"])
+        raise LookupError("the configuration lists no fixed image")
 
     def _local_reference(self, reference: str) -> str:
         """The demo config names the registry at its default port; use the real one."""

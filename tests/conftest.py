@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -74,13 +75,16 @@ def service_config(
         "gafaelfawr": {"url": gafaelfawr_url, "cacheSeconds": 30},
         "redis": {"url": redis_url},
         "kubernetes": {"mode": "host", "host": kube_url, "requestTimeout": 5},
+        "prepull": [
+            {
+                "name": "test",
+                "type": "simple",
+                "images": [
+                    simple_image("registry.test/lsstsqre/sciplat-lab:w_2024_42", "Weekly 2024_42")
+                ],
+            }
+        ],
         "lab": {
-            "images": [
-                {
-                    "reference": "registry.test/lsstsqre/sciplat-lab:w_2024_42",
-                    "name": "Weekly 2024_42",
-                }
-            ],
             "sizes": [
                 {"name": "small", "cpu": 1, "memory": "4Gi"},
                 {"name": "large", "cpu": 4, "memory": "16Gi"},
@@ -93,6 +97,16 @@ def service_config(
         else:
             raw[key] = value
     return raw
+
+
+def simple_image(url: str, name: str) -> dict[str, str]:
+    """An image of a ``simple`` prepull block, pinned to a digest derived from its URL, so
+    tests of the lab lifecycle need no registry."""
+    return {
+        "url": url,
+        "name": name,
+        "digest": "sha256:" + hashlib.sha256(url.encode()).hexdigest(),
+    }
 
 
 @pytest.fixture

@@ -13,11 +13,15 @@ from app.config import ConfigError, default_config_path, load_config, parse_conf
 
 REPO = Path(__file__).resolve().parent.parent
 
-LAB = {
-    "images": [{"reference": "registry.example/lab:w_2024_42", "name": "Weekly 2024_42"}],
-    "sizes": [{"name": "small", "cpu": 1, "memory": "4Gi"}],
-}
-MINIMAL = {"gafaelfawr": {"url": "http://gafaelfawr.example:8080/"}, "lab": LAB}
+LAB = {"sizes": [{"name": "small", "cpu": 1, "memory": "4Gi"}]}
+PREPULL = [
+    {
+        "name": "fixed",
+        "type": "simple",
+        "images": [{"url": "registry.example/lab:w_2024_42", "name": "Weekly 2024_42"}],
+    }
+]
+MINIMAL = {"gafaelfawr": {"url": "http://gafaelfawr.example:8080/"}, "prepull": PREPULL, "lab": LAB}
 
 
 def _problems(raw: object) -> list[str]:
@@ -45,7 +49,7 @@ def test_unknown_top_level_key_is_named() -> None:
 
 
 def test_unknown_nested_key_is_named_with_its_path() -> None:
-    raw = {"gafaelfawr": {"url": "http://g.example", "cacheSecond": 3}, "lab": LAB}
+    raw = {**MINIMAL, "gafaelfawr": {"url": "http://g.example", "cacheSecond": 3}}
     assert _problems(raw) == ["gafaelfawr.cacheSecond: Unknown field."]
 
 
@@ -68,6 +72,7 @@ def test_missing_required_keys() -> None:
     assert _problems({}) == [
         "gafaelfawr: Missing data for required field.",
         "lab: Missing data for required field.",
+        "prepull: Missing data for required field.",
     ]
 
 

@@ -39,7 +39,8 @@ from app.builders.record import spec_annotation
 from app.builders.resource_quota import container_resources
 from app.builders.secret import secret_env
 from app.builders.volumes import lab_mounts, lab_volumes, volume_mount
-from app.config.models import Config, InitContainer, LabImage, Toleration
+from app.config.models import Config, InitContainer, Toleration
+from app.models.images import LabImage
 from app.models.lab import LabSpec
 
 RESTART_POLICY = "OnFailure"

@@ -14,8 +14,9 @@ from typing import Any
 
 from app.builders.env import public_request_env
 from app.builders.resource_quota import quotas
-from app.config.models import LabImage, LabSize
+from app.config.models import LabSize
 from app.models.identity import Group, UserInfo
+from app.models.images import LabImage
 from app.models.lab import LabOptions, LabSpec
 
 SPEC_VERSION = 1

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -37,23 +39,18 @@ class KubernetesConfig:
 
 
 @dataclass(frozen=True)
-class LabImage:
-    """An image users may choose (until registry sources supply the list)."""
-
-    reference: str
-    name: str
-    digest: str | None
-
-
-@dataclass(frozen=True)
 class LabSize:
-    """A lab size: limits a lab may burst to and requests the scheduler reserves."""
+    """A lab size: limits a lab may burst to and requests the scheduler reserves.
+
+    ``groups``, when not empty, restricts the size to members of any of those groups.
+    """
 
     name: str
     cpu: float
     memory: int
     cpu_request: float
     memory_request: int
+    groups: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -123,7 +120,6 @@ class NetworkPolicyConfig:
 class LabConfig:
     """Everything that shapes a user's lab besides the user and their options."""
 
-    images: tuple[LabImage, ...]
     sizes: tuple[LabSize, ...]
     env: dict[str, str]
     secrets: tuple[CopiedSecret, ...]
@@ -141,11 +137,78 @@ class LabConfig:
     delete_timeout: float
     network_policy: NetworkPolicyConfig
 
-    def image(self, reference: str) -> LabImage | None:
-        return next((i for i in self.images if i.reference == reference), None)
-
     def size(self, name: str) -> LabSize | None:
         return next((s for s in self.sizes if s.name == name), None)
+
+
+class SourceType(StrEnum):
+    """Where a prepull configuration's images come from (DMTN-222 ``type``)."""
+
+    RUBIN = "rubin"
+    """A Docker Registry v2 repository whose tags follow SQR-059."""
+    RUBIN_GAR = "rubin-gar"
+    """The same, in Google Artifact Registry (``<location>-docker.pkg.dev``)."""
+    SIMPLE = "simple"
+    """A fixed list of images, each always prepulled."""
+
+
+@dataclass(frozen=True)
+class SimpleImage:
+    """One image of a ``simple`` configuration; ``digest`` pins it without a registry call."""
+
+    url: str
+    name: str
+    digest: str | None = None
+
+
+@dataclass(frozen=True)
+class PrepullConfig:
+    """One DMTN-222 prepull configuration block: a source of lab images and which of its
+    images to prepull (and so to list first in the spawn form).
+
+    For the registry types, ``registry`` is the registry's host and ``repository`` the
+    repository path inside it (for ``rubin-gar``, ``<projectId>/<repository>/<image>``).
+    ``groups``, when not empty, offers this configuration's images only to members of any
+    of those groups. ``document`` is the block as configured (camelCase), which the prepull
+    status route returns.
+    """
+
+    name: str
+    type: SourceType
+    registry: str | None = None
+    repository: str | None = None
+    recommended_tag: str | None = None
+    num_releases: int = 1
+    num_weeklies: int = 2
+    num_dailies: int = 3
+    cycle: int | None = None
+    alias_tags: tuple[str, ...] = ()
+    images: tuple[SimpleImage, ...] = ()
+    groups: tuple[str, ...] = ()
+    document: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def source(self) -> str | None:
+        """``<registry>/<repository>``, the image name tags are appended to."""
+        if self.registry is None or self.repository is None:
+            return None
+        return f"{self.registry}/{self.repository}"
+
+
+@dataclass(frozen=True)
+class ImagesConfig:
+    """How the image lists are kept fresh and how registries are reached.
+
+    ``credentials_secret`` names a ``kubernetes.io/dockerconfigjson`` Secret in the
+    service's namespace holding per-registry credentials; ``insecure_registries`` are hosts
+    spoken to over plain HTTP (as Docker's daemon setting of that name).
+    """
+
+    refresh_seconds: float = 300.0
+    lease_seconds: float = 30.0
+    request_timeout: float = 10.0
+    credentials_secret: str | None = None
+    insecure_registries: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -183,4 +246,6 @@ class Config:
     kubernetes: KubernetesConfig
     lab: LabConfig
     operations: OperationsConfig
+    prepull: tuple[PrepullConfig, ...] = ()
+    images: ImagesConfig = field(default_factory=ImagesConfig)
     watcher: WatcherConfig = field(default_factory=WatcherConfig)

@@ -8,39 +8,56 @@ from flask import Flask, current_app
 
 from app.config import Config
 from app.services.context import LabContext
+from app.services.image_refresh import ImageRefresher
+from app.services.images import ImageService
 from app.services.operations import OperationRunner
+from app.services.registries import RegistryDirectory
 from app.services.watcher import LabWatcher
 from app.storage.event_hub import EventHub
 from app.storage.events import EventStore
+from app.storage.images import ImageStore
 from app.storage.kubernetes import KubernetesStorage
 from app.storage.labs import LabStore
 
 
 class LabWorkers:
-    """This process's background work: the operation runner and the lab watcher candidate.
+    """This process's background work: the operation runner, the event hub, and its
+    candidates for the elected roles (lab watcher, image refresher).
 
-    Held together so whoever shuts the process (or a test's app) down stops both with
-    one ``stop``; ``submit`` is the runner's, for callers that only need to start work.
+    Held together so whoever shuts the process (or a test's app) down stops all of them
+    with one ``stop``; ``submit`` is the runner's, for callers that only need to start work.
     """
 
-    def __init__(self, runner: OperationRunner, watcher: LabWatcher, hub: EventHub) -> None:
+    def __init__(
+        self,
+        runner: OperationRunner,
+        watcher: LabWatcher,
+        hub: EventHub,
+        images: ImageRefresher,
+        registries: RegistryDirectory,
+    ) -> None:
         self.runner = runner
         self.watcher = watcher
         self.hub = hub
+        self.images = images
+        self.registries = registries
 
     def start(self) -> None:
         self.hub.start()
         self.runner.start()
         self.watcher.start()
+        self.images.start()
 
     def submit(self, username: str) -> None:
         self.runner.submit(username)
 
     def stop(self) -> None:
-        # The watcher first: it gives its lease up, so another worker leads at once.
+        # Elected roles first: they give their leases up, so another worker leads at once.
         self.watcher.stop()
+        self.images.stop()
         self.runner.stop()
         self.hub.stop()
+        self.registries.close()
 
 
 class LabsExtension:
@@ -49,11 +66,16 @@ class LabsExtension:
     def init_app(self, app: Flask, config: Config) -> None:
         redis_client = app.extensions["redis"]
         prefix = config.redis.key_prefix
+        kube = KubernetesStorage(app.extensions["kubernetes"])
+        image_store = ImageStore(redis_client, prefix)
+        registries = RegistryDirectory(config, kube)
         ctx = LabContext(
             config=config,
             labs=LabStore(redis_client, prefix),
             events=EventStore(redis_client, prefix),
-            kube=KubernetesStorage(app.extensions["kubernetes"]),
+            kube=kube,
+            images=ImageService(config, image_store),
+            registries=registries,
         )
         runner = OperationRunner(
             ctx,
@@ -62,7 +84,8 @@ class LabsExtension:
             max_concurrent=config.operations.max_concurrent,
         )
         hub = EventHub(redis_client, ctx.events)
-        workers = LabWorkers(runner, LabWatcher(ctx, redis_client), hub)
+        refresher = ImageRefresher(config, image_store, registries, redis_client)
+        workers = LabWorkers(runner, LabWatcher(ctx, redis_client), hub, refresher, registries)
         workers.start()
         app.extensions["labs"] = (ctx, workers)
 
@@ -81,6 +104,10 @@ class LabsExtension:
     @property
     def watcher(self) -> LabWatcher:
         return self._stored()[1].watcher
+
+    @property
+    def images(self) -> ImageRefresher:
+        return self._stored()[1].images
 
     @staticmethod
     def _stored() -> tuple[LabContext, LabWorkers]:

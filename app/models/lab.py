@@ -6,8 +6,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from app.config.models import LabImage, LabSize
+from app.config.models import LabSize
 from app.models.identity import UserInfo
+from app.models.images import ImageChoice, LabImage
 
 
 class LabStatus(StrEnum):
@@ -42,6 +43,16 @@ class LabOptions:
             "debug": self.debug,
             "reset_user_env": self.reset_user_env,
         }
+
+
+@dataclass(frozen=True)
+class SpawnChoices:
+    """A spawn request's options as parsed, before the image is resolved."""
+
+    image: ImageChoice
+    size: str
+    debug: bool = False
+    reset_user_env: bool = False
 
 
 @dataclass(frozen=True)

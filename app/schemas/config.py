@@ -22,16 +22,19 @@ from app.config.models import (
     Config,
     CopiedSecret,
     GafaelfawrConfig,
+    ImagesConfig,
     InitContainer,
     KubernetesConfig,
     LabConfig,
-    LabImage,
     LabSize,
     LabVolume,
     LabVolumeMount,
     NetworkPolicyConfig,
     OperationsConfig,
+    PrepullConfig,
     RedisConfig,
+    SimpleImage,
+    SourceType,
     Toleration,
     WatcherConfig,
 )
@@ -127,19 +130,6 @@ class MemoryField(fields.Field):
         return size
 
 
-class LabImageSchema(_StrictSchema):
-    reference = fields.String(required=True, validate=validate.Length(min=1))
-    name = fields.String(required=True)
-    digest = fields.String(
-        load_default=None,
-        validate=validate.Regexp(r"^sha256:[0-9a-f]{64}$", error="must be sha256:<64 hex>"),
-    )
-
-    @post_load
-    def _build(self, data: dict[str, Any], **_: Any) -> LabImage:
-        return LabImage(**data)
-
-
 class SizeRequestsSchema(_StrictSchema):
     cpu = CpuField(load_default=None)
     memory = MemoryField(load_default=None)
@@ -150,6 +140,7 @@ class LabSizeSchema(_StrictSchema):
     cpu = CpuField(required=True)
     memory = MemoryField(required=True)
     requests = fields.Nested(SizeRequestsSchema, load_default=dict)
+    groups = fields.List(fields.String(validate=validate.Length(min=1)), load_default=list)
 
     @validates_schema
     def _requests_within_limits(self, data: dict[str, Any], **_: Any) -> None:
@@ -170,6 +161,7 @@ class LabSizeSchema(_StrictSchema):
             memory=data["memory"],
             cpu_request=requests.get("cpu") or data["cpu"] / 4,
             memory_request=requests.get("memory") or data["memory"] // 4,
+            groups=tuple(data["groups"]),
         )
 
 
@@ -277,9 +269,6 @@ class NetworkPolicySchema(_StrictSchema):
 
 
 class LabSchema(_StrictSchema):
-    images = fields.List(
-        fields.Nested(LabImageSchema), required=True, validate=validate.Length(min=1)
-    )
     sizes = fields.List(
         fields.Nested(LabSizeSchema), required=True, validate=validate.Length(min=1)
     )
@@ -315,7 +304,7 @@ class LabSchema(_StrictSchema):
 
     @validates_schema
     def _consistent(self, data: dict[str, Any], **_: Any) -> None:
-        for key, items in (("images", "reference"), ("sizes", "name"), ("volumes", "name")):
+        for key, items in (("sizes", "name"), ("volumes", "name")):
             names = [getattr(i, items) for i in data.get(key, [])]
             duplicates = sorted({n for n in names if names.count(n) > 1})
             if duplicates:
@@ -333,7 +322,6 @@ class LabSchema(_StrictSchema):
     @post_load
     def _build(self, data: dict[str, Any], **_: Any) -> LabConfig:
         return LabConfig(
-            images=tuple(data["images"]),
             sizes=tuple(data["sizes"]),
             env=dict(data["env"]),
             secrets=tuple(data["secrets"]),
@@ -350,6 +338,197 @@ class LabSchema(_StrictSchema):
             spawn_timeout=data["spawn_timeout"],
             delete_timeout=data["delete_timeout"],
             network_policy=data["network_policy"],
+        )
+
+
+_REGISTRY_HOST = validate.Regexp(
+    r"^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:[0-9]{1,5})?$",
+    error="must be a registry host, optionally with :port (no scheme, no path)",
+)
+_REPOSITORY = validate.Regexp(
+    r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*$",
+    error="must be a repository path of lowercase letters, digits, '.', '_', '-' and '/'",
+)
+_PATH_COMPONENT = validate.Regexp(
+    r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$",
+    error="must be lowercase letters, digits, '.', '_' and '-'",
+)
+_TAG = validate.Regexp(
+    r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$", error="must be an image tag (at most 128 characters)"
+)
+_DIGEST = validate.Regexp(r"^sha256:[0-9a-f]{64}$", error="must be sha256:<64 hex digits>")
+_TAGGED_REFERENCE = validate.Regexp(
+    r"^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:[0-9]{1,5})?"
+    r"/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*"
+    r":[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$",
+    error="must be <registry>/<repository>:<tag>",
+)
+_SOURCE_KEYS = {
+    SourceType.RUBIN: ("registry", "docker"),
+    SourceType.RUBIN_GAR: ("gar",),
+    SourceType.SIMPLE: ("images",),
+}
+_REGISTRY_KEYS = (
+    "registry",
+    "docker",
+    "gar",
+    "recommendedTag",
+    "numReleases",
+    "numWeeklies",
+    "numDailies",
+    "cycle",
+    "aliasTags",
+)
+_CAMEL = {
+    "recommended_tag": "recommendedTag",
+    "num_releases": "numReleases",
+    "num_weeklies": "numWeeklies",
+    "num_dailies": "numDailies",
+}
+
+
+class DockerSourceSchema(_StrictSchema):
+    repository = fields.String(required=True, validate=_REPOSITORY)
+
+
+class GarSourceSchema(_StrictSchema):
+    repository = fields.String(required=True, validate=_PATH_COMPONENT)
+    image = fields.String(required=True, validate=_PATH_COMPONENT)
+    project_id = fields.String(data_key="projectId", required=True, validate=_PATH_COMPONENT)
+    location = fields.String(required=True, validate=_PATH_COMPONENT)
+
+
+class SimpleImageSchema(_StrictSchema):
+    url = fields.String(required=True, validate=_TAGGED_REFERENCE)
+    name = fields.String(required=True, validate=validate.Length(min=1, max=200))
+    digest = fields.String(load_default=None, validate=_DIGEST)
+
+    @post_load
+    def _build(self, data: dict[str, Any], **_: Any) -> SimpleImage:
+        return SimpleImage(**data)
+
+
+class PrepullSchema(_StrictSchema):
+    """A DMTN-222 prepull block: a source of lab images and which of them to prepull."""
+
+    name = fields.String(required=True, validate=_DNS_LABEL)
+    type = fields.Enum(SourceType, by_value=True, required=True)
+    registry = fields.String(load_default=None, validate=_REGISTRY_HOST)
+    docker = fields.Nested(DockerSourceSchema, load_default=None)
+    gar = fields.Nested(GarSourceSchema, load_default=None)
+    recommended_tag = fields.String(data_key="recommendedTag", load_default=None, validate=_TAG)
+    num_releases = fields.Integer(
+        data_key="numReleases", load_default=1, validate=validate.Range(min=0, max=100)
+    )
+    num_weeklies = fields.Integer(
+        data_key="numWeeklies", load_default=2, validate=validate.Range(min=0, max=100)
+    )
+    num_dailies = fields.Integer(
+        data_key="numDailies", load_default=3, validate=validate.Range(min=0, max=100)
+    )
+    cycle = fields.Integer(load_default=None, validate=validate.Range(min=0))
+    alias_tags = fields.List(fields.String(validate=_TAG), data_key="aliasTags", load_default=list)
+    images = fields.List(fields.Nested(SimpleImageSchema), load_default=list)
+    groups = fields.List(fields.String(validate=validate.Length(min=1)), load_default=list)
+
+    @validates_schema(pass_original=True)
+    def _fields_of_type(self, data: dict[str, Any], original: Any, **_: Any) -> None:
+        kind = data.get("type")
+        if kind is None or not isinstance(original, dict):
+            return
+        for key in _SOURCE_KEYS[kind]:
+            if not data.get(key):
+                raise ValidationError(f"required for type {kind.value}", key)
+        unused: tuple[str, ...] = _REGISTRY_KEYS if kind is SourceType.SIMPLE else ("images",)
+        if kind is SourceType.RUBIN:
+            unused = ("gar", "images")
+        elif kind is SourceType.RUBIN_GAR:
+            unused = ("docker", "images")
+        for key in unused:
+            if key in original:
+                raise ValidationError(f"not used by type {kind.value}", key)
+
+    @post_load
+    def _build(self, data: dict[str, Any], **_: Any) -> PrepullConfig:
+        kind: SourceType = data["type"]
+        registry, repository = data["registry"], None
+        if kind is SourceType.RUBIN:
+            repository = data["docker"]["repository"]
+        elif kind is SourceType.RUBIN_GAR:
+            gar = data["gar"]
+            registry = registry or f"{gar['location']}-docker.pkg.dev"
+            repository = f"{gar['project_id']}/{gar['repository']}/{gar['image']}"
+        return PrepullConfig(
+            name=data["name"],
+            type=kind,
+            registry=registry,
+            repository=repository,
+            recommended_tag=data["recommended_tag"],
+            num_releases=data["num_releases"],
+            num_weeklies=data["num_weeklies"],
+            num_dailies=data["num_dailies"],
+            cycle=data["cycle"],
+            alias_tags=tuple(data["alias_tags"]),
+            images=tuple(data["images"]),
+            groups=tuple(data["groups"]),
+            document=_document(data, registry),
+        )
+
+
+def _document(data: dict[str, Any], registry: str | None) -> dict[str, Any]:
+    """The block as an operator wrote it (camelCase), with defaults filled in."""
+    kind: SourceType = data["type"]
+    document: dict[str, Any] = {"name": data["name"], "type": kind.value}
+    if kind is SourceType.SIMPLE:
+        document["images"] = [
+            {"url": i.url, "name": i.name, **({"digest": i.digest} if i.digest else {})}
+            for i in data["images"]
+        ]
+    else:
+        document["registry"] = registry
+        if kind is SourceType.RUBIN:
+            document["docker"] = {"repository": data["docker"]["repository"]}
+        else:
+            gar = data["gar"]
+            document["gar"] = {
+                "repository": gar["repository"],
+                "image": gar["image"],
+                "projectId": gar["project_id"],
+                "location": gar["location"],
+            }
+        for key in ("recommended_tag", "num_releases", "num_weeklies", "num_dailies", "cycle"):
+            if data[key] is not None:
+                document[_CAMEL.get(key, key)] = data[key]
+        if data["alias_tags"]:
+            document["aliasTags"] = list(data["alias_tags"])
+    if data["groups"]:
+        document["groups"] = list(data["groups"])
+    return document
+
+
+class ImagesSchema(_StrictSchema):
+    refresh_seconds = fields.Float(
+        data_key="refreshSeconds", load_default=300.0, validate=validate.Range(min=1)
+    )
+    lease_seconds = fields.Float(
+        data_key="leaseSeconds", load_default=30.0, validate=validate.Range(min=1)
+    )
+    request_timeout = fields.Float(data_key="requestTimeout", load_default=10.0, validate=_POSITIVE)
+    credentials_secret = fields.String(
+        data_key="credentialsSecret", load_default=None, validate=_DNS_LABEL
+    )
+    insecure_registries = fields.List(
+        fields.String(validate=_REGISTRY_HOST), data_key="insecureRegistries", load_default=list
+    )
+
+    @post_load
+    def _build(self, data: dict[str, Any], **_: Any) -> ImagesConfig:
+        return ImagesConfig(
+            refresh_seconds=data["refresh_seconds"],
+            lease_seconds=data["lease_seconds"],
+            request_timeout=data["request_timeout"],
+            credentials_secret=data["credentials_secret"],
+            insecure_registries=tuple(data["insecure_registries"]),
         )
 
 
@@ -402,8 +581,20 @@ class ConfigSchema(_StrictSchema):
     kubernetes = fields.Nested(KubernetesSchema, load_default=lambda: KubernetesSchema().load({}))
     lab = fields.Nested(LabSchema, required=True)
     operations = fields.Nested(OperationsSchema, load_default=lambda: OperationsSchema().load({}))
+    prepull = fields.List(
+        fields.Nested(PrepullSchema), required=True, validate=validate.Length(min=1)
+    )
+    images = fields.Nested(ImagesSchema, load_default=lambda: ImagesSchema().load({}))
     watcher = fields.Nested(WatcherSchema, load_default=lambda: WatcherSchema().load({}))
+
+    @validates_schema
+    def _unique_prepull_names(self, data: dict[str, Any], **_: Any) -> None:
+        names = [block.name for block in data.get("prepull") or []]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValidationError(f"duplicate names: {', '.join(duplicates)}", "prepull")
 
     @post_load
     def _build(self, data: dict[str, Any], **_: Any) -> Config:
+        data["prepull"] = tuple(data["prepull"])
         return Config(**data)

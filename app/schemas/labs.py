@@ -2,7 +2,20 @@
 
 from __future__ import annotations
 
-from marshmallow import RAISE, Schema, fields, validate
+from typing import Any
+
+from marshmallow import (
+    RAISE,
+    Schema,
+    ValidationError,
+    fields,
+    post_load,
+    validate,
+    validates_schema,
+)
+
+from app.models.images import ImageChoice, ImageClass
+from app.models.lab import SpawnChoices
 
 _ENV_NAME = validate.Regexp(
     r"^[A-Za-z_][A-Za-z0-9_]*$", error="must be an environment variable name"
@@ -15,12 +28,114 @@ class LabOptionsSchema(Schema):
     class Meta:
         unknown = RAISE
 
-    image = fields.String(required=True, metadata={"description": "Image reference to run."})
+    image = fields.String(
+        required=True, metadata={"description": "Image reference run (without digest)."}
+    )
     size = fields.String(required=True, metadata={"description": "Name of a lab size."})
     debug = fields.Boolean(load_default=False, metadata={"description": "Verbose lab start-up."})
     reset_user_env = fields.Boolean(
         load_default=False, metadata={"description": "Move the user's environment aside."}
     )
+
+
+class SingleValue(fields.Field):
+    """A form value: JSON, or as JupyterHub submits forms, a list holding one string.
+
+    HTML forms can repeat a field; every field of the spawn form is single-valued, so a list
+    of any other length is an error rather than a guess at which value was meant.
+    """
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> Any:
+        if isinstance(value, list):
+            if len(value) != 1:
+                raise ValidationError(f"must be a single value, not {len(value)} values")
+            value = value[0]
+        return self._convert(value)
+
+    def _convert(self, value: Any) -> Any:
+        return value
+
+
+class FormString(SingleValue):
+    def _convert(self, value: Any) -> str:
+        if not isinstance(value, str) or not value:
+            raise ValidationError("must be a non-empty string")
+        if len(value) > 512:
+            raise ValidationError("is longer than 512 characters")
+        return value
+
+
+class FormBoolean(SingleValue):
+    """``true``/``false`` as JSON booleans or as the strings a form submits."""
+
+    def _convert(self, value: Any) -> bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("true", "false"):
+            return value.lower() == "true"
+        raise ValidationError("must be true or false")
+
+
+USE_DROPDOWN = "use_image_from_dropdown"
+"""The ``image_list`` radio value that means "the image picked in ``image_dropdown``"."""
+
+
+class SpawnOptionsSchema(Schema):
+    """The spawn form's fields. Choose the image in exactly one way: ``image`` (a reference),
+    ``image_list`` (a radio button; ``use_image_from_dropdown`` defers to ``image_dropdown``),
+    ``image_dropdown`` alone, or ``image_class``. Unknown keys are rejected, so nothing
+    unexpected reaches a pod."""
+
+    class Meta:
+        unknown = RAISE
+
+    image = FormString(metadata={"description": "Image reference (`registry/repo:tag`)."})
+    image_list = FormString(
+        metadata={"description": f"Radio choice: a reference, or `{USE_DROPDOWN}`."}
+    )
+    image_dropdown = FormString(metadata={"description": "Dropdown choice: a reference."})
+    image_class = FormString(
+        validate=validate.OneOf([c.value for c in ImageClass]),
+        metadata={"description": "Current image of a class instead of a reference."},
+    )
+    size = FormString(required=True, metadata={"description": "Name of a lab size."})
+    debug = FormBoolean(load_default=False, metadata={"description": "Verbose lab start-up."})
+    reset_user_env = FormBoolean(
+        load_default=False, metadata={"description": "Move the user's environment aside."}
+    )
+
+    @validates_schema
+    def _one_image(self, data: dict[str, Any], **_: Any) -> None:
+        ways: list[str] = [k for k in ("image", "image_class") if k in data]
+        if "image_list" in data or "image_dropdown" in data:
+            ways.append("image_list")
+        if len(ways) > 1:
+            raise ValidationError(
+                f"choose the image one way only, not by {' and '.join(ways)}", ways[-1]
+            )
+        if not ways:
+            raise ValidationError("choose an image (image, image_list or image_class)", "image")
+        if data.get("image_list") == USE_DROPDOWN and "image_dropdown" not in data:
+            raise ValidationError(f"required when image_list is {USE_DROPDOWN}", "image_dropdown")
+
+    @post_load
+    def _choices(self, data: dict[str, Any], **_: Any) -> SpawnChoices:
+        if "image_class" in data:
+            choice = ImageChoice(
+                image_class=ImageClass(data["image_class"]), field="options.image_class"
+            )
+        elif "image" in data:
+            choice = ImageChoice(reference=data["image"], field="options.image")
+        elif data.get("image_list", USE_DROPDOWN) != USE_DROPDOWN:
+            choice = ImageChoice(reference=data["image_list"], field="options.image_list")
+        else:
+            choice = ImageChoice(reference=data["image_dropdown"], field="options.image_dropdown")
+        return SpawnChoices(
+            image=choice,
+            size=data["size"],
+            debug=data["debug"],
+            reset_user_env=data["reset_user_env"],
+        )
 
 
 class SpawnRequestSchema(Schema):
@@ -29,7 +144,7 @@ class SpawnRequestSchema(Schema):
     class Meta:
         unknown = RAISE
 
-    options = fields.Nested(LabOptionsSchema, required=True)
+    options = fields.Nested(SpawnOptionsSchema, required=True)
     env = fields.Dict(
         keys=fields.String(validate=_ENV_NAME),
         values=fields.String(),

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.config import Config
+from app.services.images import ImageService
+from app.services.registries import RegistryDirectory
 from app.storage.events import EventStore
 from app.storage.kubernetes import KubernetesStorage
 from app.storage.labs import LabStore
@@ -20,3 +22,5 @@ class LabContext:
     labs: LabStore
     events: EventStore
     kube: KubernetesStorage
+    images: ImageService
+    registries: RegistryDirectory

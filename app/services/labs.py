@@ -12,6 +12,7 @@ from typing import Any
 
 from app.errors import ConflictError, InvalidRequestError, NotFoundError, PermissionDeniedError
 from app.models.identity import UserInfo, user_to_json
+from app.models.images import image_to_json
 from app.models.lab import (
     LabOptions,
     LabRecord,
@@ -20,8 +21,10 @@ from app.models.lab import (
     Operation,
     OperationKind,
     PodState,
+    SpawnChoices,
 )
 from app.services.context import LabContext
+from app.services.entitlements import allowed_sizes, size_refusal, spawn_refusal
 from app.services.operations import OperationRunner
 from app.services.records import lab_record
 from app.storage.labs import StartResult
@@ -54,28 +57,33 @@ class LabService:
     # Spawn ---------------------------------------------------------------------------
 
     def spawn(
-        self, user: UserInfo, options: dict[str, Any], env: dict[str, str], token: str
+        self, user: UserInfo, choices: SpawnChoices, env: dict[str, str], token: str
     ) -> LabRecord:
+        """Check the request against what this user may have, then queue the spawn.
+
+        Everything is decided here, from Redis and the configuration, so a refusal is an
+        immediate 4xx naming the field; the operation only builds what was decided.
+        """
         lab_config = self._ctx.config.lab
-        chosen = LabOptions(**options)
-        image = lab_config.image(chosen.image)
-        if image is None:
-            raise InvalidRequestError(
-                f"unknown image {chosen.image!r}; choose one offered by the spawn form",
-                field="options.image",
-            )
-        size = lab_config.size(chosen.size)
+        refusal = spawn_refusal(user)
+        if refusal is not None:
+            raise PermissionDeniedError(refusal)
+        size = lab_config.size(choices.size)
         if size is None:
-            names = ", ".join(s.name for s in lab_config.sizes)
+            names = ", ".join(s.name for s in allowed_sizes(user, lab_config.sizes))
             raise InvalidRequestError(
-                f"unknown size {chosen.size!r}; sizes are: {names}", field="options.size"
+                f"unknown size {choices.size!r}; sizes are: {names}", field="options.size"
             )
-        if user.uid is None or user.gid is None:
-            raise PermissionDeniedError(
-                f"user {user.username} has no UID or GID, so no lab can run as them"
-            )
-        if user.notebook_quota is not None and not user.notebook_quota.spawn:
-            raise PermissionDeniedError(f"user {user.username} may not spawn labs")
+        refusal = size_refusal(user, size)
+        if refusal is not None:
+            raise InvalidRequestError(refusal, field="options.size")
+        image = self._ctx.images.resolve(choices.image, user)
+        chosen = LabOptions(
+            image=image.reference,
+            size=size.name,
+            debug=choices.debug,
+            reset_user_env=choices.reset_user_env,
+        )
 
         now = time.time()
         operation = Operation(
@@ -84,7 +92,12 @@ class LabService:
             username=user.username,
             started=now,
             deadline=now + lab_config.spawn_timeout,
-            spec={"user": user_to_json(user), "options": chosen.as_dict(), "env": env},
+            spec={
+                "user": user_to_json(user),
+                "options": chosen.as_dict(),
+                "image": image_to_json(image),
+                "env": env,
+            },
         )
         spec = LabSpec(user=user, options=chosen, image=image, size=size, env=env)
         record = lab_record(

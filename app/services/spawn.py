@@ -3,6 +3,7 @@ worker started simply runs them again from the top."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import time
@@ -10,15 +11,19 @@ from typing import Any
 
 from app.builders.lab import LabObjects, build_lab
 from app.builders.names import lab_namespace, object_name
+from app.errors import ServiceError
 from app.models.identity import user_from_json
+from app.models.images import image_from_json
 from app.models.lab import LabOptions, LabRecord, LabSpec, LabStatus, PodState
 from app.services.concurrency import concurrently
 from app.services.context import LabContext
 from app.services.pod_state import judge
 from app.services.records import lab_record
+from app.services.registries import split_reference
 from app.services.reporter import Reporter
 from app.services.waiting import wait_namespace_gone, wait_pod_gone
 from app.storage.kubernetes import KubernetesError, WatchExpired
+from app.storage.registry import RegistryNotFound
 
 logger = logging.getLogger(__name__)
 
@@ -40,10 +45,10 @@ class SpawnFailed(Exception):
 
 def spec_from_operation(ctx: LabContext, data: dict[str, Any]) -> LabSpec:
     options = LabOptions(**data["options"])
-    image = ctx.config.lab.image(options.image)
+    image = image_from_json(data["image"])
     size = ctx.config.lab.size(options.size)
-    if image is None or size is None:
-        raise SpawnFailed("the chosen image or size is no longer configured")
+    if size is None:
+        raise SpawnFailed(f"the chosen size {options.size} is no longer configured")
     return LabSpec(
         user=user_from_json(data["user"]),
         options=options,
@@ -57,7 +62,7 @@ def run_spawn(ctx: LabContext, reporter: Reporter, token: str) -> LabRecord:
     """Create the lab and wait until it is reachable; returns its running record."""
     operation = reporter.operation
     assert operation.spec is not None
-    spec = spec_from_operation(ctx, operation.spec)
+    spec = _pinned(ctx, reporter, spec_from_operation(ctx, operation.spec))
     config = ctx.config
     namespace = lab_namespace(config.namespace_prefix, spec.username)
     pod_name = object_name(spec.username, "lab")
@@ -82,6 +87,26 @@ def run_spawn(ctx: LabContext, reporter: Reporter, token: str) -> LabRecord:
         ctx.labs.mark_provisioned(spec.username)
 
     return lab_record(spec, config, status=LabStatus.RUNNING, pod=PodState.PRESENT, reachable=True)
+
+
+def _pinned(ctx: LabContext, reporter: Reporter, spec: LabSpec) -> LabSpec:
+    """The spec with its image pinned to a digest. Images from the form's radio list come
+    pinned already; one picked from the dropdown may be a tag nobody resolved yet, so its
+    digest is asked for here, off the request path, and remembered for the next user."""
+    image = spec.image
+    if image.digest is not None:
+        return spec
+    try:
+        host, repository, tag = split_reference(image.reference)
+        digest = ctx.registries.client(host).digest(repository, tag)
+    except RegistryNotFound:
+        raise SpawnFailed(f"image {image.reference} no longer exists in its registry") from None
+    except (ValueError, ServiceError) as exc:
+        # The image may well be cached on the node; running it by tag beats not running.
+        reporter.error(f"Could not pin {image.name} to a digest ({exc}); starting it by tag")
+        return spec
+    ctx.images.remember_digest(image.reference, digest)
+    return dataclasses.replace(spec, image=dataclasses.replace(image, digest=digest))
 
 
 def _remove_leftovers(

@@ -45,6 +45,7 @@ __all__ = [
     "RegistryClient",
     "RegistryError",
     "RegistryNotFound",
+    "is_valid_tag",
 ]
 
 logger = logging.getLogger(__name__)
@@ -91,6 +92,11 @@ _CHALLENGE_PART_RE = re.compile(
     )""",
     re.VERBOSE,
 )
+
+
+def is_valid_tag(tag: str) -> bool:
+    """Whether ``tag`` is a tag Docker accepts (what a registry should only ever return)."""
+    return _TAG_RE.fullmatch(tag) is not None
 
 
 class RegistryError(DependencyUnavailableError):
@@ -276,7 +282,7 @@ class RegistryClient:
         and the digest is the SHA-256 of the exact bytes served.
         """
         self._check_repository(repository)
-        if not (_TAG_RE.match(reference) or _DIGEST_RE.match(reference)):
+        if not (_TAG_RE.fullmatch(reference) or _DIGEST_RE.fullmatch(reference)):
             raise InvalidRequestError(f"invalid image tag or digest {reference!r}")
         url = f"{self._base}/v2/{repository}/manifests/{reference}"
         headers = {"Accept": ", ".join(MANIFEST_MEDIA_TYPES)}

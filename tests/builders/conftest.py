@@ -13,6 +13,7 @@ import referencing
 
 from app.config import Config, parse_config
 from app.models.identity import Group, UserInfo
+from app.models.images import LabImage
 from app.models.lab import LabOptions, LabSpec
 
 DIGEST = "sha256:" + "ab" * 32
@@ -20,18 +21,16 @@ KUBERNETES_VERSION = "1.33.0"
 
 Validator = Callable[[dict[str, Any]], None]
 
+IMAGES = (
+    LabImage("registry.test/lsstsqre/sciplat-lab:w_2024_42", "Weekly 2024_42", DIGEST),
+    LabImage("registry.test/lsstsqre/sciplat-lab:r26_0_0", "Release 26.0.0", None),
+)
+"""Images a spec may run: one pinned to a digest, one whose digest is unknown."""
+
 
 def make_config(**lab: Any) -> Config:
     """A Config from the required keys plus ``lab`` overrides (camelCase, as in the YAML)."""
     raw_lab: dict[str, Any] = {
-        "images": [
-            {
-                "reference": "registry.test/lsstsqre/sciplat-lab:w_2024_42",
-                "name": "Weekly 2024_42",
-                "digest": DIGEST,
-            },
-            {"reference": "registry.test/lsstsqre/sciplat-lab:r26_0_0", "name": "Release 26.0.0"},
-        ],
         "sizes": [
             {"name": "small", "cpu": 1, "memory": "4Gi"},
             {
@@ -43,7 +42,14 @@ def make_config(**lab: Any) -> Config:
         ],
         **lab,
     }
-    return parse_config({"gafaelfawr": {"url": "http://gafaelfawr.test"}, "lab": raw_lab})
+    prepull = {
+        "name": "test",
+        "type": "simple",
+        "images": [{"url": i.reference, "name": i.name} for i in IMAGES],
+    }
+    return parse_config(
+        {"gafaelfawr": {"url": "http://gafaelfawr.test"}, "prepull": [prepull], "lab": raw_lab}
+    )
 
 
 FULL_LAB: dict[str, Any] = {
@@ -160,8 +166,8 @@ def make_spec(
     debug: bool = False,
     reset_user_env: bool = False,
 ) -> LabSpec:
-    """A spec for ``user`` choosing the configured image at index ``image`` and ``size``."""
-    chosen = config.lab.images[image]
+    """A spec for ``user`` running ``IMAGES[image]`` at ``size``."""
+    chosen = IMAGES[image]
     lab_size = config.lab.size(size)
     assert lab_size is not None
     return LabSpec(

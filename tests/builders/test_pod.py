@@ -10,8 +10,8 @@ import pytest
 from app.builders.lab import LabObjects, build_lab
 from app.builders.pod import image_reference
 from app.config import Config
-from app.config.models import LabImage
 from app.models.identity import UserInfo
+from app.models.images import LabImage
 from app.models.lab import LabSpec
 from tests.builders.conftest import (
     COMMA,

@@ -15,7 +15,7 @@ from flask.testing import FlaskClient
 from app.config import Config, parse_config
 from devstack.gafaelfawr import GafaelfawrEmulator, GroupSpec, UserSpec
 from devstack.kube import KubernetesEmulator
-from tests.conftest import bearer, service_config
+from tests.conftest import bearer, service_config, simple_image
 from tests.support.redis_server import RedisServer
 from tests.support.sse import SseEvent, parse_sse
 
@@ -38,10 +38,11 @@ class LabUser:
 
 def lab_config(redis_url: str, gafaelfawr_url: str, kube_url: str) -> dict[str, Any]:
     raw = service_config(redis_url, gafaelfawr_url, kube_url)
-    raw["lab"]["images"].append({"reference": BAD_IMAGE, "name": "Broken"})
+    images = raw["prepull"][0]["images"]
+    images.append(simple_image(BAD_IMAGE, "Broken"))
     # An image no node has cached: pulls (and pull faults) really happen for it.
     fresh = f"registry.test/lsstsqre/sciplat-lab:fresh-{time.time_ns()}"
-    raw["lab"]["images"].append({"reference": fresh, "name": "Fresh"})
+    images.append(simple_image(fresh, "Fresh"))
     raw["lab"]["spawnTimeout"] = 30
     raw["lab"]["deleteTimeout"] = 30
     raw["operations"] = {"leaseSeconds": 2, "scanSeconds": 0.2, "keepaliveSeconds": 0.5}
@@ -62,7 +63,7 @@ def lab_raw_config(
 @pytest.fixture
 def fresh_image(lab_raw_config: dict[str, Any]) -> str:
     """An image of this test's configuration that no node has pulled yet."""
-    reference: str = lab_raw_config["lab"]["images"][-1]["reference"]
+    reference: str = lab_raw_config["prepull"][0]["images"][-1]["url"]
     return reference
 
 

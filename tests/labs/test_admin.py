@@ -10,6 +10,7 @@ from flask import Flask
 
 from app.config import Config, parse_config
 from devstack.kube import KubernetesEmulator
+from tests.conftest import simple_image
 from tests.labs.conftest import LabUser, read_events, spawn_body, wait_for
 
 
@@ -21,10 +22,10 @@ def test_operations_lists_the_running_spawn_and_its_worker(
     kube: KubernetesEmulator,
 ) -> None:
     slow = f"registry.test/lsstsqre/sciplat-lab:slow-{time.time_ns()}"
-    lab_raw_config["lab"]["images"].append({"reference": slow, "name": "Slow"})
+    lab_raw_config["prepull"][0]["images"].append(simple_image(slow, "Slow"))
     app = make_app(parse_config(lab_raw_config))
     client = app.test_client()
-    kube.cluster.settings.pull_seconds_by_image[slow] = 1.0
+    kube.cluster.settings.pull_seconds_by_image[f"{slow}*"] = 1.0
     user = new_user()
     try:
         assert client.get("/spawner/v1/operations", headers=user.headers).status_code == 403

@@ -10,6 +10,7 @@ import pytest
 from flask.testing import FlaskClient
 
 from devstack.kube import KubernetesEmulator
+from tests.conftest import simple_image
 from tests.labs.conftest import LabUser, read_events, spawn_body
 
 
@@ -92,10 +93,10 @@ def test_spawn_deadline(
     lab["spawnTimeout"] = 1.5
     # An image no node has cached yet, so the simulated pull time applies.
     slow = f"registry.test/lsstsqre/sciplat-lab:slow-{time.time_ns()}"
-    lab["images"].append({"reference": slow, "name": "Slow"})  # type: ignore[index]
+    lab_raw_config["prepull"][0]["images"].append(simple_image(slow, "Slow"))
     client = make_app(parse_config(lab_raw_config)).test_client()  # type: ignore[attr-defined]
     user = new_user()
-    kube.cluster.settings.pull_seconds_by_image[slow] = 30.0
+    kube.cluster.settings.pull_seconds_by_image[f"{slow}*"] = 30.0
     try:
         types, errors, elapsed = _spawn_and_read(client, user, image=slow)
     finally:

@@ -9,7 +9,7 @@ from flask.testing import FlaskClient
 
 from app.schemas.labs import LabStatusSchema
 from devstack.kube import KubernetesEmulator
-from tests.labs.conftest import BAD_IMAGE, LabUser, read_events, spawn_body
+from tests.labs.conftest import BAD_IMAGE, IMAGE, LabUser, read_events, spawn_body
 
 
 def _spawn(client: FlaskClient, user: LabUser, **kwargs: object) -> None:
@@ -97,7 +97,7 @@ def test_image_pull_failure_fails_fast_and_a_new_spawn_replaces_it(
     kube: KubernetesEmulator,
 ) -> None:
     user = new_user()
-    kube.cluster.faults.set("image_pull", "*:broken", "manifest unknown")
+    kube.cluster.faults.set("image_pull", "*:broken@*", "manifest unknown")
     # The broken image is never pulled successfully, so no node has it cached.
     try:
         _spawn(lab_client, user, image=BAD_IMAGE)
@@ -118,7 +118,7 @@ def test_image_pull_failure_fails_fast_and_a_new_spawn_replaces_it(
     assert not any(e.type == "failed" for e in events)
     assert events[-1].type == "complete"
     pod = kube.store.get("pods", f"nublado-{user.username}", f"nb-{user.username}-lab")
-    assert pod is not None and pod["spec"]["containers"][0]["image"].endswith("w_2024_42")
+    assert pod is not None and pod["spec"]["containers"][0]["image"].startswith(f"{IMAGE}@sha256:")
 
 
 def test_event_stream_resumes_after_last_event_id(

@@ -11,6 +11,7 @@ from flask.testing import FlaskClient
 
 from app.config import Config, parse_config
 from devstack.kube import KubernetesEmulator
+from tests.conftest import simple_image
 from tests.labs.conftest import LabUser, read_events, spawn_body, wait_for
 from tests.support.sse import SseEvent, parse_sse
 
@@ -23,9 +24,9 @@ def test_delete_during_spawn_stops_it_and_removes_everything(
     kube: KubernetesEmulator,
 ) -> None:
     slow = f"registry.test/lsstsqre/sciplat-lab:slow-{time.time_ns()}"
-    lab_raw_config["lab"]["images"].append({"reference": slow, "name": "Slow"})
+    lab_raw_config["prepull"][0]["images"].append(simple_image(slow, "Slow"))
     client = make_app(parse_config(lab_raw_config)).test_client()
-    kube.cluster.settings.pull_seconds_by_image[slow] = 20.0
+    kube.cluster.settings.pull_seconds_by_image[f"{slow}*"] = 20.0
     user = new_user()
     namespace = f"nublado-{user.username}"
     try:
@@ -87,7 +88,7 @@ def test_provisioning_runs_on_first_successful_spawn_only(
         assert read_events(client, user.username, user.headers)[-1].type == "complete"
 
     # A first spawn that fails does not count as provisioned.
-    kube.cluster.faults.set("image_pull", fresh_image, "injected")
+    kube.cluster.faults.set("image_pull", f"{fresh_image}*", "injected")
     try:
         client.post(
             f"/spawner/v1/labs/{user.username}/spawn",
@@ -114,11 +115,11 @@ def test_second_worker_serves_the_stream_with_keepalives(
     kube: KubernetesEmulator,
 ) -> None:
     slow = f"registry.test/lsstsqre/sciplat-lab:slow-{time.time_ns()}"
-    lab_raw_config["lab"]["images"].append({"reference": slow, "name": "Slow"})
+    lab_raw_config["prepull"][0]["images"].append(simple_image(slow, "Slow"))
     config = parse_config(lab_raw_config)
     first: FlaskClient = make_app(config).test_client()
     second: FlaskClient = make_app(config).test_client()
-    kube.cluster.settings.pull_seconds_by_image[slow] = 1.5
+    kube.cluster.settings.pull_seconds_by_image[f"{slow}*"] = 1.5
     user = new_user()
     try:
         response = first.post(

@@ -84,10 +84,10 @@ def test_user_status_and_missing_labs(
         (spawn_body(image="registry.test/other:latest"), "options.image", "unknown image"),
         (spawn_body(size="gigantic"), "options.size", "sizes are: small, large"),
         (spawn_body(colour="blue"), "options.colour", "Unknown field"),
-        ({"options": {"size": "small"}}, "options.image", "Missing data"),
+        ({"options": {"size": "small"}}, "options.image", "choose an image"),
         ({"options": {"image": "x", "size": "small"}, "env": {"A": 1}}, "env.A", ""),
         ({"options": {"image": "x", "size": "small"}, "extra": 1}, "extra", "Unknown field"),
-        (spawn_body(debug="perhaps"), "options.debug", "Not a valid boolean"),
+        (spawn_body(debug="perhaps"), "options.debug", "must be true or false"),
     ],
 )
 def test_bad_spawn_bodies_name_the_field(

@@ -43,7 +43,7 @@ def test_sigkill_mid_spawn_ends_with_one_running_lab(stack: LocalStack) -> None:
     user = {"Authorization": f"Bearer {state['tokens']['rachel']['token']}"}
     admin = {"Authorization": f"Bearer {state['tokens']['admin']['token']}"}
     base = f"{stack.spawner_url}/spawner/v1"
-    image = stack.service_config()["lab"]["images"][0]["reference"]
+    image = stack.demo_image
     store = redis.Redis.from_url(stack.redis_url, decode_responses=True)
 
     response = requests.post(

@@ -65,8 +65,7 @@ def test_spawn_and_delete_over_http(stack: LocalStack) -> None:
     state = stack.state()
     user = {"Authorization": f"Bearer {state['tokens']['wile']['token']}"}
     admin = {"Authorization": f"Bearer {state['tokens']['admin']['token']}"}
-    config = stack.service_config()
-    image = config["lab"]["images"][0]["reference"]
+    image = stack.demo_image
     base = f"{stack.spawner_url}/spawner/v1"
     response = requests.post(
         f"{base}/labs/wile/spawn",
@@ -107,7 +106,8 @@ def test_stack_state_file(stack: LocalStack) -> None:
 
 def test_bad_config_stops_gunicorn_with_the_message(tmp_path: Path) -> None:
     path = tmp_path / "config.yaml"
-    path.write_text("gafaelfawr: {url: http://g.example}\nlab: {images: []}\n", encoding="utf-8")
+    text = "gafaelfawr: {url: http://g.example}\nprepull: []\nlab: {sizes: []}\n"
+    path.write_text(text, encoding="utf-8")
     env = {**os.environ, "SPAWNER_CONFIG_PATH": str(path), "SPAWNER_BIND": "127.0.0.1:0"}
     result = subprocess.run(
         [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "wsgi:app"],
@@ -118,5 +118,6 @@ def test_bad_config_stops_gunicorn_with_the_message(tmp_path: Path) -> None:
         timeout=60,
     )
     assert result.returncode != 0
-    assert "lab.images: Shorter than minimum length 1." in result.stderr
+    assert "prepull: Shorter than minimum length 1." in result.stderr
+    assert "lab.sizes: Shorter than minimum length 1." in result.stderr
     assert "Traceback" not in result.stderr

@@ -24,7 +24,7 @@ def test_sigterm_closes_streams_and_gunicorn_exits_promptly(
         state = stack.state()
         user = {"Authorization": f"Bearer {state['tokens']['wile']['token']}"}
         base = f"{stack.spawner_url}/spawner/v1"
-        image = stack.service_config()["lab"]["images"][0]["reference"]
+        image = stack.demo_image
         response = requests.post(
             f"{base}/labs/wile/spawn",
             json={"options": {"image": image, "size": "small"}, "env": {}},

@@ -1,0 +1,24 @@
+"""Routes about lab images: what each source offers (and, with the prepuller, where)."""
+
+from __future__ import annotations
+
+from flask import Blueprint, Response, jsonify
+
+from app.extensions import labs_ext
+from app.openapi import documented
+from app.schemas.images import ImagesSchema
+from app.services.auth import ADMIN
+from app.web.auth import requires
+
+prepull = Blueprint("prepull", __name__, url_prefix="/spawner/v1")
+
+_images_schema = ImagesSchema()
+
+
+@prepull.get("/images")
+@documented(responses={200: ImagesSchema})
+@requires(ADMIN)
+def list_images() -> Response:
+    """The images known, by kind, with digests, and which one is recommended."""
+    configs = labs_ext.context.images.catalog()
+    return jsonify(_images_schema.dump({"configs": configs}))
