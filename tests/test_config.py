@@ -192,3 +192,129 @@ def test_validating_the_config_imports_no_network_library() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+RUBIN = {
+    "name": "jupyter",
+    "type": "rubin",
+    "registry": "registry.hub.docker.com",
+    "docker": {"repository": "lsstsqre/sciplat-lab"},
+    "recommendedTag": "recommended",
+    "numReleases": 1,
+    "numWeeklies": 2,
+    "numDailies": 3,
+}
+
+
+def test_dmtn_222_prepull_examples_load() -> None:
+    gar = {
+        "name": "gar",
+        "type": "rubin-gar",
+        "gar": {
+            "repository": "sciplat",
+            "image": "sciplat-lab",
+            "projectId": "rubin-shared-services-71ec",
+            "location": "us-central1",
+        },
+        "recommendedTag": "recommended",
+    }
+    cycle = {
+        **RUBIN,
+        "name": "telescope",
+        "registry": "ts-dockerhub.lsst.org",
+        "docker": {"repository": "sal-sciplat-lab"},
+        "recommendedTag": "recommended_c0026",
+        "numReleases": 0,
+        "cycle": 26,
+        "aliasTags": ["latest", "latest_daily", "latest_weekly"],
+    }
+    config = parse_config({**MINIMAL, "prepull": [RUBIN, gar, cycle, *PREPULL]})
+    jupyter, google, telescope, fixed = config.prepull
+    assert jupyter.source == "registry.hub.docker.com/lsstsqre/sciplat-lab"
+    assert (jupyter.num_releases, jupyter.num_weeklies, jupyter.num_dailies) == (1, 2, 3)
+    assert google.source == (
+        "us-central1-docker.pkg.dev/rubin-shared-services-71ec/sciplat/sciplat-lab"
+    )
+    assert telescope.cycle == 26 and telescope.alias_tags == (
+        "latest",
+        "latest_daily",
+        "latest_weekly",
+    )
+    assert (
+        fixed.images[0].url == "registry.example/lab:w_2024_42" and fixed.images[0].digest is None
+    )
+    # What the prepull status route reports: the block as written, camelCase.
+    assert telescope.document["recommendedTag"] == "recommended_c0026"
+    assert google.document["gar"]["projectId"] == "rubin-shared-services-71ec"
+
+
+@pytest.mark.parametrize(
+    ("block", "problem"),
+    [
+        ({**RUBIN, "registry": None}, "prepull[0].registry: required for type rubin"),
+        (
+            {k: v for k, v in RUBIN.items() if k != "docker"},
+            "prepull[0].docker: required for type rubin",
+        ),
+        ({**RUBIN, "type": "quay"}, "prepull[0].type: Must be one of: rubin, rubin-gar, simple."),
+        (
+            {**RUBIN, "numWeeklies": -1},
+            "prepull[0].numWeeklies: Must be greater than or equal to 0",
+        ),
+        ({**RUBIN, "recommendedTag": "bad tag"}, "prepull[0].recommendedTag: must be an image tag"),
+        ({**RUBIN, "registry": "https://hub"}, "prepull[0].registry: must be a registry host"),
+        (
+            {**RUBIN, "docker": {"repository": "Upper/Case"}},
+            "prepull[0].docker.repository: must be",
+        ),
+        ({**RUBIN, "images": []}, "prepull[0].images: not used by type rubin"),
+        (
+            {**RUBIN, "gar": {"repository": "r", "image": "i", "projectId": "p", "location": "l"}},
+            "prepull[0].gar: not used by type rubin",
+        ),
+        ({"name": "s", "type": "simple"}, "prepull[0].images: required for type simple"),
+        ({**PREPULL[0], "numReleases": 1}, "prepull[0].numReleases: not used by type simple"),
+        (
+            {"name": "s", "type": "simple", "images": [{"url": "lab:1", "name": "x"}]},
+            "prepull[0].images[0].url: must be <registry>/<repository>:<tag>",
+        ),
+        (
+            {
+                "name": "s",
+                "type": "simple",
+                "images": [{"url": "r.io/a:1", "name": "x", "digest": "md5:1"}],
+            },
+            "prepull[0].images[0].digest: must be sha256:<64 hex digits>",
+        ),
+        ({**RUBIN, "colour": "blue"}, "prepull[0].colour: Unknown field."),
+    ],
+)
+def test_bad_prepull_blocks_name_the_key(block: dict[str, object], problem: str) -> None:
+    problems = _problems({**MINIMAL, "prepull": [block]})
+    assert any(p.startswith(problem) for p in problems), problems
+
+
+def test_prepull_names_are_unique_and_one_block_is_needed() -> None:
+    assert _problems({**MINIMAL, "prepull": [RUBIN, RUBIN]}) == [
+        "prepull: duplicate names: jupyter"
+    ]
+    assert _problems({**MINIMAL, "prepull": []}) == ["prepull: Shorter than minimum length 1."]
+
+
+def test_images_section_and_size_groups() -> None:
+    raw = {
+        **MINIMAL,
+        "images": {
+            "refreshSeconds": 120,
+            "credentialsSecret": "pull-credentials",
+            "insecureRegistries": ["localhost:5000"],
+        },
+        "lab": {"sizes": [{"name": "gpu", "cpu": 2, "memory": "8Gi", "groups": ["science"]}]},
+    }
+    config = parse_config(raw)
+    assert config.images.refresh_seconds == 120
+    assert config.images.credentials_secret == "pull-credentials"
+    assert config.images.insecure_registries == ("localhost:5000",)
+    assert config.lab.sizes[0].groups == ("science",)
+    bad = {**raw, "images": {"insecureRegistries": ["http://localhost:5000"]}}
+    assert _problems(bad)[0].startswith("images.insecureRegistries[0]: must be a registry host")
