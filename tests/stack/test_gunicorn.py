@@ -12,6 +12,7 @@ import pytest
 import requests
 
 from devstack.stack import REPO_ROOT, LocalStack, StackOptions
+from tests.labs.conftest import wait_for
 from tests.support.sse import SseEvent, parse_sse
 
 
@@ -121,3 +122,26 @@ def test_bad_config_stops_gunicorn_with_the_message(tmp_path: Path) -> None:
     assert "prepull: Shorter than minimum length 1." in result.stderr
     assert "lab.sizes: Shorter than minimum length 1." in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_the_elected_refresher_fills_the_form_for_every_worker(stack: LocalStack) -> None:
+    tokens = stack.state()["tokens"]
+    admin = {"Authorization": f"Bearer {tokens['admin']['token']}"}
+    rachel = {"Authorization": f"Bearer {tokens['rachel']['token']}"}
+    base = f"{stack.spawner_url}/spawner/v1"
+
+    def refreshed() -> dict[str, object] | None:
+        configs = requests.get(f"{base}/images", headers=admin, timeout=5).json()["configs"]
+        jupyter = next(c for c in configs if c["name"] == "jupyter")
+        return jupyter if jupyter["refreshed"] is not None else None
+
+    jupyter = wait_for(refreshed, timeout=30, interval=0.2)
+    recommended = jupyter["recommended"]
+    assert isinstance(recommended, dict) and recommended["tag"] == "w_2024_42"
+    # Both workers answer from the same Redis list (connections are not kept alive here,
+    # so the requests spread over the workers).
+    for _ in range(6):
+        form = requests.get(f"{base}/spawn-form/rachel", headers=rachel, timeout=5)
+        assert form.status_code == 200
+        assert recommended["reference"] in form.text
+        assert "Recommended (Weekly 2024_42)" in form.text
