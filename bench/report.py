@@ -73,6 +73,14 @@ def summary_line(name: str, result: dict[str, Any]) -> str:
             f"delivery p50 {_fmt(_get(result, 'delivery_latency', 'p50_ms'), ' ms')}, p99 "
             f"{_fmt(_get(result, 'delivery_latency', 'p99_ms'), ' ms')}"
         )
+    if name == "prepull":
+        return (
+            f"   {result.get('nodes')} nodes x {result.get('images')} images: full in "
+            f"{_fmt(_get(result, 'fill', 'seconds'), ' s', 2)} (floor "
+            f"{_fmt(_get(result, 'fill', 'floor_seconds'), ' s', 2)}); steady pass p50 "
+            f"{_fmt(_get(result, 'steady_pass', 'p50_ms'), ' ms')}, "
+            f"{_get(result, 'steady_pass', 'kubernetes_calls')} Kubernetes calls"
+        )
     return f"   {name}: done"
 
 
@@ -171,6 +179,16 @@ def _overview(results: dict[str, Any]) -> list[str]:
             f"{_fmt(_get(ev, 'delivery_latency', 'p50_ms'), ' ms')}, p99 "
             f"{_fmt(_get(ev, 'delivery_latency', 'p99_ms'), ' ms')} | 2,000 per worker, p99 "
             f"under 100 ms | not measured |"
+        )
+    pp = b.get("prepull")
+    if pp and "error" not in pp:
+        rows.append(
+            f"| Prepuller, {pp.get('nodes')} nodes x {pp.get('images')} images | decision pass "
+            f"p50 {_fmt(_get(pp, 'steady_pass', 'p50_ms'), ' ms')} with "
+            f"{_get(pp, 'steady_pass', 'kubernetes_calls')} Kubernetes calls; fully prepulled in "
+            f"{_fmt(_get(pp, 'fill', 'seconds'), ' s', 2)} = "
+            f"{_fmt(_get(pp, 'fill', 'ratio_to_floor'), '', 2)} x floor "
+            f"({_fmt(_get(pp, 'fill', 'floor_seconds'), ' s', 1)}) | (report) | not measured |"
         )
     memory = _memory_rows(b)
     if memory:
@@ -460,6 +478,30 @@ def _streams(r: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _prepull(r: dict[str, Any]) -> list[str]:
+    first, fill, steady = r.get("first_pass") or {}, r.get("fill") or {}, r.get("steady_pass") or {}
+    return [
+        "## Prepuller",
+        "",
+        f"{r.get('nodes')} emulated nodes, {r.get('images')} prepull images, each pull taking "
+        f"{r.get('pull_seconds')} s, one pull at a time per node (`pullsPerNode: 1`). The "
+        "prepuller's pass runs in process against the emulator over HTTP and a private Redis.",
+        "",
+        "| Measure | Value |",
+        "|---|---|",
+        f"| First pass on an empty cluster | {_fmt(first.get('seconds'), ' s', 3)}, "
+        f"{first.get('kubernetes_calls')} Kubernetes calls, {first.get('pulls_started')} pulls "
+        "started |",
+        f"| Until every node has every image | {_fmt(fill.get('seconds'), ' s', 2)} over "
+        f"{fill.get('passes')} passes; floor (images x pull time) "
+        f"{_fmt(fill.get('floor_seconds'), ' s', 2)}; ratio "
+        f"{_fmt(fill.get('ratio_to_floor'), '', 2)} |",
+        f"| Decision pass, all cached | p50 {_fmt(steady.get('p50_ms'), ' ms')}, max "
+        f"{_fmt(steady.get('max_ms'), ' ms')}, {steady.get('kubernetes_calls')} Kubernetes calls |",
+        "",
+    ]
+
+
 def markdown(results: dict[str, Any]) -> str:
     b = results["benchmarks"]
     lines = [
@@ -476,7 +518,13 @@ def markdown(results: dict[str, Any]) -> str:
         *_overview(results),
     ]
     cores = results["machine"].get("cores") or 2
-    sections = {"latency": _latency, "storm": _storm, "status": _status, "streams": _streams}
+    sections = {
+        "latency": _latency,
+        "storm": _storm,
+        "status": _status,
+        "streams": _streams,
+        "prepull": _prepull,
+    }
     for name, render in sections.items():
         result = b.get(name)
         if result is None:
@@ -484,7 +532,13 @@ def markdown(results: dict[str, Any]) -> str:
         if "error" in result:
             lines += [f"## {name}", "", f"Failed to run: `{result['error']}`", ""]
             continue
-        lines += render({**result, "_cores": cores})
+        rendered = render({**result, "_cores": cores})
+        if result.get("carried_from"):
+            rendered[1:1] = [
+                "",
+                f"(Not run this time: figures of the run of {result['carried_from']}.)",
+            ]
+        lines += rendered
     lines += [
         "## 5. Memory per worker",
         "",

@@ -75,6 +75,8 @@ def service_config(
         "gafaelfawr": {"url": gafaelfawr_url, "cacheSeconds": 30},
         "redis": {"url": redis_url},
         "kubernetes": {"mode": "host", "host": kube_url, "requestTimeout": 5},
+        # The prepuller's tests turn it on; elsewhere its pods would only add noise.
+        "prepuller": {"enabled": False},
         "prepull": [
             {
                 "name": "test",

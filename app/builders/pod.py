@@ -139,7 +139,7 @@ def init_container(container: InitContainer, spec: LabSpec, config: Config) -> d
     }
 
 
-def _toleration(toleration: Toleration) -> dict[str, Any]:
+def toleration_json(toleration: Toleration) -> dict[str, Any]:
     fields = {
         "key": toleration.key,
         "operator": toleration.operator,
@@ -177,7 +177,7 @@ def build_pod(spec: LabSpec, config: Config, namespace: str, *, provision: bool)
     if config.lab.node_selector:
         pod_spec["nodeSelector"] = dict(sorted(config.lab.node_selector.items()))
     if config.lab.tolerations:
-        pod_spec["tolerations"] = [_toleration(t) for t in config.lab.tolerations]
+        pod_spec["tolerations"] = [toleration_json(t) for t in config.lab.tolerations]
     # object_meta's default component label ("lab") is what the Service selects on.
     metadata = object_meta(
         names.object_name(spec.username, names.LAB_SUFFIX),

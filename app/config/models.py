@@ -212,6 +212,25 @@ class ImagesConfig:
 
 
 @dataclass(frozen=True)
+class PrepullerConfig:
+    """The elected prepuller: how often it looks, and how many pulls it runs at once.
+
+    A pull is one short-lived pod per (image, node) in the service's namespace; at most
+    ``pulls_per_node`` run on one node and ``max_pulls`` in the whole cluster. A pull that
+    fails is retried after ``retry_seconds``, doubling per failure up to ``max_retry_seconds``.
+    """
+
+    enabled: bool = True
+    interval_seconds: float = 10.0
+    lease_seconds: float = 15.0
+    pulls_per_node: int = 1
+    max_pulls: int = 20
+    pull_timeout: float = 900.0
+    retry_seconds: float = 60.0
+    max_retry_seconds: float = 1800.0
+
+
+@dataclass(frozen=True)
 class OperationsConfig:
     """How operations are shared between workers and how event streams behave."""
 
@@ -248,4 +267,5 @@ class Config:
     operations: OperationsConfig
     prepull: tuple[PrepullConfig, ...] = ()
     images: ImagesConfig = field(default_factory=ImagesConfig)
+    prepuller: PrepullerConfig = field(default_factory=PrepullerConfig)
     watcher: WatcherConfig = field(default_factory=WatcherConfig)

@@ -10,6 +10,7 @@ from app.config import Config
 from app.services.context import LabContext
 from app.services.image_refresh import ImageRefresher
 from app.services.images import ImageService
+from app.services.prepuller import Prepuller
 from app.services.operations import OperationRunner
 from app.services.registries import RegistryDirectory
 from app.services.watcher import LabWatcher
@@ -18,6 +19,7 @@ from app.storage.events import EventStore
 from app.storage.images import ImageStore
 from app.storage.kubernetes import KubernetesStorage
 from app.storage.labs import LabStore
+from app.storage.prepull import PrepullStore
 
 
 class LabWorkers:
@@ -34,12 +36,14 @@ class LabWorkers:
         watcher: LabWatcher,
         hub: EventHub,
         images: ImageRefresher,
+        prepuller: Prepuller,
         registries: RegistryDirectory,
     ) -> None:
         self.runner = runner
         self.watcher = watcher
         self.hub = hub
         self.images = images
+        self.prepuller = prepuller
         self.registries = registries
 
     def start(self) -> None:
@@ -47,6 +51,7 @@ class LabWorkers:
         self.runner.start()
         self.watcher.start()
         self.images.start()
+        self.prepuller.start()
 
     def submit(self, username: str) -> None:
         self.runner.submit(username)
@@ -55,6 +60,7 @@ class LabWorkers:
         # Elected roles first: they give their leases up, so another worker leads at once.
         self.watcher.stop()
         self.images.stop()
+        self.prepuller.stop()
         self.runner.stop()
         self.hub.stop()
         self.registries.close()
@@ -68,14 +74,16 @@ class LabsExtension:
         prefix = config.redis.key_prefix
         kube = KubernetesStorage(app.extensions["kubernetes"])
         image_store = ImageStore(redis_client, prefix)
+        prepulls = PrepullStore(redis_client, prefix)
         registries = RegistryDirectory(config, kube)
         ctx = LabContext(
             config=config,
             labs=LabStore(redis_client, prefix),
             events=EventStore(redis_client, prefix),
             kube=kube,
-            images=ImageService(config, image_store),
+            images=ImageService(config, image_store, prepulls),
             registries=registries,
+            prepulls=prepulls,
         )
         runner = OperationRunner(
             ctx,
@@ -85,7 +93,10 @@ class LabsExtension:
         )
         hub = EventHub(redis_client, ctx.events)
         refresher = ImageRefresher(config, image_store, registries, redis_client)
-        workers = LabWorkers(runner, LabWatcher(ctx, redis_client), hub, refresher, registries)
+        prepuller = Prepuller(config, ctx.images, kube, prepulls, redis_client)
+        workers = LabWorkers(
+            runner, LabWatcher(ctx, redis_client), hub, refresher, prepuller, registries
+        )
         workers.start()
         app.extensions["labs"] = (ctx, workers)
 
@@ -108,6 +119,10 @@ class LabsExtension:
     @property
     def images(self) -> ImageRefresher:
         return self._stored()[1].images
+
+    @property
+    def prepuller(self) -> Prepuller:
+        return self._stored()[1].prepuller
 
     @staticmethod
     def _stored() -> tuple[LabContext, LabWorkers]:

@@ -32,6 +32,7 @@ from app.config.models import (
     NetworkPolicyConfig,
     OperationsConfig,
     PrepullConfig,
+    PrepullerConfig,
     RedisConfig,
     SimpleImage,
     SourceType,
@@ -532,6 +533,31 @@ class ImagesSchema(_StrictSchema):
         )
 
 
+class PrepullerSchema(_StrictSchema):
+    enabled = fields.Boolean(load_default=True)
+    interval_seconds = fields.Float(
+        data_key="intervalSeconds", load_default=10.0, validate=validate.Range(min=0.05)
+    )
+    lease_seconds = fields.Float(
+        data_key="leaseSeconds", load_default=15.0, validate=validate.Range(min=1)
+    )
+    pulls_per_node = fields.Integer(
+        data_key="pullsPerNode", load_default=1, validate=validate.Range(min=1, max=100)
+    )
+    max_pulls = fields.Integer(
+        data_key="maxPulls", load_default=20, validate=validate.Range(min=1, max=10000)
+    )
+    pull_timeout = fields.Float(data_key="pullTimeout", load_default=900.0, validate=_POSITIVE)
+    retry_seconds = fields.Float(data_key="retrySeconds", load_default=60.0, validate=_POSITIVE)
+    max_retry_seconds = fields.Float(
+        data_key="maxRetrySeconds", load_default=1800.0, validate=_POSITIVE
+    )
+
+    @post_load
+    def _build(self, data: dict[str, Any], **_: Any) -> PrepullerConfig:
+        return PrepullerConfig(**data)
+
+
 class OperationsSchema(_StrictSchema):
     lease_seconds = fields.Float(
         data_key="leaseSeconds", load_default=10.0, validate=validate.Range(min=1)
@@ -585,6 +611,7 @@ class ConfigSchema(_StrictSchema):
         fields.Nested(PrepullSchema), required=True, validate=validate.Length(min=1)
     )
     images = fields.Nested(ImagesSchema, load_default=lambda: ImagesSchema().load({}))
+    prepuller = fields.Nested(PrepullerSchema, load_default=lambda: PrepullerSchema().load({}))
     watcher = fields.Nested(WatcherSchema, load_default=lambda: WatcherSchema().load({}))
 
     @validates_schema

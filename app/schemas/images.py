@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from marshmallow import Schema, fields, validate
+from marshmallow import INCLUDE, Schema, fields, validate
 
 from app.images.tags import KIND_ORDER
 
@@ -56,3 +56,73 @@ class ImagesSchema(Schema):
     """``GET /spawner/v1/images``."""
 
     configs = fields.List(fields.Nested(ImageConfigSchema), required=True)
+
+
+class PrepullFailureSchema(Schema):
+    node = fields.String(required=True)
+    reason = fields.String(required=True, metadata={"description": "Why the pull failed."})
+    attempts = fields.Integer(required=True, metadata={"description": "Failures in a row."})
+    retry = fields.String(required=True, metadata={"description": "Next try (ISO 8601)."})
+
+
+class PrepullImageSchema(Schema):
+    """An image of a prepull configuration and where it is cached."""
+
+    url = fields.String(required=True, metadata={"description": "The image reference."})
+    name = fields.String(required=True)
+    hash = fields.String(allow_none=True, metadata={"description": "Its digest."})
+    nodes = fields.List(fields.String(), metadata={"description": "Eligible nodes that have it."})
+    missing = fields.List(
+        fields.String(), metadata={"description": "Eligible nodes that lack it (pending only)."}
+    )
+    pulling = fields.List(
+        fields.String(), metadata={"description": "Nodes pulling it right now (pending only)."}
+    )
+    failures = fields.List(
+        fields.Nested(PrepullFailureSchema),
+        metadata={"description": "Pulls that failed, retried later (pending only)."},
+    )
+
+
+class PrepullImagesSchema(Schema):
+    prepulled = fields.List(fields.Nested(PrepullImageSchema), required=True)
+    pending = fields.List(fields.Nested(PrepullImageSchema), required=True)
+    other = fields.List(fields.Nested(PrepullImageSchema(only=("url", "name"))), required=True)
+
+
+class PrepullConfigStatusSchema(Schema):
+    """A prepull configuration as configured (camelCase, as in DMTN-222), plus ``images``."""
+
+    class Meta:
+        unknown = INCLUDE
+
+    name = fields.String(required=True)
+    type = fields.String(required=True)
+    registry = fields.String()
+    docker = fields.Dict()
+    gar = fields.Dict()
+    recommendedTag = fields.String()  # noqa: N815 (DMTN-222's key)
+    numReleases = fields.Integer()  # noqa: N815
+    numWeeklies = fields.Integer()  # noqa: N815
+    numDailies = fields.Integer()  # noqa: N815
+    cycle = fields.Integer()
+    aliasTags = fields.List(fields.String())  # noqa: N815
+    groups = fields.List(fields.String())
+    images = fields.Nested(PrepullImagesSchema, required=True)
+
+
+class PrepullNodeSchema(Schema):
+    name = fields.String(required=True)
+    eligible = fields.Boolean(required=True)
+    comment = fields.String(metadata={"description": "Why the node is ineligible."})
+    cached = fields.List(fields.String(), required=True, metadata={"description": "Images."})
+
+
+class PrepullStatusSchema(Schema):
+    """``GET /spawner/v1/prepulls`` (DMTN-222's shape)."""
+
+    updated = fields.String(
+        allow_none=True, metadata={"description": "When the prepuller last looked (ISO 8601)."}
+    )
+    configs = fields.List(fields.Nested(PrepullConfigStatusSchema), required=True)
+    nodes = fields.List(fields.Nested(PrepullNodeSchema), required=True)

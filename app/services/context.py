@@ -14,6 +14,7 @@ from app.services.registries import RegistryDirectory
 from app.storage.events import EventStore
 from app.storage.kubernetes import KubernetesStorage
 from app.storage.labs import LabStore
+from app.storage.prepull import PrepullStore
 
 
 @dataclass(frozen=True)
@@ -24,3 +25,4 @@ class LabContext:
     kube: KubernetesStorage
     images: ImageService
     registries: RegistryDirectory
+    prepulls: PrepullStore

@@ -24,6 +24,7 @@ from app.models.identity import UserInfo
 from app.models.images import ImageChoice, ImageClass, ImageSet, KnownImage, LabImage
 from app.services.entitlements import in_any_group
 from app.storage.images import ImageStore
+from app.storage.prepull import PrepullStore
 
 STALE_AFTER_REFRESHES = 3
 """A list not refreshed for this many refresh intervals is reported as possibly stale."""
@@ -37,8 +38,8 @@ _CLASS_KINDS = {
 
 @dataclass(frozen=True)
 class ImageMenu:
-    """The images the form shows one user: the prepulled ones (recommended first) as radio
-    buttons, every other one in the dropdown, and a warning when the list may be stale."""
+    """The images the form shows one user: the prepulled ones (recommended first, always) as
+    radio buttons, every other one in the dropdown, and a warning when the list may be stale."""
 
     prepulled: list[KnownImage]
     others: list[KnownImage]
@@ -47,10 +48,16 @@ class ImageMenu:
 
 class ImageService:
     def __init__(
-        self, config: Config, store: ImageStore, *, clock: Callable[[], float] = time.time
+        self,
+        config: Config,
+        store: ImageStore,
+        prepulls: PrepullStore | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self._config = config
         self._store = store
+        self._prepulls = prepulls if config.prepuller.enabled else None
         self._clock = clock
 
     # Lists ---------------------------------------------------------------------------
@@ -78,8 +85,13 @@ class ImageService:
             # Shown under the alias's name ("Recommended (Weekly 2024_42)"), run as itself.
             prepulled.append(dataclasses.replace(recommended, name=self._recommended_name(sets)))
             seen.add(recommended.reference)
+        # With the prepuller on, only images on every eligible node get a radio button, so
+        # picking one never means waiting for a pull; the rest wait in the dropdown.
+        everywhere = self._prepulls.everywhere() if self._prepulls is not None else None
         for _, image_set in sets:
             for image in image_set.prepulled_images():
+                if everywhere is not None and image.reference not in everywhere:
+                    continue
                 if image.reference not in seen:
                     prepulled.append(image)
                     seen.add(image.reference)

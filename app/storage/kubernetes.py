@@ -221,6 +221,16 @@ class KubernetesStorage:
             raise
         return True
 
+    def list_pods(self, namespace: str, label_selector: str) -> list[dict[str, Any]]:
+        result = _call(self._core.list_namespaced_pod, namespace, label_selector=label_selector)
+        return list(result.get("items") or [])
+
+    # Nodes ---------------------------------------------------------------------------
+
+    def list_nodes(self) -> list[dict[str, Any]]:
+        result = _call(self._core.list_node)
+        return list(result.get("items") or [])
+
     def list_events(self, namespace: str) -> list[dict[str, Any]]:
         result = _call(self._core.list_namespaced_event, namespace)
         return list(result.get("items") or [])

@@ -21,6 +21,8 @@ class Fault:
     kind: str
     pattern: str
     message: str | None = None
+    node: str | None = None
+    """When set, the fault happens on this node only (``image_pull``)."""
 
 
 class PodFaults:
@@ -35,13 +37,18 @@ class PodFaults:
         self._faults: list[Fault] = []
         self._listeners: list[Callable[[], None]] = []
 
-    def set(self, kind: str, pattern: str, message: str | None = None) -> None:
-        """Activate a fault; later faults of the same kind and pattern replace earlier ones."""
+    def set(
+        self, kind: str, pattern: str, message: str | None = None, *, node: str | None = None
+    ) -> None:
+        """Activate a fault (on ``node`` only, if given); later faults of the same kind,
+        pattern and node replace earlier ones."""
         if kind not in FAULT_KINDS:
             raise ValueError(f"unknown fault kind {kind!r}; expected one of {FAULT_KINDS}")
         with self._lock:
-            self._faults = [f for f in self._faults if (f.kind, f.pattern) != (kind, pattern)]
-            self._faults.append(Fault(kind, pattern, message))
+            self._faults = [
+                f for f in self._faults if (f.kind, f.pattern, f.node) != (kind, pattern, node)
+            ]
+            self._faults.append(Fault(kind, pattern, message, node))
         self._changed()
 
     def clear(self, kind: str | None = None) -> None:
@@ -50,11 +57,14 @@ class PodFaults:
             self._faults = [f for f in self._faults if kind is not None and f.kind != kind]
         self._changed()
 
-    def match(self, kind: str, subject: str) -> Fault | None:
-        """The most recently set fault of ``kind`` whose pattern matches ``subject``."""
+    def match(self, kind: str, subject: str, node: str | None = None) -> Fault | None:
+        """The most recently set fault of ``kind`` whose pattern matches ``subject`` (and
+        whose node, if it names one, is ``node``)."""
         with self._lock:
             faults = list(self._faults)
         for fault in reversed(faults):
+            if fault.node is not None and fault.node != node:
+                continue
             if fault.kind == kind and fnmatch.fnmatchcase(subject, fault.pattern):
                 return fault
         return None

@@ -425,7 +425,7 @@ class Kubelets:
             if node is None:
                 return
             digest = self._settings.resolve_digest(reference)
-            fault = self._faults.match("image_pull", reference)
+            fault = self._faults.match("image_pull", reference, run.node)
             present = node_has_image(node, reference, digest)
             if present and (policy != "Always" or fault is None):
                 if policy != "Always":
