@@ -10,8 +10,8 @@ from app.config import Config
 from app.services.context import LabContext
 from app.services.image_refresh import ImageRefresher
 from app.services.images import ImageService
-from app.services.prepuller import Prepuller
 from app.services.operations import OperationRunner
+from app.services.prepuller import Prepuller
 from app.services.registries import RegistryDirectory
 from app.services.watcher import LabWatcher
 from app.storage.event_hub import EventHub
