@@ -84,10 +84,17 @@ class PrepullImageSchema(Schema):
     )
 
 
+class OtherImageSchema(Schema):
+    """An image of the configuration's source that is not prepulled."""
+
+    url = fields.String(required=True, metadata={"description": "The image reference."})
+    name = fields.String(required=True)
+
+
 class PrepullImagesSchema(Schema):
     prepulled = fields.List(fields.Nested(PrepullImageSchema), required=True)
     pending = fields.List(fields.Nested(PrepullImageSchema), required=True)
-    other = fields.List(fields.Nested(PrepullImageSchema(only=("url", "name"))), required=True)
+    other = fields.List(fields.Nested(OtherImageSchema), required=True)
 
 
 class PrepullConfigStatusSchema(Schema):
