@@ -495,7 +495,8 @@ def _prepull(r: dict[str, Any]) -> list[str]:
         f"| Until every node has every image | {_fmt(fill.get('seconds'), ' s', 2)} over "
         f"{fill.get('passes')} passes; floor (images x pull time) "
         f"{_fmt(fill.get('floor_seconds'), ' s', 2)}; ratio "
-        f"{_fmt(fill.get('ratio_to_floor'), '', 2)} |",
+        f"{_fmt(fill.get('ratio_to_floor'), '', 2)}; last pull pod deleted at "
+        f"{_fmt(fill.get('pods_cleaned_up_seconds'), ' s', 2)} |",
         f"| Decision pass, all cached | p50 {_fmt(steady.get('p50_ms'), ' ms')}, max "
         f"{_fmt(steady.get('max_ms'), ' ms')}, {steady.get('kubernetes_calls')} Kubernetes calls |",
         "",

@@ -215,9 +215,10 @@ class ImagesConfig:
 class PrepullerConfig:
     """The elected prepuller: how often it looks, and how many pulls it runs at once.
 
-    A pull is one short-lived pod per (image, node) in the service's namespace; at most
-    ``pulls_per_node`` run on one node and ``max_pulls`` in the whole cluster. A pull that
-    fails is retried after ``retry_seconds``, doubling per failure up to ``max_retry_seconds``.
+    Pulls run in short-lived pods in the service's namespace, each pinned to a node and
+    pulling a batch of images one after another; at most ``pulls_per_node`` run on one node
+    and ``max_pulls`` in the whole cluster. ``pull_timeout`` is per image. A pull that fails
+    is retried after ``retry_seconds``, doubling per failure up to ``max_retry_seconds``.
     """
 
     enabled: bool = True

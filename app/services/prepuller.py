@@ -7,21 +7,23 @@ Exactly one worker across all processes and replicas leads (a ``RedisLease``). E
 2. lists the nodes (one call) and reads each one's cached images (``status.images``, matched
    by digest as well as by name) and whether lab pods may run there: the lab's node selector
    and tolerations against its labels and taints; cordoned and not-ready nodes are not;
-3. lists its own pull pods (one call) and settles them: a pod that finished is deleted (the
-   node now has the image); one whose pull failed or took longer than ``pullTimeout`` is
-   deleted and the failure recorded with its reason, to be retried after a back-off that
-   doubles per failure; one that is no longer needed (image dropped, node ineligible or
-   gone) is deleted;
-4. starts a pull pod for each (image, node) still missing, at most ``pullsPerNode`` per node
-   and ``maxPulls`` in all, skipping pulls in back-off, so one bad image or node holds no
-   more than its own slot;
+3. lists its own pull pods (one call) and settles them: a pod whose images are all pulled is
+   deleted; one whose pull failed, or that took longer than ``pullTimeout`` per image, is
+   deleted and the failure recorded against that image and node with its reason, to be
+   retried after a back-off that doubles per failure (the batch's other images go into the
+   next pod at once); one no longer needed (images dropped, node ineligible or gone) is
+   deleted;
+4. starts pull pods for what is still missing: at most ``pullsPerNode`` per node and
+   ``maxPulls`` in all, a node's missing images shared among its free slots (each pod pulls
+   its batch one image after another), skipping pulls in back-off, so one bad image or node
+   holds no more than its own slot;
 5. stores the status report DMTN-222 describes, which the status route and the spawn form
    read.
 
-A pass costs two list calls plus one call per pull started or pod removed, whatever the
-cluster's size. Pull pods have names fixed by (image, node), so a new leader adopts the pulls
-its predecessor started (and cleans them up when they end) and two leaders can never start
-the same pull twice.
+A pass costs two list calls plus one call per pull pod started or removed, whatever the
+cluster's size, and makes those calls a few at a time. Pull pods have names fixed by their
+node and images, so a new leader adopts the pulls its predecessor started (and cleans them up
+when they end) and two leaders can never start the same pull twice.
 """
 
 from __future__ import annotations
@@ -29,17 +31,20 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import redis
 
 from app.builders.prepull import (
-    IMAGE_ANNOTATION,
     NODE_ANNOTATION,
     PREPULL_SELECTOR,
     build_pull_pod,
+    pod_images,
+    pull_container_name,
 )
 from app.config import Config
 from app.images.placement import NodeImages, Placement, place, pull_reference, read_node
@@ -136,8 +141,8 @@ class Prepuller:
         pods = self._kube.list_pods(self._namespace, PREPULL_SELECTOR)
 
         needed = {(pull_reference(p.image), node) for p in placements for node in p.missing}
-        in_flight = self._settle(pods, needed, failures, now, report)
-        self._start_pulls(placements, in_flight, failures, now, report)
+        in_flight, per_node = self._settle(pods, needed, failures, now, report)
+        self._start_pulls(placements, in_flight, per_node, failures, now, report)
 
         # A failure whose pull is no longer needed (now cached, or dropped) is forgotten.
         stale = [key for key, f in failures.items() if (f.image, f.node) not in needed]
@@ -170,78 +175,169 @@ class Prepuller:
         failures: dict[str, PullFailure],
         now: float,
         report: PassReport,
-    ) -> dict[tuple[str, str], dict[str, Any]]:
-        """Deal with the pull pods that exist; returns those still pulling, by (image, node)."""
-        in_flight: dict[tuple[str, str], dict[str, Any]] = {}
+    ) -> tuple[dict[tuple[str, str], str], Counter[str]]:
+        """Deal with the pull pods that exist. Returns the (image, node) pulls still under
+        way (to the pod's name) and how many pull pods each node runs."""
+        in_flight: dict[tuple[str, str], str] = {}
+        per_node: Counter[str] = Counter()
+        doomed: list[str] = []
         for pod in pods:
             meta = pod.get("metadata") or {}
-            annotations = meta.get("annotations") or {}
-            key = (str(annotations.get(IMAGE_ANNOTATION)), str(annotations.get(NODE_ANNOTATION)))
             name = str(meta.get("name"))
+            node = str((meta.get("annotations") or {}).get(NODE_ANNOTATION))
+            images = pod_images(pod)
+            progress = _progress(pod, images)
             if meta.get("deletionTimestamp"):
-                in_flight[key] = pod  # still occupies its node's slot until it is gone
+                per_node[node] += 1  # occupies its node's slot until it is gone
                 continue
-            outcome = _outcome(pod, now, self._settings.pull_timeout)
-            if outcome == "pulling" and key in needed:
-                in_flight[key] = pod
+            done = [image for image, state in progress if state == _DONE]
+            problem = next(((i, s) for i, s in progress if s not in (_DONE, _PULLING)), None)
+            if (
+                problem is None
+                and len(done) < len(images)
+                and _timed_out(pod, now, self._settings.pull_timeout * len(images))
+            ):
+                first = next(image for image, state in progress if state != _DONE)
+                limit = self._settings.pull_timeout
+                problem = (first, f"the pull took longer than {limit:g} seconds per image")
+            waiting = [
+                image for image, state in progress if state == _PULLING and (image, node) in needed
+            ]
+            for image in done:
+                report.finished.append((image, node))
+                failures.pop(failure_key(image, node), None)
+            self._store.clear_failures([failure_key(image, node) for image in done])
+            if problem is None and waiting:
+                per_node[node] += 1
+                for image in waiting:
+                    in_flight[(image, node)] = name
                 continue
-            self._remove(name)
+            doomed.append(name)
             report.removed.append(name)
-            if outcome == "done":
-                report.finished.append(key)
-                failures.pop(failure_key(*key), None)
-                self._store.clear_failures([failure_key(*key)])
-            elif outcome != "pulling":
-                previous = failures.get(failure_key(*key))
+            if problem is not None:
+                image, reason = problem
+                previous = failures.get(failure_key(image, node))
                 attempts = (previous.attempts if previous else 0) + 1
                 delay = min(
                     self._settings.retry_seconds * 2 ** (attempts - 1),
                     self._settings.max_retry_seconds,
                 )
-                failure = PullFailure(key[0], key[1], outcome, attempts, now + delay)
-                failures[failure_key(*key)] = failure
+                failure = PullFailure(image, node, reason, attempts, now + delay)
+                failures[failure_key(image, node)] = failure
                 self._store.record_failure(failure)
-                report.failed.append((key[0], key[1], outcome))
-                logger.warning("prepull of %s on %s failed: %s", key[0], key[1], outcome)
-        return in_flight
+                report.failed.append((image, node, reason))
+                logger.warning("prepull of %s on %s failed: %s", image, node, reason)
+        _at_once(self._remove, doomed)
+        return in_flight, per_node
 
     def _start_pulls(
         self,
         placements: list[Placement],
-        in_flight: dict[tuple[str, str], dict[str, Any]],
+        in_flight: dict[tuple[str, str], str],
+        per_node: Counter[str],
         failures: dict[str, PullFailure],
         now: float,
         report: PassReport,
     ) -> None:
-        per_node = Counter(node for _, node in in_flight)
-        limit_node, limit_all = self._settings.pulls_per_node, self._settings.max_pulls
+        """Start pull pods for what is missing, within the bounds. A node's free slots share
+        its missing images, so with one slot a node gets one pod pulling them all in turn."""
+        wanted: dict[str, list[str]] = {}
         for placement in placements:
             image = pull_reference(placement.image)
             for node in placement.missing:
-                key = (image, node)
-                if key in in_flight:
+                if (image, node) in in_flight:
                     continue
                 failure = failures.get(failure_key(image, node))
                 if failure is not None and failure.retry_at > now:
                     continue
-                if per_node[node] >= limit_node or len(in_flight) >= limit_all:
-                    continue
-                body = build_pull_pod(image, node, self._config)
-                try:
-                    self._kube.create_pod(body)
-                except KubernetesError as exc:
-                    if exc.status != 409:  # 409: already pulling (another leader's pod)
-                        logger.warning("cannot start prepull of %s on %s: %s", image, node, exc)
-                        continue
-                in_flight[key] = body
+                wanted.setdefault(node, []).append(image)
+        total = sum(per_node.values())
+        bodies: list[tuple[list[str], str, dict[str, Any]]] = []
+        for node in sorted(wanted):
+            images = wanted[node]
+            slots = min(
+                self._settings.pulls_per_node - per_node[node], self._settings.max_pulls - total
+            )
+            if slots <= 0:
+                continue
+            size = -(-len(images) // slots)
+            for batch in (images[i : i + size] for i in range(0, len(images), size)):
+                bodies.append((batch, node, build_pull_pod(batch, node, self._config)))
                 per_node[node] += 1
-                report.started.append(key)
+                total += 1
+
+        def create(item: tuple[list[str], str, dict[str, Any]]) -> bool:
+            _, node, body = item
+            try:
+                self._kube.create_pod(body)
+            except KubernetesError as exc:
+                if exc.status != 409:  # 409: already pulling (another leader's pod)
+                    logger.warning("cannot start prepull on %s: %s", node, exc)
+                    return False
+            return True
+
+        for (batch, node, body), created in zip(bodies, _at_once(create, bodies), strict=True):
+            if created:
+                for image in batch:
+                    in_flight[(image, node)] = body["metadata"]["name"]
+                    report.started.append((image, node))
 
     def _remove(self, name: str) -> None:
         try:
             self._kube.delete_pod(self._namespace, name)
         except KubernetesError as exc:
             logger.warning("cannot remove prepull pod %s: %s", name, exc)
+
+
+_DONE = "done"
+_PULLING = "pulling"
+CALLS_AT_ONCE = 8
+"""Kubernetes calls one pass makes at once when it starts or removes many pull pods."""
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def _at_once(call: Callable[[T], R], items: list[T]) -> list[R]:
+    """``call`` on every item, a few at a time (greenlets under gevent), results in order."""
+    if len(items) <= 1:
+        return [call(item) for item in items]
+    with ThreadPoolExecutor(max_workers=min(CALLS_AT_ONCE, len(items))) as pool:
+        return list(pool.map(call, items))
+
+
+def _progress(pod: dict[str, Any], images: list[str]) -> list[tuple[str, str]]:
+    """Each image of a pull pod with ``done``, ``pulling``, or why its pull failed."""
+    status = pod.get("status") or {}
+    containers = {
+        str(c.get("name")): c
+        for c in [
+            *(status.get("initContainerStatuses") or []),
+            *(status.get("containerStatuses") or []),
+        ]
+    }
+    succeeded = status.get("phase") == "Succeeded"
+    result = []
+    for index, image in enumerate(images):
+        state = (containers.get(pull_container_name(index)) or {}).get("state") or {}
+        waiting = state.get("waiting") or {}
+        if succeeded or state.get("terminated") is not None or state.get("running") is not None:
+            # A container that ran means its image was pulled, whatever the command did.
+            result.append((image, _DONE))
+        elif waiting.get("reason") in _PULL_ERRORS:
+            message = waiting.get("message") or "image pull failed"
+            result.append((image, f"{waiting['reason']}: {message}"))
+        else:
+            result.append((image, _PULLING))
+    if status.get("phase") == "Failed" and all(state == _PULLING for _, state in result):
+        reason = status.get("message") or status.get("reason") or "the pull pod failed"
+        result[0] = (images[0], reason) if images else result[0]
+    return result
+
+
+def _timed_out(pod: dict[str, Any], now: float, timeout: float) -> bool:
+    created = _timestamp((pod.get("metadata") or {}).get("creationTimestamp"))
+    return created is not None and now - created > timeout
 
 
 def _wanted_images(sets: list[tuple[Any, Any]]) -> list[KnownImage]:
@@ -255,28 +351,6 @@ def _wanted_images(sets: list[tuple[Any, Any]]) -> list[KnownImage]:
                 seen.add(reference)
                 wanted.append(image)
     return wanted
-
-
-def _outcome(pod: dict[str, Any], now: float, timeout: float) -> str:
-    """``pulling``, ``done``, or why the pull failed."""
-    status = pod.get("status") or {}
-    phase = status.get("phase")
-    containers = status.get("containerStatuses") or []
-    if phase == "Succeeded" or any(
-        (c.get("state") or {}).get("terminated") is not None for c in containers
-    ):
-        # Whatever the command did, a container that ran means the image was pulled.
-        return "done"
-    for container in containers:
-        waiting = (container.get("state") or {}).get("waiting") or {}
-        if waiting.get("reason") in _PULL_ERRORS:
-            return f"{waiting['reason']}: {waiting.get('message') or 'image pull failed'}"
-    if phase == "Failed":
-        return status.get("message") or status.get("reason") or "the pull pod failed"
-    created = _timestamp((pod.get("metadata") or {}).get("creationTimestamp"))
-    if created is not None and now - created > timeout:
-        return f"the pull took longer than {timeout:g} seconds"
-    return "pulling"
 
 
 def _timestamp(value: Any) -> float | None:
@@ -293,7 +367,7 @@ def _status(
     placements: list[Placement],
     nodes: list[NodeImages],
     failures: dict[str, PullFailure],
-    in_flight: dict[tuple[str, str], dict[str, Any]],
+    in_flight: dict[tuple[str, str], str],
     now: float,
 ) -> tuple[dict[str, Any], list[str]]:
     """DMTN-222's prepull status (``configs`` and ``nodes``, with the pulls running and

@@ -220,8 +220,8 @@ def test_pulls_stay_within_their_bounds(
     finally:
         unsubscribe()
     assert nodes_used == {"lab-1", "lab-2"}
-    assert peaks["total"] == 3  # maxPulls, reached: ten pulls were needed
-    assert peaks["node"] == 2  # pullsPerNode
+    assert peaks["total"] == 3  # maxPulls, reached: two nodes lack five images each
+    assert peaks["node"] == 2  # pullsPerNode: lab-1's five images shared by two pods
 
 
 def test_a_pull_failing_on_one_node_is_reported_and_blocks_nothing_else(
@@ -329,7 +329,7 @@ def test_pods_of_a_previous_leader_are_adopted_or_removed(
 
     config = parse_config(prepull_raw_config)
     # A pull the previous leader started for an image nobody wants any more.
-    stray = build_pull_pod("registry.test/old/image:gone", "lab-1", config)
+    stray = build_pull_pod(["registry.test/old/image:gone"], "lab-1", config)
     cluster.store.create("pods", stray)
     app = make_app(config)
     app.extensions["labs"][1].images.refresh_all()
