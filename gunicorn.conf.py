@@ -14,8 +14,9 @@ from __future__ import annotations
 import os
 import signal
 import sys
-import threading
 from typing import Any
+
+import gevent
 
 bind = os.environ.get("SPAWNER_BIND", "0.0.0.0:8080")
 workers = int(os.environ.get("SPAWNER_WORKERS", "2"))
@@ -49,8 +50,9 @@ def post_worker_init(worker: Any) -> None:
         worker.handle_exit(signum, frame)
         labs = getattr(worker.wsgi, "extensions", {}).get("labs")
         if labs is not None:
-            # Not from inside the signal handler: under gevent this becomes a greenlet.
-            threading.Thread(target=labs[1].hub.close_streams, daemon=True).start()
+            # Not from inside the handler, which gevent runs as an event loop callback where
+            # nothing may block (starting a thread waits for it): a greenlet does it next.
+            gevent.spawn(labs[1].hub.close_streams)
 
     signal.signal(signal.SIGTERM, on_term)
 

@@ -64,7 +64,10 @@ def test_killing_the_prepuller_leader_hands_over_and_leaves_no_stray_pods(
     def finished() -> Any:
         status = requests.get(url, headers=admin, timeout=5).json()
         configs = status["configs"]
-        if not status["updated"] or any(c["images"]["pending"] for c in configs):
+        # Done: every configuration's list has been read and none of its images is pending.
+        if not status["updated"] or any(
+            c["images"]["pending"] or not c["images"]["prepulled"] for c in configs
+        ):
             return None
         return status
 
