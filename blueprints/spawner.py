@@ -36,6 +36,8 @@ from app.web.bodies import load_body
 
 spawner = Blueprint("spawner", __name__, url_prefix="/spawner/v1")
 
+_spawn_request = SpawnRequestSchema()
+"""Built once: a schema's construction copies its fields, and loading does not change it."""
 _USERNAME = re.compile(r"^[a-z0-9](?:[a-z0-9]|-[a-z0-9])*$")
 _EVENT_ID = re.compile(r"^\d+-\d+$")
 
@@ -84,7 +86,7 @@ def user_status() -> Response:
 def spawn(username: str) -> Response:
     """Queue a spawn; 303 to the lab's status."""
     _check_username(username)
-    body = load_body(SpawnRequestSchema())
+    body = load_body(_spawn_request)
     caller = current_caller()
     token = _delegated_token(caller.token)
     user = gafaelfawr_ext.client.user_info(token)
