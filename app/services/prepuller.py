@@ -203,10 +203,11 @@ class Prepuller:
             waiting = [
                 image for image, state in progress if state == _PULLING and (image, node) in needed
             ]
-            for image in done:
-                report.finished.append((image, node))
-                failures.pop(failure_key(image, node), None)
-            self._store.clear_failures([failure_key(image, node) for image in done])
+            recovered = [failure_key(i, node) for i in done if failure_key(i, node) in failures]
+            if recovered:  # an image that failed before is there now: forget the failure
+                self._store.clear_failures(recovered)
+                for key in recovered:
+                    failures.pop(key, None)
             if problem is None and waiting:
                 per_node[node] += 1
                 for image in waiting:
@@ -214,6 +215,7 @@ class Prepuller:
                 continue
             doomed.append(name)
             report.removed.append(name)
+            report.finished.extend((image, node) for image in done)
             if problem is not None:
                 image, reason = problem
                 previous = failures.get(failure_key(image, node))
