@@ -12,7 +12,6 @@ import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import NoReturn
 
 from app.config import Config
@@ -25,6 +24,7 @@ from app.models.images import ImageChoice, ImageClass, ImageSet, KnownImage, Lab
 from app.services.entitlements import in_any_group
 from app.storage.images import ImageStore
 from app.storage.prepull import PrepullStore
+from app.timestamps import iso_utc
 
 STALE_AFTER_REFRESHES = 3
 """A list not refreshed for this many refresh intervals is reported as possibly stale."""
@@ -208,7 +208,7 @@ class ImageService:
             if not self.is_stale(image_set):
                 continue
             when = (
-                f"last updated {_iso(image_set.refreshed)}"
+                f"last updated {iso_utc(image_set.refreshed)}"
                 if image_set.refreshed is not None
                 else "never read yet"
             )
@@ -234,10 +234,10 @@ class ImageService:
                     "name": block.name,
                     "type": block.type.value,
                     "source": block.source,
-                    "refreshed": _iso(image_set.refreshed),
+                    "refreshed": iso_utc(image_set.refreshed),
                     "stale": self.is_stale(image_set),
                     "error": image_set.error,
-                    "failed": _iso(image_set.failed),
+                    "failed": iso_utc(image_set.failed),
                     "recommended": recommended.to_json() if recommended else None,
                     "prepull": [i.to_json() for i in image_set.prepulled_images()],
                     "images": by_kind,
@@ -250,11 +250,3 @@ class ImageService:
         if block.type is SourceType.SIMPLE:
             return dataclasses.replace(build_simple_set(block, {}, refreshed=0.0), refreshed=None)
         return ImageSet(config=block.name)
-
-
-def _iso(timestamp: float | None) -> str | None:
-    if timestamp is None:
-        return None
-    return (
-        datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-    )

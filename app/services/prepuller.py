@@ -34,7 +34,6 @@ from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import redis
@@ -55,6 +54,7 @@ from app.services.operations import worker_identity
 from app.storage.kubernetes import KubernetesError, KubernetesStorage
 from app.storage.leader import RedisLease
 from app.storage.prepull import PrepullStore, PullFailure, failure_key
+from app.timestamps import iso_utc, parse_iso
 
 logger = logging.getLogger(__name__)
 
@@ -338,7 +338,7 @@ def _progress(pod: dict[str, Any], images: list[str]) -> list[tuple[str, str]]:
 
 
 def _timed_out(pod: dict[str, Any], now: float, timeout: float) -> bool:
-    created = _timestamp((pod.get("metadata") or {}).get("creationTimestamp"))
+    created = parse_iso((pod.get("metadata") or {}).get("creationTimestamp"))
     return created is not None and now - created > timeout
 
 
@@ -353,15 +353,6 @@ def _wanted_images(sets: list[tuple[Any, Any]]) -> list[KnownImage]:
                 seen.add(reference)
                 wanted.append(image)
     return wanted
-
-
-def _timestamp(value: Any) -> float | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
 
 
 def _status(
@@ -402,7 +393,7 @@ def _status(
                         "node": f.node,
                         "reason": f.reason,
                         "attempts": f.attempts,
-                        "retry": _iso(f.retry_at),
+                        "retry": iso_utc(f.retry_at),
                     }
                     for n in placement.missing
                     if (f := failures.get(failure_key(pull_reference(image), n))) is not None
@@ -427,7 +418,7 @@ def _status(
             report["comment"] = node.comment
         report["cached"] = list(node.cached)
         node_reports.append(report)
-    return {"updated": _iso(now), "configs": configs, "nodes": node_reports}, everywhere
+    return {"updated": iso_utc(now), "configs": configs, "nodes": node_reports}, everywhere
 
 
 def prepull_report(images: ImageService, store: PrepullStore) -> dict[str, Any]:
@@ -452,9 +443,3 @@ def prepull_report(images: ImageService, store: PrepullStore) -> dict[str, Any]:
             {**block.document, "images": {"prepulled": [], "pending": pending, "other": other}}
         )
     return {"updated": None, "configs": configs, "nodes": []}
-
-
-def _iso(timestamp: float) -> str:
-    return (
-        datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-    )

@@ -144,6 +144,13 @@ def _ref(registry: RegistryEmulator, tag: str) -> str:
     return f"{registry.host}/{LAB_REPOSITORY}:{tag}"
 
 
+def _expand(registry: RegistryEmulator, value: Any) -> Any:
+    """Option values with ``@<tag>`` standing for that tag's reference in the registry."""
+    if isinstance(value, list):
+        return [_expand(registry, v) for v in value]
+    return _ref(registry, value[1:]) if isinstance(value, str) and value[:1] == "@" else value
+
+
 # The admin list ------------------------------------------------------------------------
 
 
@@ -411,12 +418,7 @@ def test_each_way_of_choosing_runs_the_image_pinned_by_digest(
     tag: str,
     description: str | None,
 ) -> None:
-    def expand(value: Any) -> Any:
-        if isinstance(value, list):
-            return [expand(v) for v in value]
-        return _ref(registry, value[1:]) if isinstance(value, str) and value[:1] == "@" else value
-
-    chosen = {key: expand(value) for key, value in options.items()}
+    chosen = {key: _expand(registry, value) for key, value in options.items()}
     user = person()
     pod, env, status = _spawned(
         image_client, kube, user, {**chosen, "size": ["small"], "debug": ["true"]}
@@ -514,13 +516,8 @@ def test_bad_choices_are_refused_naming_the_field(
     field: str,
     message: str,
 ) -> None:
-    def expand(value: Any) -> Any:
-        if isinstance(value, list):
-            return [expand(v) for v in value]
-        return _ref(registry, value[1:]) if isinstance(value, str) and value[:1] == "@" else value
-
     user = person(quota=NotebookQuotaSpec(cpu=8, memory=32))
-    body = {"size": "small", **{key: expand(value) for key, value in options.items()}}
+    body = {"size": "small", **{key: _expand(registry, value) for key, value in options.items()}}
     response = _spawn(image_client, user, body)
     assert response.status_code == 422, response.get_data(as_text=True)
     error = response.get_json()
