@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
         stack.start()
         state = stack.state()
         print("\nThe lab spawner is running on the local stack:", flush=True)
-        for key in ("spawner_url", "kubernetes_url", "gafaelfawr_url", "registry_url"):
+        for key in ("spawner_url", "kubernetes_url", "gafaelfawr_url", "registry_url", "lab_url"):
             print(f"  {key:15} {state[key]}")
         print(f"  {'redis_url':15} {state['redis_url']}")
         print("Demo tokens:")

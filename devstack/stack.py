@@ -1,8 +1,10 @@
-"""The whole local stack: Redis, the three emulators, and the service under gunicorn.
+"""The whole local stack: Redis, the emulators, the lab stand-in and the service under gunicorn.
 
 Used by ``make run`` (through ``python -m devstack``), by the test that runs the real
 gunicorn, and by the benchmarks. The emulators run as threads of this process; the service
-runs as a separate gunicorn process talking to them over HTTP, as it would in a cluster.
+runs as a separate gunicorn process talking to them over HTTP, as it would in a cluster. The
+lab stand-in answers at every lab's ``internal_url`` while its emulated pod runs, so JupyterHub
+pointed at this stack finds labs up.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from devstack.demo import demo_registry_repositories, demo_tokens, demo_users
 from devstack.gafaelfawr import GafaelfawrEmulator
 from devstack.kube import KubernetesEmulator
 from devstack.kube.cluster import ClusterSettings
+from devstack.lab_standin import LabStandIn
 from devstack.redis_process import RedisProcess, free_port
 from devstack.registry import RegistryEmulator
 
@@ -65,6 +68,7 @@ class LocalStack:
         self.gafaelfawr = GafaelfawrEmulator(
             users=demo_users(), tokens=list(demo_tokens().values())
         )
+        self.lab_standin = LabStandIn(self.kube.store, self._namespace_prefix())
         self.spawner_process: subprocess.Popen[bytes] | None = None
         self.spawner_port = 0
         self.spawner_url = ""
@@ -96,6 +100,7 @@ class LocalStack:
             },
         )
         self.gafaelfawr.start()
+        self.lab_standin.start()
         self.spawner_port = self.options.spawner_port or free_port()
         self.spawner_url = f"http://127.0.0.1:{self.spawner_port}"
         self._write_kubeconfig()
@@ -104,6 +109,14 @@ class LocalStack:
             self._start_spawner()
         self._write_state()
         return self
+
+    def _namespace_prefix(self) -> str:
+        """The service's ``namespacePrefix`` in this stack, where the stand-in finds labs."""
+        override = self.options.config_overrides.get("namespacePrefix")
+        if override:
+            return str(override)
+        raw: dict[str, Any] = yaml.safe_load(DEMO_CONFIG.read_text(encoding="utf-8"))
+        return str(raw["namespacePrefix"])
 
     @property
     def kubeconfig_path(self) -> Path:
@@ -131,7 +144,8 @@ class LocalStack:
 
         Starts from the service's bundled demo configuration and points it at the
         addresses actually started; image references name this registry and carry the
-        digests it serves.
+        digests it serves. Every lab's ``internal_url`` is the lab stand-in (one port for
+        all: JupyterHub adds ``/user/<name>/`` itself).
         """
         raw: dict[str, Any] = yaml.safe_load(DEMO_CONFIG.read_text(encoding="utf-8"))
         raw["gafaelfawr"]["url"] = self.gafaelfawr.url
@@ -143,6 +157,7 @@ class LocalStack:
             "serviceNamespace": SERVICE_NAMESPACE,
         }
         raw["lab"]["env"]["EXTERNAL_INSTANCE_URL"] = self.spawner_url or "http://127.0.0.1"
+        raw["lab"]["internalUrl"] = self.lab_standin.url
         for block in raw["prepull"]:
             if "registry" in block:
                 block["registry"] = self.registry.host
@@ -217,6 +232,7 @@ class LocalStack:
             "kubernetes_url": self.kube.url,
             "gafaelfawr_url": self.gafaelfawr.url,
             "registry_url": self.registry.url,
+            "lab_url": self.lab_standin.url,
             "redis_url": self.redis_url,
             "tokens": tokens,
         }
@@ -244,6 +260,7 @@ class LocalStack:
 
     def stop(self) -> None:
         self.stop_spawner()
+        self.lab_standin.stop()
         self.gafaelfawr.stop()
         self.kube.stop()
         self.registry.stop()

@@ -318,3 +318,55 @@ def test_images_section_and_size_groups() -> None:
     assert config.lab.sizes[0].groups == ("science",)
     bad = {**raw, "images": {"insecureRegistries": ["http://localhost:5000"]}}
     assert _problems(bad)[0].startswith("images.insecureRegistries[0]: must be a registry host")
+
+
+def test_lab_internal_url_defaults_to_the_services_short_dns_name() -> None:
+    assert parse_config(MINIMAL).lab.internal_url == "http://{service}.{namespace}:{port}"
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "http://{service}.{namespace}.svc.cluster.local:{port}",
+        "https://labs.example.org:8443/",
+        "http://127.0.0.1:8888",
+        "http://[::1]:{port}",
+        "http://lab-{username}.proxy.example",
+    ],
+)
+def test_lab_internal_url_accepts_templates_giving_a_base_url(template: str) -> None:
+    raw = {**MINIMAL, "lab": {**LAB, "internalUrl": template}}
+    assert parse_config(raw).lab.internal_url == template
+
+
+@pytest.mark.parametrize(
+    ("template", "problem"),
+    [
+        ("http://{user}.{namespace}:{port}", "unknown placeholder {user}; placeholders are"),
+        ("http://{0}:{port}", "unknown placeholder {0}"),
+        ("http://{service.name}:{port}", "unknown placeholder {service.name}"),
+        ("http://{service}:{port:05d}", "placeholder {port:05d} must be written plainly"),
+        ("http://{service!r}:{port}", "placeholder {service!r} must be written plainly"),
+        ("http://{service:{port}", "not a valid template"),
+        ("http://{service}}:{port}", "not a valid template (Single '}'"),
+        ("{service}.{namespace}:{port}", "must give an absolute http or https URL"),
+        ("ftp://{service}.{namespace}", "must give an absolute http or https URL"),
+        ("http://:{port}", "must give an absolute http or https URL with a host"),
+        ("http://{service}:{username}", "must give an absolute http or https URL"),
+        ("http://{service}:70000", "must give an absolute http or https URL"),
+        ("http://{service}:0", "must give a port from 1 to 65535"),
+        ("http://{service}.{namespace}:{port}/lab", "must give only scheme, host and port"),
+        ("http://{service}:{port}?user={username}", "must give only scheme, host and port"),
+        ("http://hub:secret@{service}:{port}", "must not carry credentials"),
+        ("http://{service} {namespace}:{port}", "must give a host that is a DNS name"),
+    ],
+)
+def test_lab_internal_url_rejects_bad_templates(template: str, problem: str) -> None:
+    problems = _problems({**MINIMAL, "lab": {**LAB, "internalUrl": template}})
+    assert len(problems) == 1, problems
+    assert problems[0].startswith(f"lab.internalUrl: {problem}"), problems
+
+
+def test_lab_internal_url_problem_shows_what_the_template_gives() -> None:
+    (problem,) = _problems({**MINIMAL, "lab": {**LAB, "internalUrl": "{service}:{port}"}})
+    assert "'nb-someone-lab:8888'" in problem

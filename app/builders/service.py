@@ -1,7 +1,9 @@
 """The Service ``nb-<user>-lab`` through which JupyterHub reaches the lab.
 
 A Service rather than the pod IP: its DNS name is known before the pod is scheduled, so
-``internal_url`` can be answered at spawn time and stays valid if the pod is recreated.
+``internal_url`` can be answered at spawn time and stays valid if the pod is recreated. How the
+hub names it (short name, fully qualified, a proxy in front) is the operator's choice:
+``lab.internalUrl``.
 """
 
 from __future__ import annotations
@@ -11,14 +13,22 @@ from typing import Any
 from app.builders import names
 from app.builders.metadata import lab_selector, object_meta
 from app.config.models import Config
+from app.config.url_template import render
 from app.models.lab import LabSpec
 
 
 def internal_url(config: Config, username: str) -> str:
-    """``http://nb-<user>-lab.<namespace>:<port>``: how JupyterHub reaches the lab."""
-    service = names.object_name(username, names.LAB_SUFFIX)
-    namespace = names.lab_namespace(config.namespace_prefix, username)
-    return f"http://{service}.{namespace}:{config.lab.port}"
+    """How JupyterHub reaches the lab: ``lab.internalUrl`` filled in for this user.
+
+    By default ``http://nb-<user>-lab.<namespace>:<port>``, the Service's short DNS name.
+    """
+    return render(
+        config.lab.internal_url,
+        username=username,
+        namespace=names.lab_namespace(config.namespace_prefix, username),
+        service=names.object_name(username, names.LAB_SUFFIX),
+        port=config.lab.port,
+    )
 
 
 def build_service(spec: LabSpec, config: Config, namespace: str) -> dict[str, Any]:

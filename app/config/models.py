@@ -133,6 +133,8 @@ class LabConfig:
     command: tuple[str, ...]
     args: tuple[str, ...]
     port: int
+    internal_url: str
+    """Template of the URL JupyterHub reaches a lab at; see ``app.config.url_template``."""
     spawn_timeout: float
     delete_timeout: float
     network_policy: NetworkPolicyConfig

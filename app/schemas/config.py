@@ -39,6 +39,7 @@ from app.config.models import (
     Toleration,
     WatcherConfig,
 )
+from app.config.url_template import DEFAULT_TEMPLATE, template_problem
 from app.quantities import parse_cpu, parse_memory
 
 _POSITIVE = validate.Range(min=0, min_inclusive=False)
@@ -50,6 +51,13 @@ _DNS_LABEL = validate.Regexp(
     r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
     error="must be a DNS label: lowercase letters, digits and '-'",
 )
+
+
+def _url_template(value: str) -> None:
+    """Reject a ``lab.internalUrl`` template at load time rather than at every spawn."""
+    problem = template_problem(value)
+    if problem is not None:
+        raise ValidationError(problem)
 
 
 class _StrictSchema(Schema):
@@ -295,6 +303,9 @@ class LabSchema(_StrictSchema):
     command = fields.List(fields.String(), load_default=list)
     args = fields.List(fields.String(), load_default=list)
     port = fields.Integer(load_default=8888, validate=validate.Range(min=1, max=65535))
+    internal_url = fields.String(
+        data_key="internalUrl", load_default=DEFAULT_TEMPLATE, validate=_url_template
+    )
     spawn_timeout = fields.Float(data_key="spawnTimeout", load_default=600.0, validate=_POSITIVE)
     delete_timeout = fields.Float(data_key="deleteTimeout", load_default=300.0, validate=_POSITIVE)
     network_policy = fields.Nested(
@@ -336,6 +347,7 @@ class LabSchema(_StrictSchema):
             command=tuple(data["command"]),
             args=tuple(data["args"]),
             port=data["port"],
+            internal_url=data["internal_url"],
             spawn_timeout=data["spawn_timeout"],
             delete_timeout=data["delete_timeout"],
             network_policy=data["network_policy"],

@@ -11,6 +11,8 @@ from app.builders.lab import LabObjects, build_lab
 from app.builders.names import SPEC_ANNOTATION
 from app.builders.record import lab_record, spec_from_annotation
 from app.config import Config
+from app.models.lab import LabStatus, PodState
+from app.services.records import lab_record as status_record
 from tests.builders.conftest import COPIED, PULL_DATA, TOKEN, WILE, make_config, make_spec
 
 
@@ -132,6 +134,38 @@ def test_service_and_internal_url(full_config: Config) -> None:
     pod_labels = _build(full_config).pod["metadata"]["labels"]
     assert service["spec"]["selector"].items() <= pod_labels.items()
     assert internal_url(full_config, "wile") == "http://nb-wile-lab.nublado-wile:8899"
+
+
+@pytest.mark.parametrize(
+    ("template", "expected"),
+    [
+        (
+            "http://{service}.{namespace}.svc.cluster.local:{port}",
+            "http://nb-wile-lab.labs-wile.svc.cluster.local:8899",
+        ),
+        ("https://{username}.labs.example:443", "https://wile.labs.example:443"),
+        ("http://127.0.0.1:5123", "http://127.0.0.1:5123"),
+    ],
+)
+def test_internal_url_follows_the_configured_template(template: str, expected: str) -> None:
+    config = dataclasses.replace(
+        make_config(port=8899, internalUrl=template), namespace_prefix="labs"
+    )
+    assert config.lab.internal_url == template
+    assert internal_url(config, "wile") == expected
+
+
+def test_status_record_carries_the_templated_url_once_reachable() -> None:
+    config = make_config(internalUrl="http://{service}.{namespace}.svc.cluster.local:{port}")
+    spec = make_spec(config, WILE)
+    running = status_record(
+        spec, config, status=LabStatus.RUNNING, pod=PodState.PRESENT, reachable=True
+    )
+    assert running.internal_url == "http://nb-wile-lab.nublado-wile.svc.cluster.local:8888"
+    starting = status_record(
+        spec, config, status=LabStatus.STARTING, pod=PodState.PRESENT, reachable=False
+    )
+    assert starting.internal_url is None
 
 
 def test_network_policy(full_config: Config) -> None:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable
+from typing import Any
 
 from flask import Flask
 from flask.testing import FlaskClient
 
+from app.config import Config, parse_config
 from app.schemas.labs import LabStatusSchema
 from devstack.kube import KubernetesEmulator
 from tests.labs.conftest import BAD_IMAGE, IMAGE, LabUser, read_events, spawn_body
@@ -78,6 +80,23 @@ def test_spawn_runs_a_lab_and_delete_removes_it(
     )
     assert kube.store.get("namespaces", None, namespace) is None
     assert kube.store.list("pods", namespace) == []
+
+
+def test_status_internal_url_follows_the_configured_template(
+    lab_raw_config: dict[str, Any],
+    make_app: Callable[[Config], Flask],
+    new_user: Callable[..., LabUser],
+    admin_headers: dict[str, str],
+) -> None:
+    template = "https://{username}.labs.example:{port}"
+    lab_raw_config["lab"]["internalUrl"] = template
+    client = make_app(parse_config(lab_raw_config)).test_client()
+    user = new_user()
+    _spawn(client, user)
+    assert read_events(client, user.username, user.headers)[-1].type == "complete"
+    status = client.get(f"/spawner/v1/labs/{user.username}", headers=admin_headers).get_json()
+    assert status["status"] == "running"
+    assert status["internal_url"] == f"https://{user.username}.labs.example:8888"
 
 
 def test_second_spawn_conflicts(lab_client: FlaskClient, new_user: Callable[..., LabUser]) -> None:

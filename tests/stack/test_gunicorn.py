@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import requests
+import yaml
 
 from devstack.stack import REPO_ROOT, LocalStack, StackOptions
 from tests.labs.conftest import wait_for
@@ -81,11 +82,16 @@ def test_spawn_and_delete_over_http(stack: LocalStack) -> None:
     assert kinds[-1] == "complete"
     status = requests.get(f"{base}/labs/wile", headers=admin, timeout=5).json()
     assert status["status"] == "running"
+    # JupyterHub would now find the lab up at its internal URL: the stack's lab stand-in.
+    assert status["internal_url"] == state["lab_url"]
+    lab = requests.get(f"{status['internal_url']}/user/wile/api", timeout=5)
+    assert lab.status_code == 200 and "version" in lab.json()
     assert requests.delete(f"{base}/labs/wile", headers=admin, timeout=5).status_code == 202
     with requests.get(f"{base}/labs/wile/events", headers=user, stream=True, timeout=30) as events:
         kinds = [e.type for e in parse_sse(events.iter_content(None)) if isinstance(e, SseEvent)]
     assert kinds[-1] == "complete"
     assert requests.get(f"{base}/labs/wile", headers=admin, timeout=5).status_code == 404
+    assert requests.get(f"{state['lab_url']}/user/wile/api", timeout=5).status_code == 503
 
 
 def test_stack_state_file(stack: LocalStack) -> None:
@@ -97,9 +103,13 @@ def test_stack_state_file(stack: LocalStack) -> None:
         "kubernetes_url",
         "gafaelfawr_url",
         "registry_url",
+        "lab_url",
         "redis_url",
         "tokens",
     }
+    config = yaml.safe_load(stack.config_path.read_text())
+    assert config["lab"]["internalUrl"] == state["lab_url"]
+    assert requests.get(f"{state['lab_url']}/hub/api", timeout=5).status_code == 404
     admins = [t for t in state["tokens"].values() if "admin:notebook" in t["scopes"]]
     users = [t for t in state["tokens"].values() if "exec:notebook" in t["scopes"]]
     assert admins and len(users) >= 2

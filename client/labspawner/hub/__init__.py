@@ -1,0 +1,9 @@
+"""The JupyterHub side: ``LabSpawner`` (entry point ``lab-spawner`` in ``jupyterhub.spawners``).
+
+Importing this package needs JupyterHub (``pip install 'lab-spawner-client[jupyterhub]'``);
+the client in :mod:`labspawner` does not.
+"""
+
+from labspawner.hub.spawner import LabSpawner, options_from_form
+
+__all__ = ["LabSpawner", "options_from_form"]
