@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint pytest setup redis-server bench clean
+.PHONY: run test lint pytest setup redis-server bench clean hub
 
 $(STAMP): requirements.txt requirements-dev.txt client/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,7 +20,13 @@ redis-server:
 	  echo "installing redis-server from Debian's packages"; \
 	  apt-get update -qq && apt-get install -y -qq redis-server >/dev/null; }
 
-setup: $(STAMP) redis-server
+# configurable-http-proxy for JupyterHub (the end-to-end test and `make hub`), from npm.
+HUB_PROXY := hub/node_modules/.bin/configurable-http-proxy
+$(HUB_PROXY): hub/package.json hub/package-lock.json
+	npm ci --prefix hub --no-audit --no-fund --loglevel=error
+	touch $@
+
+setup: $(STAMP) redis-server $(HUB_PROXY)
 
 run: setup
 	$(BIN)/python -m devstack
@@ -34,6 +40,10 @@ pytest: setup
 	$(BIN)/pytest
 
 test: lint pytest
+
+# JupyterHub with the lab spawner, against the stack `make run` started (in another terminal).
+hub: setup
+	cd hub && ../$(BIN)/jupyterhub -f jupyterhub_config.py
 
 # Benchmarks report figures (bench/RESULTS.md); they are not part of the test suite.
 # wrk drives the status benchmark (a Python load generator stands in without it).

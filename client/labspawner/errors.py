@@ -29,8 +29,9 @@ class LabSpawnerError(Exception):
 
     def __str__(self) -> str:
         where = f" ({self.field})" if self.field else ""
-        status = f"{self.status} " if self.status is not None else ""
-        return f"{status}{self.code}: {self.message}{where}"
+        if self.status is None:
+            return f"{self.message}{where}"
+        return f"{self.status} {self.code}: {self.message}{where}"
 
 
 class NotAuthenticatedError(LabSpawnerError):

@@ -107,3 +107,25 @@ def test_finish_ends_waiters_without_a_service_event() -> None:
 
 async def _collect(tracker: ProgressTracker) -> list[dict[str, object]]:
     return [event async for event in tracker.follow()]
+
+
+def test_form_submissions_become_service_options() -> None:
+    from labspawner.hub import options_from_form
+
+    assert options_from_form(
+        {
+            "image_list": ["use_image_from_dropdown"],
+            "image_dropdown": ["registry/lab:w_2024_44"],
+            "size": ["small"],
+            "debug": ["true"],
+            "reset_user_env": ["false"],
+            "several": ["a", "b"],
+        }
+    ) == {
+        "image_list": "use_image_from_dropdown",
+        "image_dropdown": "registry/lab:w_2024_44",
+        "size": "small",
+        "debug": True,
+        "reset_user_env": False,
+        "several": ["a", "b"],  # left for the service to reject, naming the field
+    }

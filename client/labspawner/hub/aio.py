@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import codecs
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import aiohttp
@@ -19,6 +19,8 @@ import aiohttp
 from labspawner.client import API_PREFIX, RETRY_STATUSES
 from labspawner.errors import NotFoundError, ServiceUnavailableError, error_for
 from labspawner.events import EventStreamParser, LabEvent
+
+Send = Callable[..., Awaitable[aiohttp.ClientResponse]]
 
 
 class AsyncLabSpawnerAPI:
@@ -32,18 +34,23 @@ class AsyncLabSpawnerAPI:
         stream_timeout: float = 60.0,
         retries: int = 3,
         backoff: float = 0.5,
+        send: Send | None = None,
     ) -> None:
+        """``send(url, method=..., **kwargs)`` makes one request and returns the response;
+        JupyterHub's spawner passes the hub's shared HTTP client, so every lab shares its
+        connection pool and the hub closes it at shutdown."""
         self.base_url = base_url.rstrip("/").removesuffix(API_PREFIX)
         self.timeout = timeout
         self.stream_timeout = stream_timeout
         self.retries = retries
         self.backoff = backoff
+        self._send = send or self._own_send
         self._session: aiohttp.ClientSession | None = None
 
-    def _client(self) -> aiohttp.ClientSession:
+    async def _own_send(self, url: str, *, method: str, **kwargs: Any) -> aiohttp.ClientResponse:
         if self._session is None or self._session.closed:
             self._session = aiohttp.ClientSession()
-        return self._session
+        return await self._session.request(method, url, **kwargs)
 
     async def close(self) -> None:
         if self._session is not None:
@@ -95,9 +102,10 @@ class AsyncLabSpawnerAPI:
                 headers["Last-Event-ID"] = last_event_id
             parser = EventStreamParser()
             try:
-                async with self._client().get(
-                    url, headers=headers, timeout=timeout, allow_redirects=False
-                ) as response:
+                response = await self._send(
+                    url, method="GET", headers=headers, timeout=timeout, allow_redirects=False
+                )
+                async with response:
                     if response.status >= 400:
                         raise error_for(response.status, await _json_or_none(response))
                     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
@@ -139,9 +147,15 @@ class AsyncLabSpawnerAPI:
             attempt += 1
             retry = attempt <= self.retries
             try:
-                async with self._client().request(
-                    method, url, headers=headers, json=json, timeout=timeout, allow_redirects=False
-                ) as response:
+                response = await self._send(
+                    url,
+                    method=method,
+                    headers=headers,
+                    json=json,
+                    timeout=timeout,
+                    allow_redirects=False,
+                )
+                async with response:
                     text = await response.text()
                     if response.status in RETRY_STATUSES and idempotent and retry:
                         pass

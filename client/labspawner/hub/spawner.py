@@ -16,10 +16,18 @@ import os
 from collections.abc import AsyncIterator
 from typing import Any
 
-from jupyterhub.spawner import Spawner
+from jupyterhub.httpclient import JupyterHubHTTPClient
+from jupyterhub.spawner import Spawner, SpawnException
 from traitlets import Float, Integer, Unicode, default
 
-from labspawner.errors import ConflictError, LabFailedError, LabSpawnerError, NotFoundError
+from labspawner.errors import (
+    ConflictError,
+    InvalidRequestError,
+    LabFailedError,
+    LabSpawnerError,
+    NotFoundError,
+    ServiceUnavailableError,
+)
 from labspawner.hub.aio import AsyncLabSpawnerAPI
 from labspawner.hub.progress import ProgressTracker
 
@@ -48,6 +56,34 @@ def options_from_form(form_data: dict[str, list[str]]) -> dict[str, Any]:
             value = False
         options[key] = value
     return options
+
+
+async def _hub_send(url: str, *, method: str, **kwargs: Any) -> Any:
+    """One request through JupyterHub's shared HTTP client (its pool, closed by the hub)."""
+    client = JupyterHubHTTPClient.loop_instance()
+    return await client.fetch(url, method=method, raise_for_status=False, **kwargs)
+
+
+def _spawn_exception(error: LabSpawnerError) -> SpawnException:
+    """JupyterHub's form of a failed start: the message shown to the user, a reason label
+    for its metrics, and no traceback in its log (these are not hub bugs)."""
+    if isinstance(error, LabFailedError):
+        reason, status = "lab_failed", 500
+    elif isinstance(error, InvalidRequestError):
+        reason, status = "invalid_options", 400
+    elif isinstance(error, ServiceUnavailableError):
+        reason, status = "service_unavailable", 503
+    else:
+        reason, status = error.code or "error", error.status or 500
+    exception = SpawnException(error.message, reason=reason, status_code=status)
+    # What JupyterHub's progress stream and spawn page show: the reason, without the class.
+    exception.jupyterhub_message = error.message
+    return exception
+
+
+def _options_go_to_the_service(spawner: Spawner, user_options: dict[str, Any]) -> None:
+    """The user's options are not applied to the spawner's traits: ``start`` sends them whole
+    to the service, which validates them and answers a 422 naming any bad field."""
 
 
 class LabSpawner(Spawner):
@@ -93,6 +129,10 @@ class LabSpawner(Spawner):
     def _default_options_from_form(self) -> Any:
         return options_from_form
 
+    @default("apply_user_options")
+    def _default_apply_user_options(self) -> Any:
+        return _options_go_to_the_service
+
     @default("ip")
     def _default_ip(self) -> str:
         return "0.0.0.0"
@@ -121,7 +161,10 @@ class LabSpawner(Spawner):
             if not self.spawner_url:
                 raise LabSpawnerError("LabSpawner.spawner_url is not set", code="misconfigured")
             self._api = AsyncLabSpawnerAPI(
-                self.spawner_url, timeout=self.request_timeout, stream_timeout=self.stream_timeout
+                self.spawner_url,
+                timeout=self.request_timeout,
+                stream_timeout=self.stream_timeout,
+                send=_hub_send,
             )
         return self._api
 
@@ -169,12 +212,15 @@ class LabSpawner(Spawner):
         await self.tracker.reset()
         self.internal_url = None
         try:
-            token = await self._user_token()
-            await self._spawn_or_reattach(token)
-            await self._follow(token)
+            return await self._start()
         except LabSpawnerError as exc:
             await self.tracker.finish(f"Lab failed: {exc.message}", failed=True)
-            raise
+            raise _spawn_exception(exc) from exc
+
+    async def _start(self) -> str:
+        token = await self._user_token()
+        await self._spawn_or_reattach(token)
+        await self._follow(token)
         if self.tracker.failed:
             raise LabFailedError(self.tracker.message or "the lab failed to start", code="failed")
         status = await self.api.lab_status(self.username, self._admin())

@@ -1,0 +1,329 @@
+"""End to end: a real JupyterHub, with configurable-http-proxy, spawning labs through the service.
+
+JupyterHub (pip) runs ``hub/jupyterhub_config.py``, the configuration the README shows, with
+``LabSpawner`` and ``GafaelfawrTokenAuthenticator``; its proxy is the npm configurable-http-proxy
+that ``make setup`` installs. The test acts as a user would: logs in with a Gafaelfawr token,
+opens the spawn page, then drives JupyterHub's REST API with a JupyterHub token of the user's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import secrets
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+from labspawner import LabSpawnerClient, NotFoundError
+
+from devstack.redis_process import free_port
+from devstack.stack import REPO_ROOT, LocalStack
+from tests.labs.conftest import wait_for
+
+USER = "rachel"
+HUB_CONFIG = REPO_ROOT / "hub" / "jupyterhub_config.py"
+PROXY = REPO_ROOT / "hub" / "node_modules" / ".bin" / "configurable-http-proxy"
+
+
+@dataclass
+class Hub:
+    url: str
+    proxy_api: str
+    proxy_token: str
+    service_token: str
+    log: Path
+
+    def api(self, token: str) -> requests.Session:
+        session = requests.Session()
+        session.headers["Authorization"] = f"token {token}"
+        return session
+
+    def user_model(self) -> dict[str, Any]:
+        response = self.api(self.service_token).get(f"{self.url}/hub/api/users/{USER}", timeout=10)
+        response.raise_for_status()
+        model: dict[str, Any] = response.json()
+        return model
+
+
+@pytest.fixture(scope="module")
+def hub(
+    stack: LocalStack, stack_tokens: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Hub]:
+    assert PROXY.exists(), "make setup installs configurable-http-proxy into hub/node_modules"
+    workdir = tmp_path_factory.mktemp("jupyterhub")
+    public, internal, api = free_port(), free_port(), free_port()
+    proxy_token, service_token = secrets.token_hex(16), secrets.token_hex(16)
+    (workdir / "jupyterhub_config.py").write_text(
+        f"load_subconfig({str(HUB_CONFIG)!r})\n"
+        f"c.JupyterHub.bind_url = 'http://127.0.0.1:{public}'\n"
+        f"c.JupyterHub.hub_bind_url = 'http://127.0.0.1:{internal}'\n"
+        f"c.ConfigurableHTTPProxy.api_url = 'http://127.0.0.1:{api}'\n"
+        f"c.ConfigurableHTTPProxy.auth_token = {proxy_token!r}\n"
+        f"c.JupyterHub.db_url = 'sqlite:///{workdir}/jupyterhub.sqlite'\n"
+        f"c.JupyterHub.cookie_secret_file = '{workdir}/cookie_secret'\n"
+        f"c.ConfigurableHTTPProxy.pid_file = '{workdir}/proxy.pid'\n"
+        f"c.JupyterHub.services = [{{'name': 'e2e', 'api_token': {service_token!r}}}]\n"
+        # Answer a start at once (202) instead of waiting up to 10 s for the spawn, so the
+        # progress stream is read while the spawn runs.
+        "c.JupyterHub.tornado_settings = {'slow_spawn_timeout': 0}\n"
+        # Poll each running server every second, so a lab deleted behind the hub's back is
+        # noticed within the test.
+        "c.Spawner.poll_interval = 1\n"
+        # Ignored: the service decides resources and what runs.
+        "c.Spawner.mem_limit = '1G'\n"
+        "c.Spawner.cpu_limit = 0.5\n"
+        "c.Spawner.cmd = ['/bin/false']\n"
+        "c.JupyterHub.load_roles = [{'name': 'e2e', 'services': ['e2e'], 'scopes': "
+        "['admin:users', 'admin:servers', 'admin:server_state', 'tokens', 'read:users']}]\n"
+    )
+    env = {
+        **os.environ,
+        "LAB_SPAWNER_URL": stack.spawner_url,
+        "LAB_SPAWNER_ADMIN_TOKEN": stack_tokens["admin"],
+        "GAFAELFAWR_URL": stack.gafaelfawr.url,
+        "JUPYTERHUB_CRYPT_KEY": secrets.token_hex(32),
+    }
+    log = workdir / "jupyterhub.log"
+    jupyterhub = Path(sys.executable).parent / "jupyterhub"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [str(jupyterhub), "-f", str(workdir / "jupyterhub_config.py")],
+            cwd=workdir,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    hub = Hub(
+        f"http://127.0.0.1:{public}", f"http://127.0.0.1:{api}", proxy_token, service_token, log
+    )
+
+    def answering() -> bool:
+        assert process.poll() is None, log.read_text()[-3000:]
+        with contextlib.suppress(requests.ConnectionError):
+            return requests.get(f"{hub.url}/hub/api/", timeout=2).status_code == 200
+        return False
+
+    wait_for(answering, timeout=60, interval=0.2)
+    yield hub
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+@pytest.fixture(scope="module")
+def user_session(hub: Hub, stack_tokens: dict[str, str]) -> requests.Session:
+    """Rachel logged in through JupyterHub's login form, with her Gafaelfawr token."""
+    session = requests.Session()
+    page = session.get(f"{hub.url}/hub/login", timeout=10)
+    xsrf = re.search(r'name="_xsrf" value="([^"]+)"', page.text)
+    assert xsrf is not None, page.text[:500]
+    response = session.post(
+        f"{hub.url}/hub/login",
+        data={"username": USER, "password": stack_tokens[USER], "_xsrf": xsrf.group(1)},
+        allow_redirects=False,
+        timeout=30,
+    )
+    assert response.status_code == 302, response.text[:500]
+    return session
+
+
+@pytest.fixture(scope="module")
+def user_api(hub: Hub, user_session: requests.Session) -> requests.Session:
+    """JupyterHub's REST API as Rachel, with a JupyterHub token of hers."""
+    response = hub.api(hub.service_token).post(
+        f"{hub.url}/hub/api/users/{USER}/tokens", json={"note": "e2e"}, timeout=10
+    )
+    assert response.status_code == 201, response.text
+    return hub.api(response.json()["token"])
+
+
+@pytest.fixture
+def admin(stack: LocalStack, stack_tokens: dict[str, str]) -> Iterator[LabSpawnerClient]:
+    client = LabSpawnerClient(stack.spawner_url, stack_tokens["admin"])
+    yield client
+    with contextlib.suppress(NotFoundError):
+        client.delete(USER, wait=True, timeout=30)
+    client.close()
+
+
+def _progress(hub: Hub, api: requests.Session) -> list[dict[str, Any]]:
+    """JupyterHub's progress stream of Rachel's server, to its end (JupyterHub closes it after
+    its own final event: ready, or the spawn's failure)."""
+    events = []
+    with api.get(f"{hub.url}/hub/api/users/{USER}/server/progress", stream=True, timeout=120) as r:
+        assert r.status_code == 200, r.text
+        for line in r.iter_lines(decode_unicode=True):
+            if not line or not line.startswith("data:"):
+                continue
+            event = json.loads(line[len("data:") :])
+            events.append(event)
+    return events
+
+
+def _unpulled_image(admin: LabSpawnerClient) -> str | None:
+    """An image users are offered that no node holds yet (not in any prepull set), so that
+    spawning it makes the kubelet pull it."""
+    for config in admin.images()["configs"]:
+        prepulled = {image["reference"] for image in config["prepull"]}
+        for kind, images in config["images"].items():
+            for image in images:
+                if (
+                    kind != "unknown"
+                    and not image["aliases"]
+                    and image["reference"] not in prepulled
+                ):
+                    return str(image["reference"])
+    return None
+
+
+def _server_gone(hub: Hub) -> bool:
+    return not hub.user_model()["servers"]
+
+
+def test_spawn_page_shows_the_services_form(hub: Hub, user_session: requests.Session) -> None:
+    page = user_session.get(f"{hub.url}/hub/spawn", timeout=30)
+    assert page.status_code == 200
+    # The form is the service's, fetched with Rachel's own token.
+    assert 'name="size"' in page.text
+    assert 'name="image_list"' in page.text or 'name="image_dropdown"' in page.text
+
+
+def test_start_progress_ready_at_internal_url_stop_and_clean(
+    stack: LocalStack, hub: Hub, user_api: requests.Session, admin: LabSpawnerClient
+) -> None:
+    options = {"image": [stack.demo_image], "size": ["small"]}  # as JupyterHub's form posts
+    response = user_api.post(f"{hub.url}/hub/api/users/{USER}/server", json=options, timeout=30)
+    assert response.status_code in (201, 202), response.text
+
+    events = _progress(hub, user_api)
+    percents = [e["progress"] for e in events if "progress" in e]
+    assert percents == sorted(percents)
+    assert events[-1]["progress"] == 100 and events[-1]["ready"] is True
+    messages = [e.get("message", "") for e in events]
+    assert len(events) > 3, messages  # the service's own steps, not only JupyterHub's
+
+    # JupyterHub reports the server ready, at the URL the service gave.
+    lab = admin.lab_status(USER)
+    assert lab.status == "running" and lab.internal_url == stack.state()["lab_url"]
+    # The spawn carried JupyterHub's environment, without its limits or its API token.
+    assert lab.env["JUPYTERHUB_USER"] == USER
+    assert "JUPYTERHUB_API_TOKEN" not in lab.env
+    assert "MEM_LIMIT" not in lab.env and "CPU_LIMIT" not in lab.env
+    assert lab.quotas["limits"]["memory"] != 1024**3
+    server = wait_for(
+        lambda: (
+            hub.user_model()["servers"].get("", {}).get("ready") and hub.user_model()["servers"][""]
+        )
+    )
+    assert server["state"]["internal_url"] == lab.internal_url
+    assert server["user_options"]["size"] == ["small"]
+    routes = requests.get(
+        f"{hub.proxy_api}/api/routes",
+        headers={"Authorization": f"token {hub.proxy_token}"},
+        timeout=10,
+    ).json()
+    assert routes[f"/user/{USER}"]["target"] == lab.internal_url
+    # Through the public proxy to the lab (the local stack's stand-in for its server).
+    through_proxy = requests.get(f"{hub.url}/user/{USER}/api", timeout=10)
+    assert through_proxy.status_code == 200 and "version" in through_proxy.json()
+
+    response = user_api.delete(f"{hub.url}/hub/api/users/{USER}/server", timeout=60)
+    assert response.status_code in (202, 204), response.text
+    wait_for(lambda: _server_gone(hub), timeout=60)
+    with pytest.raises(NotFoundError):
+        admin.lab_status(USER)
+    namespaces = [ns["metadata"]["name"] for ns in stack.kube.store.list("namespaces")]
+    assert not [ns for ns in namespaces if ns.endswith(f"-{USER}")]
+    assert not [p for p in stack.kube.store.list("pods") if USER in p["metadata"]["namespace"]]
+    assert (
+        f"/user/{USER}"
+        not in requests.get(
+            f"{hub.proxy_api}/api/routes",
+            headers={"Authorization": f"token {hub.proxy_token}"},
+            timeout=10,
+        ).json()
+    )
+
+
+def test_a_failed_spawn_shows_the_reason_in_jupyterhubs_progress(
+    stack: LocalStack, hub: Hub, user_api: requests.Session, admin: LabSpawnerClient
+) -> None:
+    image = wait_for(lambda: _unpulled_image(admin), timeout=30)
+    stack.kube.cluster.faults.set("image_pull", f"{image}*", "manifest unknown")
+    try:
+        options = {"image": image, "size": "small"}
+        response = user_api.post(f"{hub.url}/hub/api/users/{USER}/server", json=options, timeout=30)
+        assert response.status_code in (201, 202), response.text
+        events = _progress(hub, user_api)
+    finally:
+        stack.kube.cluster.faults.clear()
+    final = events[-1]
+    assert final.get("failed") is True and final["progress"] == 100
+    assert final["message"].startswith("Spawn failed: cannot pull image")
+    assert "pull" in final["message"].lower()
+    # The spawner's own event came first, with the service's reason.
+    assert any(e.get("message", "").startswith("Lab failed: cannot pull image") for e in events)
+    wait_for(lambda: _server_gone(hub), timeout=60)
+
+
+def test_start_reattaches_to_a_lab_that_already_runs(
+    stack: LocalStack,
+    hub: Hub,
+    user_api: requests.Session,
+    stack_tokens: dict[str, str],
+    admin: LabSpawnerClient,
+) -> None:
+    # The lab exists before JupyterHub asks for it (as after a hub restart mid-spawn).
+    rachel = LabSpawnerClient(stack.spawner_url, stack_tokens[USER])
+    lab = rachel.spawn(
+        USER, {"image": stack.demo_image, "size": "small"}, wait=True, progress=False
+    )
+    assert lab is not None and lab.running
+    response = user_api.post(
+        f"{hub.url}/hub/api/users/{USER}/server",
+        json={"image": stack.demo_image, "size": "small"},
+        timeout=30,
+    )
+    assert response.status_code in (201, 202), response.text
+    events = _progress(hub, user_api)
+    assert events[-1].get("ready") is True, events
+    server = wait_for(
+        lambda: (
+            hub.user_model()["servers"].get("", {}).get("ready") and hub.user_model()["servers"][""]
+        )
+    )
+    assert server["state"]["internal_url"] == lab.internal_url
+    # The same lab: no second spawn happened.
+    assert admin.lab_status(USER) == lab
+    assert user_api.delete(f"{hub.url}/hub/api/users/{USER}/server", timeout=60).ok
+    wait_for(lambda: _server_gone(hub), timeout=60)
+
+
+def test_poll_notices_a_lab_deleted_behind_the_hubs_back(
+    stack: LocalStack, hub: Hub, user_api: requests.Session, admin: LabSpawnerClient
+) -> None:
+    assert _server_gone(hub)
+    response = user_api.post(
+        f"{hub.url}/hub/api/users/{USER}/server",
+        json={"image": stack.demo_image, "size": "small"},
+        timeout=30,
+    )
+    assert response.status_code in (201, 202), response.text
+    assert _progress(hub, user_api)[-1].get("ready") is True
+    assert admin.lab_status(USER).running
+    final = admin.delete(USER, wait=True, timeout=30)
+    assert final is not None and final.type == "complete"
+    # JupyterHub's poll now answers 0 and the hub forgets the server.
+    wait_for(lambda: _server_gone(hub), timeout=30)

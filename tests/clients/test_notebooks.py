@@ -1,0 +1,238 @@
+"""The example notebooks (notebooks/), executed by nbclient on an ipykernel against the stack.
+
+The kernel inherits this process's environment, so each test sets the variables a lab (or an
+administrator) would have with ``monkeypatch`` before executing a notebook.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import nbformat
+import pytest
+from jupyter_client import KernelManager
+from jupyter_client.kernelspec import NoSuchKernel
+from labspawner import LabSpawnerClient, LabStatus, NotFoundError
+from nbclient import NotebookClient
+
+from devstack.stack import REPO_ROOT, LocalStack
+
+NOTEBOOKS = REPO_ROOT / "notebooks"
+IN_LAB = NOTEBOOKS / "lab-status-and-events.ipynb"
+ADMIN = NOTEBOOKS / "admin-labs-and-prepulls.ipynb"
+USER = "rachel"
+ENV_NAMES = (
+    "LAB_SPAWNER_URL",
+    "LAB_SPAWNER_TOKEN",
+    "ACCESS_TOKEN",
+    "JUPYTERHUB_USER",
+    "LAB_TO_DELETE",
+)
+
+
+def _python3_kernel_command() -> list[str]:
+    try:
+        return list(KernelManager(kernel_name="python3").format_kernel_cmd())
+    except NoSuchKernel:
+        return []
+
+
+@pytest.fixture(scope="module")
+def python3_kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Make the ``python3`` kernel run this interpreter (the venv, which has labspawner)."""
+    with pytest.MonkeyPatch.context() as patch:
+        command = _python3_kernel_command()
+        if not command or command[0] != sys.executable:
+            jupyter_path = tmp_path_factory.mktemp("jupyter")
+            spec_dir = jupyter_path / "kernels" / "python3"
+            spec_dir.mkdir(parents=True)
+            spec = {
+                "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": "Python 3",
+                "language": "python",
+            }
+            (spec_dir / "kernel.json").write_text(json.dumps(spec))
+            patch.setenv("JUPYTER_PATH", str(jupyter_path))
+        assert _python3_kernel_command()[0] == sys.executable
+        yield
+
+
+@pytest.fixture
+def notebook_env(
+    python3_kernel: None, stack: LocalStack, monkeypatch: pytest.MonkeyPatch
+) -> pytest.MonkeyPatch:
+    """Only the service URL set; each test adds the token and other variables it needs."""
+    for name in ENV_NAMES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("LAB_SPAWNER_URL", stack.spawner_url)
+    return monkeypatch
+
+
+@pytest.fixture
+def admin(stack: LocalStack, stack_tokens: dict[str, str]) -> Iterator[LabSpawnerClient]:
+    client = LabSpawnerClient(stack.spawner_url, stack_tokens["admin"])
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def rachel(
+    stack: LocalStack, stack_tokens: dict[str, str], admin: LabSpawnerClient
+) -> Iterator[LabSpawnerClient]:
+    """Rachel's client; she has no lab before the test, nor after it."""
+    with contextlib.suppress(NotFoundError):
+        admin.delete(USER, wait=True, timeout=30)
+    client = LabSpawnerClient(stack.spawner_url, stack_tokens[USER])
+    yield client
+    client.close()
+    with contextlib.suppress(NotFoundError):
+        admin.delete(USER, wait=True, timeout=30)
+
+
+@pytest.fixture
+def rachel_lab(rachel: LabSpawnerClient, lab_options: dict[str, str]) -> LabStatus:
+    status = rachel.spawn(USER, lab_options, wait=True, progress=False, timeout=60)
+    assert status is not None and status.status == "running"
+    return status
+
+
+def _execute(path: Path, workdir: Path) -> nbformat.NotebookNode:
+    """Run every cell (an error in one raises ``CellExecutionError``); the executed notebook."""
+    notebook = nbformat.read(path, as_version=4)
+    client = NotebookClient(
+        notebook,
+        timeout=60,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(workdir)}},
+    )
+    client.execute()
+    return notebook
+
+
+def _stdout(cell: nbformat.NotebookNode) -> str:
+    assert all(o["output_type"] != "error" for o in cell.outputs)
+    return "".join(o["text"] for o in cell.outputs if o.get("name") == "stdout")
+
+
+def _printed(notebook: nbformat.NotebookNode, marker: str) -> str:
+    """What the one code cell whose source contains ``marker`` printed."""
+    (cell,) = [c for c in notebook.cells if c.cell_type == "code" and marker in c.source]
+    return _stdout(cell)
+
+
+def _all_printed(notebook: nbformat.NotebookNode) -> str:
+    return "".join(_stdout(c) for c in notebook.cells if c.cell_type == "code")
+
+
+def test_in_lab_notebook_shows_the_running_lab_and_its_events(
+    notebook_env: pytest.MonkeyPatch,
+    stack_tokens: dict[str, str],
+    rachel: LabSpawnerClient,
+    rachel_lab: LabStatus,
+    tmp_path: Path,
+) -> None:
+    # As inside rachel's lab, without JUPYTERHUB_USER: the username comes from the status.
+    notebook_env.setenv("ACCESS_TOKEN", stack_tokens[USER])
+    executed = _execute(IN_LAB, tmp_path)
+
+    status = _printed(executed, "user_status()")
+    assert re.search(rf"^User:\s+{USER}$", status, re.MULTILINE)
+    assert re.search(r"^Status:\s+running$", status, re.MULTILINE)
+    assert re.search(rf"^Image:\s+{re.escape(rachel_lab.options['image'])}$", status, re.MULTILINE)
+    assert re.search(r"^Size:\s+small$", status, re.MULTILINE)
+    assert re.search(r"^Limits:\s+[\d.]+ CPU, [\d.]+ GiB memory$", status, re.MULTILINE)
+    assert rachel_lab.internal_url and rachel_lab.internal_url in status
+
+    lines = _printed(executed, "client.events(").splitlines()
+    assert lines[-1] == "The operation ended with: complete"
+    # One line per event of the spawn, in order, the last one "complete".
+    replay = list(rachel.events(USER))
+    assert [line.split()[0] for line in lines[:-1]] == [e.type for e in replay]
+    assert lines[-2] == "complete"
+    assert "progress  100%" in lines
+    assert stack_tokens[USER] not in _all_printed(executed)
+
+
+def test_in_lab_notebook_without_a_lab_says_so(
+    notebook_env: pytest.MonkeyPatch,
+    stack_tokens: dict[str, str],
+    rachel: LabSpawnerClient,
+    tmp_path: Path,
+) -> None:
+    notebook_env.setenv("ACCESS_TOKEN", stack_tokens[USER])
+    notebook_env.setenv("JUPYTERHUB_USER", USER)
+    executed = _execute(IN_LAB, tmp_path)
+
+    status = _printed(executed, "user_status()")
+    assert status.startswith(f"No lab for {USER}: ")
+    assert "Status:" not in status
+    assert _printed(executed, "client.events(") == "No lab, so no events to show.\n"
+
+
+def test_admin_notebook_lists_reports_and_deletes(
+    notebook_env: pytest.MonkeyPatch,
+    stack_tokens: dict[str, str],
+    admin: LabSpawnerClient,
+    rachel_lab: LabStatus,
+    tmp_path: Path,
+) -> None:
+    notebook_env.setenv("LAB_SPAWNER_TOKEN", stack_tokens["admin"])
+    notebook_env.setenv("LAB_TO_DELETE", USER)
+    prepull_configs = [c["name"] for c in admin.prepulls()["configs"]]
+    image_configs = [c["name"] for c in admin.images()["configs"]]
+    assert prepull_configs and image_configs
+    executed = _execute(ADMIN, tmp_path)
+
+    labs = _printed(executed, "admin.lab_status(")
+    image = rachel_lab.options["image"].rsplit("/", 1)[-1]
+    row = rf"^{USER}\s+running\s+present\s+small\s+[\d.]+\s+[\d.]+\s+{re.escape(image)}$"
+    assert re.search(row, labs, re.MULTILINE), labs
+
+    operations = _printed(executed, "admin.operations()")
+    assert operations.strip()
+    assert not re.search(rf"^spawn\s+{USER}\b", operations, re.MULTILINE)
+
+    images = _printed(executed, "admin.images()")
+    for name in image_configs:
+        assert re.search(rf"^{re.escape(name)} \(", images, re.MULTILINE)
+    assert "recommended:" in images
+
+    prepulls = _printed(executed, "admin.prepulls()")
+    assert prepulls.startswith("Prepuller last looked: ")
+    for name in prepull_configs:
+        assert re.search(
+            rf"^{re.escape(name)} \(\w[\w-]*\): \d+ prepulled, \d+ pending", prepulls, re.M
+        )
+    assert re.search(r"^NODE\s+ELIGIBLE\s+CACHED$", prepulls, re.MULTILINE)
+
+    deleted = _printed(executed, "LAB_TO_DELETE =")
+    assert f"Deleted {USER}'s lab." in deleted
+    assert USER not in deleted.splitlines()[-1]
+    assert stack_tokens["admin"] not in _all_printed(executed)
+
+    # Checked from outside: the lab is gone.
+    with pytest.raises(NotFoundError):
+        admin.lab_status(USER)
+    assert USER not in admin.list_labs()
+
+
+def test_notebooks_are_valid_and_saved_without_outputs() -> None:
+    paths = sorted(NOTEBOOKS.glob("*.ipynb"))
+    assert {IN_LAB, ADMIN} <= set(paths)
+    for path in paths:
+        notebook = nbformat.read(path, as_version=nbformat.NO_CONVERT)
+        nbformat.validate(notebook)
+        assert notebook.nbformat == 4
+        assert set(notebook.metadata) == {"kernelspec"}, path.name
+        assert notebook.metadata.kernelspec.name == "python3"
+        assert any(c.cell_type == "markdown" for c in notebook.cells), path.name
+        code = [c for c in notebook.cells if c.cell_type == "code"]
+        assert code, path.name
+        for cell in code:
+            assert cell.outputs == [], f"{path.name}: {cell.source[:40]!r} has outputs"
+            assert cell.execution_count is None, f"{path.name}: {cell.source[:40]!r} was run"
