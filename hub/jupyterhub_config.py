@@ -32,9 +32,9 @@ def setting(env: str, from_stack: str) -> str:
 # The spawner: every lab is the service's business.
 c.JupyterHub.spawner_class = "lab-spawner"
 c.LabSpawner.spawner_url = setting("LAB_SPAWNER_URL", "spawner_url")
-c.LabSpawner.admin_token = os.environ.get("LAB_SPAWNER_ADMIN_TOKEN") or stack.get(
-    "tokens", {}
-).get("admin", {}).get("token", "")
+c.LabSpawner.admin_token = os.environ.get("LAB_SPAWNER_ADMIN_TOKEN") or stack.get("tokens", {}).get(
+    "admin", {}
+).get("token", "")
 
 # Users log in with their Gafaelfawr token (from the ingress's X-Auth-Request-Token header, or
 # typed as the password); the token is kept, encrypted, as auth state for the spawner to use.
