@@ -157,6 +157,8 @@ class LocalStack:
             "serviceNamespace": SERVICE_NAMESPACE,
         }
         raw["lab"]["env"]["EXTERNAL_INSTANCE_URL"] = self.spawner_url or "http://127.0.0.1"
+        # Where the Python client in a lab finds the service (it reads LAB_SPAWNER_URL).
+        raw["lab"]["env"]["LAB_SPAWNER_URL"] = self.spawner_url or "http://127.0.0.1"
         raw["lab"]["internalUrl"] = self.lab_standin.url
         for block in raw["prepull"]:
             if "registry" in block:

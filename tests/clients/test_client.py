@@ -54,6 +54,7 @@ def proxy(stack: LocalStack) -> Iterator[FaultProxy]:
 
 
 def test_spawn_wait_status_list_and_delete(
+    stack: LocalStack,
     user: LabSpawnerClient,
     admin: LabSpawnerClient,
     lab_options: dict[str, str],
@@ -70,6 +71,14 @@ def test_spawn_wait_status_list_and_delete(
     assert status.internal_url
     # The progress bar went to the terminal (stderr) and reached 100%.
     assert "100%" in capsys.readouterr().err
+
+    # The lab's environment tells the client inside it where the service is.
+    (env_map,) = [
+        cm
+        for cm in stack.kube.store.list("configmaps")
+        if cm["metadata"]["name"] == f"nb-{USER}-env"
+    ]
+    assert env_map["data"]["LAB_SPAWNER_URL"] == stack.spawner_url
 
     assert USER in admin.list_labs()
     assert admin.lab_status(USER) == status

@@ -327,3 +327,76 @@ def test_poll_notices_a_lab_deleted_behind_the_hubs_back(
     assert final is not None and final.type == "complete"
     # JupyterHub's poll now answers 0 and the hub forgets the server.
     wait_for(lambda: _server_gone(hub), timeout=30)
+
+
+def test_start_replaces_a_lab_that_failed(
+    stack: LocalStack,
+    hub: Hub,
+    user_api: requests.Session,
+    stack_tokens: dict[str, str],
+    admin: LabSpawnerClient,
+) -> None:
+    image = wait_for(lambda: _unpulled_image(admin), timeout=30)
+    rachel = LabSpawnerClient(stack.spawner_url, stack_tokens[USER])
+    stack.kube.cluster.faults.set("image_pull", f"{image}*", "manifest unknown")
+    try:
+        failed = rachel.spawn(USER, {"image": image, "size": "small"}, wait=True, progress=False)
+    finally:
+        stack.kube.cluster.faults.clear()
+    assert failed is not None and failed.failed
+    assert _server_gone(hub)
+    response = user_api.post(
+        f"{hub.url}/hub/api/users/{USER}/server",
+        json={"image": stack.demo_image, "size": "small"},
+        timeout=30,
+    )
+    assert response.status_code in (201, 202), response.text
+    assert _progress(hub, user_api)[-1].get("ready") is True
+    lab = admin.lab_status(USER)
+    assert lab.running and lab.options["image"].startswith(stack.demo_image)
+    assert user_api.delete(f"{hub.url}/hub/api/users/{USER}/server", timeout=60).ok
+    wait_for(lambda: _server_gone(hub), timeout=60)
+
+
+def test_login_refuses_a_bad_token_or_another_users_name(
+    hub: Hub, stack_tokens: dict[str, str]
+) -> None:
+    for username, password in ((USER, "gt-not.a-token"), ("wile", stack_tokens[USER])):
+        session = requests.Session()
+        page = session.get(f"{hub.url}/hub/login", timeout=10)
+        xsrf = re.search(r'name="_xsrf" value="([^"]+)"', page.text)
+        assert xsrf is not None
+        response = session.post(
+            f"{hub.url}/hub/login",
+            data={"username": username, "password": password, "_xsrf": xsrf.group(1)},
+            allow_redirects=False,
+            timeout=30,
+        )
+        assert response.status_code == 403, (username, response.status_code)
+        assert "jupyterhub-hub-login" not in response.cookies  # no session was opened
+
+
+def test_the_spawn_form_posted_as_a_browser_does(
+    stack: LocalStack, hub: Hub, user_session: requests.Session, admin: LabSpawnerClient
+) -> None:
+    page = user_session.get(f"{hub.url}/hub/spawn", timeout=30)
+    action = re.search(r'<form[^>]*action="([^"]+)"', page.text)
+    assert action is not None
+    # Multipart form fields, as JupyterHub's spawn page submits them; options_from_form turns
+    # them into the service's options.
+    fields = {
+        "image_list": (None, "use_image_from_dropdown"),
+        "image_dropdown": (None, stack.demo_image),
+        "size": (None, "small"),
+        "debug": (None, "true"),
+    }
+    response = user_session.post(f"{hub.url}{action.group(1)}", files=fields, timeout=60)
+    assert response.status_code == 200
+    wait_for(lambda: hub.user_model()["servers"].get("", {}).get("ready"), timeout=60)
+    lab = admin.lab_status(USER)
+    assert lab.running
+    assert lab.options["debug"] is True and lab.options["size"] == "small"
+    assert lab.options["image"].startswith(stack.demo_image)
+    assert user_session.get(f"{hub.url}/user/{USER}/api", timeout=10).json()["version"]
+    hub.api(hub.service_token).delete(f"{hub.url}/hub/api/users/{USER}/server", timeout=60)
+    wait_for(lambda: _server_gone(hub), timeout=60)
