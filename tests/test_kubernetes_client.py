@@ -96,3 +96,37 @@ def test_every_call_has_a_deadline() -> None:
     finally:
         emulator.faults.clear()
         emulator.stop()
+
+
+def test_secrets_are_replaced_without_being_read(kube: KubernetesEmulator) -> None:
+    """The service may write Secrets in lab namespaces but never read them there (its
+    ClusterRole has no cluster-wide get on Secrets)."""
+    from app.builders.metadata import object_meta
+    from app.storage.kubernetes import KubernetesStorage
+
+    storage = KubernetesStorage(
+        DeadlineApiClient(build_configuration(_config(mode="host", host=kube.url)), 5.0)
+    )
+    namespace = "secret-apply-test"
+    kube.store.create(
+        "namespaces",
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+    )
+    body = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": object_meta("nb-someone", "someone", namespace=namespace),
+        "data": {"token": "Zmlyc3Q="},
+    }
+    kube.audit.clear()
+    storage.apply("secrets", body)
+    storage.apply("secrets", {**body, "data": {"token": "c2Vjb25k"}})
+    secret = kube.store.get("secrets", namespace, "nb-someone")
+    assert secret is not None and secret["data"] == {"token": "c2Vjb25k"}
+    verbs = [e.verb for e in kube.audit.entries(resource="secrets")]
+    assert verbs == ["create", "create", "update"]
+    # Other kinds are still read before being replaced, to leave foreign objects alone.
+    config_map = {**body, "kind": "ConfigMap", "data": {"a": "b"}}
+    storage.apply("configmaps", config_map)
+    storage.apply("configmaps", config_map)
+    assert "get" in [e.verb for e in kube.audit.entries(resource="configmaps")]

@@ -6,6 +6,7 @@ from app.builders.names import lab_namespace, object_name
 from app.services.context import LabContext
 from app.services.reporter import Reporter
 from app.services.waiting import wait_namespace_gone, wait_pod_gone
+from app.storage.kubernetes import is_ours
 
 
 def run_delete(ctx: LabContext, reporter: Reporter) -> None:
@@ -18,8 +19,13 @@ def run_delete(ctx: LabContext, reporter: Reporter) -> None:
         reporter.info("Stopping the lab pod")
     wait_pod_gone(ctx, reporter, namespace, pod)
     reporter.progress(50)
-    reporter.info("Removing the lab's namespace")
-    ctx.kube.delete_namespace(namespace)
-    wait_namespace_gone(ctx, reporter, namespace)
+    existing = ctx.kube.read_namespace(namespace)
+    if existing is not None and not is_ours(existing):
+        # A namespace of that name the service never made (a spawn refused to use it).
+        reporter.info(f"Namespace {namespace} is not the service's; leaving it alone")
+    else:
+        reporter.info("Removing the lab's namespace")
+        ctx.kube.delete_namespace(namespace)
+        wait_namespace_gone(ctx, reporter, namespace)
     reporter.progress(90)
     reporter.info("The lab is deleted")

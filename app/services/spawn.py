@@ -22,7 +22,7 @@ from app.services.records import lab_record
 from app.services.registries import split_reference
 from app.services.reporter import Reporter
 from app.services.waiting import wait_namespace_gone, wait_pod_gone
-from app.storage.kubernetes import KubernetesError, WatchExpired
+from app.storage.kubernetes import KubernetesError, WatchExpired, is_ours
 from app.storage.registry import RegistryNotFound
 
 logger = logging.getLogger(__name__)
@@ -195,6 +195,10 @@ def _create_namespace(ctx: LabContext, reporter: Reporter, body: dict[str, Any])
         if existing.get("metadata", {}).get("deletionTimestamp"):
             wait_namespace_gone(ctx, reporter, name)
             continue
+        if not is_ours(existing):
+            # Everything the lab needs goes into this namespace, Secrets written without
+            # being read first among them: it must be ours.
+            raise KubernetesError(409, "AlreadyExists", f"namespace {name} exists and is not ours")
         return
 
 

@@ -91,6 +91,15 @@ def _call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     raise AssertionError("unreachable")
 
 
+REPLACED_UNREAD = frozenset({"secrets"})
+"""Kinds ``apply`` replaces without reading the existing object (an update without a
+``resourceVersion`` is unconditional for Secrets). The service writes Secrets into lab
+namespaces but never reads them there, so its ClusterRole needs no cluster-wide ``get`` on
+Secrets, which would let it read every Secret in the cluster; it reads Secrets only in its own
+namespace, through a Role. Safe because the lab namespace is checked to be ours before anything
+is written into it."""
+
+
 def is_ours(obj: dict[str, Any]) -> bool:
     labels = obj.get("metadata", {}).get("labels") or {}
     return bool(labels.get(MANAGED_BY_LABEL) == MANAGED_BY)
@@ -174,6 +183,11 @@ class KubernetesStorage:
         except KubernetesError as exc:
             if exc.status != 409:
                 raise
+        if resource in REPLACED_UNREAD:
+            unconditional = json.loads(json.dumps(body))
+            unconditional["metadata"].pop("resourceVersion", None)
+            result = _call(replace, name, namespace, unconditional)
+            return result
         existing: dict[str, Any] = _call(read, name, namespace)
         if not is_ours(existing):
             raise KubernetesError(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -35,6 +36,11 @@ class AuditEntry:
         return asdict(self)
 
 
+SINKS: list[Callable[[AuditEntry], None]] = []
+"""Called with every entry of every emulator in the process: how the test suite gathers the
+whole run's traffic (the RBAC proof) though each test starts emulators of its own."""
+
+
 class AuditLog:
     """Thread-safe, bounded record of requests."""
 
@@ -45,6 +51,8 @@ class AuditLog:
     def record(self, entry: AuditEntry) -> None:
         with self._lock:
             self._entries.append(entry)
+        for sink in SINKS:
+            sink(entry)
 
     def entries(self, **match: str | int) -> list[AuditEntry]:
         """Entries in request order, optionally only those whose fields equal ``match``,

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
+from app.builders.names import MANAGED_BY, MANAGED_BY_LABEL
 from devstack.kube import KubernetesEmulator
 from tests.conftest import simple_image
 from tests.labs.conftest import LabUser, read_events, spawn_body
@@ -114,8 +115,12 @@ def test_quota_rejection_fails_with_the_api_servers_reason(
 ) -> None:
     user = new_user()
     namespace = f"nublado-{user.username}"
-    # An administrator's quota in the user's namespace, tighter than the chosen size.
-    kube.store.create("namespaces", {"metadata": {"name": namespace}})
+    # An administrator's quota in the user's namespace (one of the service's, left from an
+    # earlier lab), tighter than the chosen size.
+    kube.store.create(
+        "namespaces",
+        {"metadata": {"name": namespace, "labels": {MANAGED_BY_LABEL: MANAGED_BY}}},
+    )
     kube.store.create(
         "resourcequotas",
         {
@@ -155,3 +160,35 @@ def test_transient_api_errors_and_timeouts_are_retried(
     assert types[-1] == "complete", errors
     pods = kube.store.list("pods", f"nublado-{user.username}")
     assert [p["metadata"]["name"] for p in pods] == [f"nb-{user.username}-lab"]
+
+
+def test_a_namespace_that_is_not_ours_is_left_alone(
+    lab_client: FlaskClient,
+    new_user: Callable[..., LabUser],
+    kube: KubernetesEmulator,
+    admin_headers: dict[str, str],
+) -> None:
+    """A namespace with the lab's name that the service did not make (no labels of ours) is
+    never written into: the spawn fails naming it, and the namespace stays empty."""
+    user = new_user()
+    namespace = f"nublado-{user.username}"
+    kube.store.create(
+        "namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+    )
+    types, errors, _ = _spawn_and_read(lab_client, user)
+    assert types[-1] == "failed"
+    assert any(f"namespace {namespace} exists and is not ours" in e for e in errors), errors
+    assert kube.store.get("namespaces", None, namespace) is not None
+    for resource in ("secrets", "configmaps", "pods", "services"):
+        assert not [
+            o
+            for o in kube.store.list(resource)
+            if o["metadata"]["namespace"] == namespace and o["metadata"]["name"].startswith("nb-")
+        ], resource
+    # Deleting the failed lab leaves the foreign namespace in place.
+    response = lab_client.delete(f"/spawner/v1/labs/{user.username}", headers=admin_headers)
+    assert response.status_code == 202
+    events = read_events(lab_client, user.username, admin_headers)
+    assert events[-1].type == "complete"
+    assert any("is not the service's" in e.data for e in events)
+    assert kube.store.get("namespaces", None, namespace) is not None
