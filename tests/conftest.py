@@ -16,7 +16,26 @@ from app.config import Config, parse_config
 from devstack.demo import demo_tokens, demo_users
 from devstack.gafaelfawr import GafaelfawrEmulator
 from devstack.kube import KubernetesEmulator
+from tests.support.rbac import RECORDER
 from tests.support.redis_server import RedisServer
+
+RUNS_LAST = "runs_last"
+"""Marker of tests that read what the whole run did (the RBAC proof)."""
+
+
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    """Move the tests marked ``runs_last`` to the end of the run."""
+    items.sort(key=lambda item: item.get_closest_marker(RUNS_LAST) is not None)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def kubernetes_calls() -> Iterator[None]:
+    """Record every Kubernetes call the service makes during the run, in any emulator."""
+    RECORDER.install()
+    yield
+    RECORDER.uninstall()
 
 
 @pytest.fixture(scope="session")

@@ -52,7 +52,7 @@ def test_groups_subresources_failures_and_user_agent(
 ) -> None:
     emulator.audit.clear()
     apps_v1.list_namespaced_daemon_set(namespace)
-    core_v1.api_client.user_agent = "lab-spawner/1.0"
+    core_v1.api_client.user_agent = "audit-test/1.0"
     with contextlib.suppress(ApiException):
         core_v1.read_namespaced_pod_status("missing", namespace)
     ds, status = emulator.audit.entries()
@@ -63,7 +63,7 @@ def test_groups_subresources_failures_and_user_agent(
         "list",
     )
     assert (status.resource, status.subresource, status.code) == ("pods", "status", 404)
-    assert status.user_agent == "lab-spawner/1.0"
+    assert status.user_agent == "audit-test/1.0"
     assert emulator.audit.entries(code=404) == [status]
     assert emulator.audit.entries(verb="list", resource="daemonsets") == [ds]
 
