@@ -26,7 +26,24 @@ $(HUB_PROXY): hub/package.json hub/package-lock.json
 	npm ci --prefix hub --no-audit --no-fund --loglevel=error
 	touch $@
 
-setup: $(STAMP) redis-server $(HUB_PROXY)
+# helm-render: Helm's template engine (Go's text/template and sprig, from Debian's packages)
+# for the chart's tests, built offline against Debian's Go sources (GOPATH mode; sprig's and
+# semver's /v3 import paths are linked into a private GOPATH).
+HELM_RENDER := $(BIN)/helm-render
+GOSRC := /usr/share/gocode/src
+GOWORK := $(VENV)/gopath
+$(HELM_RENDER): devstack/helmrender/main.go | $(STAMP)
+	@{ command -v go >/dev/null 2>&1 && test -d $(GOSRC)/github.com/Masterminds/sprig; } || { \
+	  echo "installing Go and sprig from Debian's packages"; \
+	  apt-get update -qq && apt-get install -y -qq golang-go golang-github-masterminds-sprig-dev >/dev/null; }
+	mkdir -p $(GOWORK)/src/github.com/Masterminds/sprig $(GOWORK)/src/github.com/Masterminds/semver
+	ln -sfn $(GOSRC)/github.com/Masterminds/sprig $(GOWORK)/src/github.com/Masterminds/sprig/v3
+	ln -sfn $(GOSRC)/github.com/Masterminds/semver $(GOWORK)/src/github.com/Masterminds/semver/v3
+	cd devstack/helmrender && GO111MODULE=off GOPROXY=off GOFLAGS= \
+	  GOPATH=$(CURDIR)/$(GOWORK):/usr/share/gocode GOCACHE=$(CURDIR)/$(VENV)/gocache \
+	  go build -o $(CURDIR)/$(HELM_RENDER) .
+
+setup: $(STAMP) redis-server $(HUB_PROXY) $(HELM_RENDER)
 
 run: setup
 	$(BIN)/python -m devstack

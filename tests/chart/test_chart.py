@@ -1,0 +1,362 @@
+"""The Helm chart: rendered with Go's text/template and sprig (Helm's engine), every object valid
+for the Kubernetes versions the chart supports, its values in step with the service's config,
+its ingress routes with the scopes of MISSION.md's table."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+from flask import Flask
+from marshmallow import fields
+
+from app.schemas.config import ConfigSchema
+from devstack.helm import HelmRenderError, render_chart
+from devstack.stack import REPO_ROOT
+
+CHART = REPO_ROOT / "chart"
+NAMESPACE = "nublado"
+KUBE_VERSIONS = ("1.28.0", "1.31.0", "1.34.0", "1.37.0")
+"""The Kubernetes versions the chart supports (Chart.yaml's kubeVersion, to the newest known)."""
+BASE_VALUES: dict[str, Any] = {"ingress": {"host": "data.example.org"}}
+
+CHART_MANAGED = {
+    "redis.url",
+    "kubernetes.mode",
+    "kubernetes.host",
+    "kubernetes.kubeconfig",
+    "kubernetes.serviceNamespace",
+}
+"""Config keys the chart sets itself instead of taking them from values."""
+
+
+def _render(
+    values: dict[str, Any] | None = None, kube_version: str = "1.30"
+) -> list[dict[str, Any]]:
+    merged = _merge(BASE_VALUES, values or {})
+    return render_chart(CHART, namespace=NAMESPACE, values=merged, kube_version=kube_version)
+
+
+def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _one(documents: list[dict[str, Any]], kind: str, name_suffix: str = "") -> dict[str, Any]:
+    (found,) = [
+        d for d in documents if d["kind"] == kind and d["metadata"]["name"].endswith(name_suffix)
+    ]
+    return found
+
+
+# Rendering and schemas -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kube_version", KUBE_VERSIONS)
+def test_every_object_is_valid_for_each_supported_kubernetes(kube_version: str) -> None:
+    for values in (
+        {},
+        {"redis": {"enabled": False, "external": {"secretName": "redis-url"}}},
+        {"redis": {"persistence": {"enabled": False}}, "podDisruptionBudget": {"enabled": False}},
+    ):
+        documents = _render(values, kube_version=kube_version[:4])
+        for doc in documents:
+            if doc["kind"] == "GafaelfawrIngress":
+                # A custom resource: its template must be a valid Ingress.
+                ingress = {
+                    "apiVersion": "networking.k8s.io/v1",
+                    "kind": "Ingress",
+                    "metadata": {**doc["template"]["metadata"], "namespace": NAMESPACE},
+                    "spec": doc["template"]["spec"],
+                }
+                kubernetes_validate.validate(ingress, kube_version, strict=True)
+                assert set(doc) == {"apiVersion", "kind", "metadata", "config", "template"}
+                assert doc["apiVersion"] == "gafaelfawr.lsst.io/v1alpha1"
+                continue
+            kubernetes_validate.validate(doc, kube_version, strict=True)
+
+
+def test_the_default_release() -> None:
+    documents = _render()
+    kinds = sorted(d["kind"] for d in documents)
+    assert kinds == sorted(
+        ["ConfigMap", "Deployment", "Service", "PodDisruptionBudget", "ServiceAccount"]
+        + ["ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"]
+        + ["PersistentVolumeClaim", "Deployment", "Service"]  # the in-chart Redis
+        + ["GafaelfawrIngress"] * 5
+    )
+    server = _one(documents, "Deployment", "lab-spawner")
+    spec = server["spec"]["template"]["spec"]
+    (container,) = spec["containers"]
+    assert server["spec"]["replicas"] == 2
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert container["resources"]["limits"] and container["resources"]["requests"]
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert container["securityContext"]["allowPrivilegeEscalation"] is False
+    assert spec["securityContext"]["runAsNonRoot"] is True
+    assert spec["serviceAccountName"] == "lab-spawner"
+    env = {e["name"]: e for e in container["env"]}
+    assert env["SPAWNER_CONFIG_PATH"]["value"] == "/etc/lab-spawner/config.yaml"
+    assert "SPAWNER_REDIS_URL" not in env
+    # The PDB and the Services select the server pods only, not Redis's.
+    pdb = _one(documents, "PodDisruptionBudget")
+    labels = server["spec"]["template"]["metadata"]["labels"]
+    redis = _one(documents, "Deployment", "-redis")
+    redis_labels = redis["spec"]["template"]["metadata"]["labels"]
+    for selector in (
+        pdb["spec"]["selector"]["matchLabels"],
+        server["spec"]["selector"]["matchLabels"],
+    ):
+        assert selector.items() <= labels.items()
+        assert not selector.items() <= redis_labels.items()
+    assert _one(documents, "Service", "lab-spawner")["spec"]["selector"].items() <= labels.items()
+
+    config = yaml.safe_load(_one(documents, "ConfigMap")["data"]["config.yaml"])
+    assert config["redis"]["url"] == "redis://lab-spawner-redis:6379/0"
+    assert config["kubernetes"]["mode"] == "in-cluster"
+    assert config["kubernetes"]["serviceNamespace"] == NAMESPACE
+
+
+def test_replicas_workers_and_an_external_redis() -> None:
+    documents = _render(
+        {
+            "replicaCount": 3,
+            "workers": 4,
+            "redis": {"enabled": False, "external": {"secretName": "redis", "secretKey": "url"}},
+        }
+    )
+    assert not [d for d in documents if d["metadata"]["name"].endswith("-redis")]
+    server = _one(documents, "Deployment")
+    assert server["spec"]["replicas"] == 3
+    (container,) = server["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e for e in container["env"]}
+    assert env["SPAWNER_WORKERS"]["value"] == "4"
+    # The URL (and its password) comes from the Secret, never through the ConfigMap.
+    assert env["SPAWNER_REDIS_URL"]["valueFrom"]["secretKeyRef"] == {"name": "redis", "key": "url"}
+    config = yaml.safe_load(_one(documents, "ConfigMap")["data"]["config.yaml"])
+    assert "url" not in config["redis"]
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"redis": {"enabled": False}}, "redis.external.secretName must name a Secret"),
+        ({"ingress": {"host": ""}}, "ingress.host must be set"),
+    ],
+)
+def test_missing_required_values_fail_with_a_message(values: dict[str, Any], message: str) -> None:
+    with pytest.raises(HelmRenderError, match=re.escape(message)):
+        _render(values)
+
+
+def test_a_config_change_rolls_the_pods() -> None:
+    def checksum(values: dict[str, Any]) -> str:
+        server = _one(_render(values), "Deployment", "lab-spawner")
+        return str(server["spec"]["template"]["metadata"]["annotations"]["checksum/config"])
+
+    assert checksum({}) == checksum({})
+    assert checksum({}) != checksum({"config": {"logLevel": "DEBUG"}})
+
+
+# Values and the service's configuration ------------------------------------------------------
+
+
+def _schema_paths(schema: Any, prefix: str = "") -> set[str]:
+    paths = set()
+    for name, field in schema.fields.items():
+        path = f"{prefix}{field.data_key or name}"
+        paths.add(path)
+        inner = None
+        if isinstance(field, fields.Nested):
+            inner = field.schema
+        elif isinstance(field, fields.List) and isinstance(field.inner, fields.Nested):
+            inner = field.inner.schema
+        if inner is not None:
+            paths |= _schema_paths(inner, f"{path}.")
+    return paths
+
+
+def _value_paths(value: Any, prefix: str = "") -> set[str]:
+    paths: set[str] = set()
+    if isinstance(value, dict):
+        for key, item in value.items():
+            path = f"{prefix}{key}"
+            paths.add(path)
+            if key in ("env", "nodeSelector", "annotations"):
+                continue  # free-form maps: their keys are data, not configuration keys
+            paths |= _value_paths(item, f"{path}.")
+    elif isinstance(value, list):
+        for item in value:
+            paths |= _value_paths(item, prefix)
+    return paths
+
+
+def _documented_examples(text: str) -> set[str]:
+    """Paths of the keys shown in ``# Example:`` blocks, placed under the key they annotate.
+
+    An example block is the run of commented lines after ``# Example:``; uncommented, it is
+    YAML at the indentation of the real keys around it.
+    """
+    paths: set[str] = set()
+    stack: list[tuple[int, str]] = []
+    lines = text.splitlines()
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        real = re.match(r"^(\s*)([A-Za-z][\w-]*):", line)
+        if real:
+            indent = len(real.group(1))
+            while stack and stack[-1][0] >= indent:
+                stack.pop()
+            stack.append((indent, real.group(2)))
+        example = re.match(r"^(\s*)# Example:\s*$", line)
+        if example:
+            indent = len(example.group(1))
+            block = []
+            index += 1
+            while index < len(lines) and lines[index].startswith(f"{' ' * indent}# "):
+                block.append(lines[index][indent + 2 :])
+                index += 1
+            parents = [key for level, key in stack if level < indent]
+            prefix = "".join(f"{key}." for key in parents)
+            paths |= _value_paths(yaml.safe_load("\n".join(block)), prefix)
+            continue
+        index += 1
+    return paths
+
+
+def test_values_document_exactly_the_config_keys_the_service_accepts() -> None:
+    text = (CHART / "values.yaml").read_text()
+    values = yaml.safe_load(text)
+    schema = {f"config.{p}" for p in _schema_paths(ConfigSchema())}
+    in_values = {p for p in _value_paths(values) if p.startswith("config.")}
+    examples = {p for p in _documented_examples(text) if p.startswith("config.")}
+    managed = {f"config.{p}" for p in CHART_MANAGED}
+    # Nothing the service would refuse...
+    assert in_values - schema == set()
+    assert examples - schema == set()
+    # ...and nothing it accepts left undocumented.
+    assert schema - in_values - examples - managed == set()
+    assert managed <= schema
+    # Every key in values.yaml that holds a value carries a description (a comment above it).
+    undocumented = [key for key, documented in _described_keys(text) if not documented]
+    assert undocumented == []
+
+
+FREE_FORM = {"resources", "env", "nodeSelector", "annotations", "podAnnotations", "affinity"}
+"""Maps whose keys are data (Kubernetes fields, variable names), described with their parent."""
+
+
+def _described_keys(text: str) -> list[tuple[str, bool]]:
+    """Each key that holds a value (not a section), outside list items and free-form maps,
+    and whether a comment line sits directly above it."""
+    found = []
+    lines = text.splitlines()
+    ancestors: list[tuple[int, str]] = []
+    for number, line in enumerate(lines):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        indent = len(line) - len(line.lstrip())
+        while ancestors and ancestors[-1][0] >= indent:
+            ancestors.pop()
+        if line.lstrip().startswith("- "):
+            ancestors.append((indent, "-"))  # a list item: example data, described with its list
+            continue
+        key = re.match(r"^\s*([A-Za-z][\w-]*):(.*)$", line)
+        if key is None:
+            continue
+        ancestors.append((indent, key.group(1)))
+        inside = {name for _, name in ancestors[:-1]}
+        if inside & (FREE_FORM | {"-"}):
+            continue
+        if key.group(2).strip() == "":
+            following = next((n for n in lines[number + 1 :] if n.strip()), "")
+            if not following.lstrip().startswith("- "):
+                continue  # a section: its keys are described one by one
+        found.append((key.group(1), lines[number - 1].lstrip().startswith("#")))
+    return found
+
+
+def test_the_rendered_configuration_is_accepted_by_the_service(tmp_path: Path) -> None:
+    for values in ({}, {"redis": {"enabled": False, "external": {"secretName": "r"}}}):
+        rendered = _one(_render(values), "ConfigMap")["data"]["config.yaml"]
+        raw = yaml.safe_load(rendered)
+        config = ConfigSchema().load(raw)  # raises on any unknown or invalid key
+        assert config.kubernetes.service_namespace == NAMESPACE
+        assert config.lab.sizes[0].name == "small"
+
+
+# Ingress routes and scopes -------------------------------------------------------------------
+
+EXPECTED_SCOPES = {
+    ("GET", "/spawner/v1/labs"): {"all": ["admin:notebook"]},
+    ("GET", "/spawner/v1/labs/rachel"): {"all": ["admin:notebook"]},
+    ("DELETE", "/spawner/v1/labs/rachel"): {"all": ["admin:notebook"]},
+    ("POST", "/spawner/v1/labs/rachel/spawn"): {"all": ["exec:notebook"]},
+    ("GET", "/spawner/v1/labs/rachel/events"): {"any": ["exec:notebook", "admin:notebook"]},
+    ("GET", "/spawner/v1/user-status"): {"all": ["exec:notebook"]},
+    ("GET", "/spawner/v1/spawn-form/rachel"): {"all": ["exec:notebook"]},
+    ("GET", "/spawner/v1/images"): {"all": ["admin:notebook"]},
+    ("GET", "/spawner/v1/prepulls"): {"all": ["admin:notebook"]},
+    ("GET", "/spawner/v1/operations"): {"all": ["admin:notebook"]},
+    ("GET", "/spawner/v1/openapi.json"): {"anonymous": True},
+    ("GET", "/spawner/v1/docs"): {"anonymous": True},
+}
+NOT_ROUTED = {"/healthz", "/readyz"}
+
+
+def _matches(path_rule: dict[str, Any], path: str) -> bool:
+    kind, pattern = path_rule["pathType"], path_rule["path"]
+    if kind == "Exact":
+        return path == pattern
+    if kind == "Prefix":
+        return path == pattern or path.startswith(pattern.rstrip("/") + "/")
+    return re.match(pattern, path) is not None  # nginx regex paths match from the start
+
+
+def _ingress_for(documents: list[dict[str, Any]], path: str) -> list[dict[str, Any]]:
+    return [
+        doc
+        for doc in documents
+        if doc["kind"] == "GafaelfawrIngress"
+        and any(
+            _matches(p, path)
+            for rule in doc["template"]["spec"]["rules"]
+            for p in rule["http"]["paths"]
+        )
+    ]
+
+
+def test_every_route_is_behind_the_ingress_with_its_scopes(app: Flask) -> None:
+    documents = _render()
+    rules = {
+        re.sub(r"<[^>]+>", "rachel", rule.rule)
+        for rule in app.url_map.iter_rules()
+        if rule.endpoint != "static"
+    }
+    assert rules == {path for _, path in EXPECTED_SCOPES} | NOT_ROUTED
+    for (_, path), scopes in EXPECTED_SCOPES.items():
+        matching = _ingress_for(documents, path)
+        assert len(matching) == 1, (path, [d["metadata"]["name"] for d in matching])
+        assert matching[0]["config"]["scopes"] == scopes, path
+        assert matching[0]["config"]["baseUrl"] == "https://data.example.org"
+        delegated = matching[0]["config"].get("delegate")
+        assert (delegated == {"notebook": {}}) == path.endswith("/spawn"), path
+    for path in NOT_ROUTED:
+        assert _ingress_for(documents, path) == []
+
+
+def test_a_path_prefix_moves_every_route() -> None:
+    documents = _render({"ingress": {"pathPrefix": "/nublado/"}})
+    assert _ingress_for(documents, "/nublado/spawner/v1/labs/rachel/spawn")
+    assert not _ingress_for(documents, "/spawner/v1/labs/rachel/spawn")
