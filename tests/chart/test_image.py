@@ -1,0 +1,65 @@
+"""The Dockerfile the chart's image is built from: its files are enough to serve the app, and it
+agrees with the chart on the command and the user. (No Docker daemon runs where the tests run,
+so the image itself is not built here.)"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from devstack.helm import render_chart
+from devstack.stack import REPO_ROOT
+
+DOCKERFILE = (REPO_ROOT / "Dockerfile").read_text()
+
+
+def _copied() -> list[str]:
+    sources = []
+    for line in DOCKERFILE.splitlines():
+        if line.startswith("COPY "):
+            sources.extend(line.split()[1:-1])
+    return sources
+
+
+def test_the_copied_files_are_enough_to_load_the_app(tmp_path: Path) -> None:
+    for source in _copied():
+        path = REPO_ROOT / source
+        if path.is_dir():
+            shutil.copytree(path, tmp_path / source, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy(path, tmp_path / source)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHONPATH", "SPAWNER_"))}
+    result = subprocess.run(
+        [sys.executable, "-c", "import wsgi, gunicorn.config; print(wsgi.app.import_name)"],
+        cwd=tmp_path,
+        env={**env, "PYTHONDONTWRITEBYTECODE": "1"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip().endswith("app.factory")
+
+
+def test_the_chart_runs_the_images_command_as_its_user() -> None:
+    (deployment,) = [
+        d
+        for d in render_chart(REPO_ROOT / "chart", values={"ingress": {"host": "example.org"}})
+        if d["kind"] == "Deployment" and not d["metadata"]["name"].endswith("-redis")
+    ]
+    spec = deployment["spec"]["template"]["spec"]
+    (container,) = spec["containers"]
+    cmd = re.search(r"^CMD (.+)$", DOCKERFILE, re.MULTILINE)
+    user = re.search(r"^USER (\d+):(\d+)$", DOCKERFILE, re.MULTILINE)
+    assert cmd is not None and user is not None
+    assert container["command"] == yaml.safe_load(cmd.group(1))
+    assert spec["securityContext"]["runAsUser"] == int(user.group(1))
+    assert spec["securityContext"]["runAsGroup"] == int(user.group(2))
+    assert "requirements.txt" in _copied()
