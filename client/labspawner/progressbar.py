@@ -24,17 +24,16 @@ def _in_notebook() -> bool:
 
 
 def _bar_class() -> Any:
-    if _in_notebook():
-        try:
-            import ipywidgets  # noqa: F401
-            from tqdm.notebook import tqdm as notebook_tqdm
-
-            return notebook_tqdm
-        except ImportError:
-            pass
     from tqdm.std import tqdm as text_tqdm
 
-    return text_tqdm
+    if not _in_notebook():
+        return text_tqdm
+    try:
+        import ipywidgets  # noqa: F401
+        from tqdm.notebook import tqdm as notebook_tqdm
+    except ImportError:
+        return text_tqdm
+    return notebook_tqdm
 
 
 class ProgressDisplay:

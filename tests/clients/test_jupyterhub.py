@@ -173,17 +173,17 @@ def _progress(hub: Hub, api: requests.Session) -> list[dict[str, Any]]:
 
 
 def _unpulled_image(admin: LabSpawnerClient) -> str | None:
-    """An image users are offered that no node holds yet (not in any prepull set), so that
-    spawning it makes the kubelet pull it."""
+    """An image users are offered that no node holds (its digest is in no prepull set, so the
+    prepuller never pulls it), so that spawning it makes the kubelet pull it."""
     for config in admin.images()["configs"]:
-        prepulled = {image["reference"] for image in config["prepull"]}
+        prepulled = {image["digest"] for image in config["prepull"]}
+        if not prepulled or None in prepulled:
+            continue  # digests not resolved yet
         for kind, images in config["images"].items():
             for image in images:
-                if (
-                    kind != "unknown"
-                    and not image["aliases"]
-                    and image["reference"] not in prepulled
-                ):
+                if kind in ("alias", "unknown") or image["aliases"]:
+                    continue
+                if image["digest"] and image["digest"] not in prepulled:
                     return str(image["reference"])
     return None
 

@@ -98,10 +98,9 @@ class FaultProxy:
 
 def _pump(source: socket.socket, target: socket.socket) -> None:
     try:
-        while chunk := source.recv(65536):
-            target.sendall(chunk)
-    except OSError:
-        pass
+        with contextlib.suppress(OSError):  # either side closed: stop pumping
+            while chunk := source.recv(65536):
+                target.sendall(chunk)
     finally:
         for sock in (source, target):
             with contextlib.suppress(OSError):

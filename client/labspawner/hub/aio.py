@@ -123,8 +123,9 @@ class AsyncLabSpawnerAPI:
                             if event.final:
                                 return
             except (TimeoutError, aiohttp.ClientError):
-                pass
-            failures += 1
+                failures += 1  # dropped, or silent past the read timeout
+            else:
+                failures += 1  # closed before a final event (the service is stopping)
             if failures > reconnects:
                 raise ServiceUnavailableError(
                     f"the event stream of {username}'s lab was lost", code="stream_lost"
@@ -157,11 +158,10 @@ class AsyncLabSpawnerAPI:
                 )
                 async with response:
                     text = await response.text()
-                    if response.status in RETRY_STATUSES and idempotent and retry:
-                        pass
-                    elif response.status >= 400:
+                    retryable = response.status in RETRY_STATUSES and idempotent and retry
+                    if not retryable and response.status >= 400:
                         raise error_for(response.status, _parse(text), response.reason or "")
-                    else:
+                    if not retryable:
                         return response.status, text
             except aiohttp.ClientConnectorError as exc:
                 if not retry:
