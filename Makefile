@@ -32,7 +32,7 @@ $(HUB_PROXY): hub/package.json hub/package-lock.json
 HELM_RENDER := $(BIN)/helm-render
 GOSRC := /usr/share/gocode/src
 GOWORK := $(VENV)/gopath
-$(HELM_RENDER): devstack/helmrender/main.go | $(STAMP)
+$(HELM_RENDER): $(wildcard devstack/helmrender/*.go) | $(STAMP)
 	@{ command -v go >/dev/null 2>&1 && test -d $(GOSRC)/github.com/Masterminds/sprig; } || { \
 	  echo "installing Go and sprig from Debian's packages"; \
 	  apt-get update -qq && apt-get install -y -qq golang-go golang-github-masterminds-sprig-dev >/dev/null; }

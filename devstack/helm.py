@@ -1,8 +1,8 @@
-"""Render the Helm chart with Helm's own template engine, from Python.
+"""Render a Helm chart with Helm's own template engine, from Python.
 
-``make setup`` compiles ``devstack/helmrender`` (Go's text/template plus sprig, from Debian's
-packages, and the functions Helm adds) into ``.venv/bin/helm-render``; this runs it, as
-``helm template`` would run, and parses the manifests.
+``make setup`` compiles ``devstack/helmrender`` (Go's text/template and sprig, from Debian's
+packages, plus the objects and functions Helm adds) into ``.venv/bin/helm-render``. This module
+runs it the way ``helm template`` would be run and parses the manifests it prints.
 """
 
 from __future__ import annotations
@@ -17,10 +17,14 @@ from typing import Any
 import yaml
 
 RENDERER = Path(sys.executable).parent / "helm-render"
+"""The renderer ``make setup`` builds, next to the virtualenv's Python."""
 
 
 class HelmRenderError(Exception):
-    """The chart did not render (a template error, ``required`` or ``fail``)."""
+    """The chart did not render: a template error, ``required`` or ``fail``, invalid output.
+
+    The message is the renderer's, as ``helm template`` would print it (``Error: ...``).
+    """
 
 
 def render_text(
@@ -31,12 +35,20 @@ def render_text(
     values: dict[str, Any] | None = None,
     kube_version: str = "1.30",
 ) -> str:
-    """The manifests as ``helm template`` prints them."""
+    """Render ``chart`` (a chart directory) to the text ``helm template`` prints.
+
+    ``values`` are given as a values file (``helm template -f``): they are merged over the
+    chart's ``values.yaml``, maps key by key, and a ``None`` deletes the chart's default.
+    ``kube_version`` is the cluster's Kubernetes version (``.Capabilities.KubeVersion``).
+    Raises `HelmRenderError` when the chart does not render.
+    """
     if not RENDERER.exists():
         raise HelmRenderError(f"{RENDERER} is missing: run `make setup`")
-    with tempfile.NamedTemporaryFile("w", suffix=".yaml") as values_file:
-        json.dump(values or {}, values_file)  # JSON is YAML
-        values_file.flush()
+    with tempfile.TemporaryDirectory(prefix="helm-render-") as tmp:
+        values_file = Path(tmp) / "values.yaml"
+        values_file.write_text(
+            json.dumps(values or {}, ensure_ascii=False), encoding="utf-8"
+        )  # JSON is YAML
         command = [
             str(RENDERER),
             "--chart",
@@ -48,11 +60,12 @@ def render_text(
             "--kube-version",
             kube_version,
             "--values",
-            values_file.name,
+            str(values_file),
         ]
         result = subprocess.run(command, capture_output=True, text=True, check=False)
     if result.returncode != 0:
-        raise HelmRenderError(result.stderr.strip())
+        message = result.stderr.strip() or f"helm-render exited with status {result.returncode}"
+        raise HelmRenderError(message)
     return result.stdout
 
 
@@ -64,7 +77,10 @@ def render_chart(
     values: dict[str, Any] | None = None,
     kube_version: str = "1.30",
 ) -> list[dict[str, Any]]:
-    """The rendered objects, parsed."""
+    """Render ``chart`` as `render_text` does and return its objects, in Helm's install order.
+
+    Empty documents are dropped.
+    """
     text = render_text(
         chart, release=release, namespace=namespace, values=values, kube_version=kube_version
     )

@@ -1,24 +1,26 @@
-// helm-render renders a Helm chart the way `helm template` does, with Helm's own engine: Go's
-// text/template, the sprig functions, and the functions Helm adds (include, tpl, required,
-// fail, toYaml, fromYaml, toJson, fromJson, lookup). Helm itself is not installable where this
-// project is built; its template engine is, from Debian's golang-go and
-// golang-github-masterminds-sprig-dev, so the chart's tests render with the real thing.
+// helm-render renders a Helm chart directory as `helm template` does, with Helm's template
+// engine: Go's text/template, the sprig functions (Helm's, without env and expandenv) and the
+// functions and objects Helm adds. Helm itself cannot be installed where this project is built;
+// Go and sprig can, from Debian's golang-go and golang-github-masterminds-sprig-dev packages, so
+// the chart's tests render the chart with the same engine Helm uses.
+//
+//	helm-render --chart DIR [--release NAME] [--namespace NS] [--values FILE]...
+//	            [--set-json KEY=JSON]... [--kube-version 1.30] [--api-versions GROUP/VERSION]...
+//
+// The manifests go to stdout; an error (a template error, `required`, `fail`, bad YAML in the
+// output) goes to stderr as "Error: ..." with exit status 1.
+//
+// Not supported: subcharts (charts/), values.schema.json validation (refused unless
+// --skip-schema-validation), toToml/fromToml, packaged (.tgz) charts, --set/--set-string.
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
-	"sort"
+	"path"
 	"strings"
-	"text/template"
-
-	sprig "github.com/Masterminds/sprig/v3"
-	yaml "gopkg.in/yaml.v3"
 )
 
 type listFlag []string
@@ -26,16 +28,33 @@ type listFlag []string
 func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
+type options struct {
+	chart, release, namespace, kubeVersion string
+	valueFiles, setJSON, apiVersions       listFlag
+	noHooks, skipTests, isUpgrade          bool
+	skipSchemaValidation                   bool
+}
+
 func main() {
-	var valueFiles, setJSON listFlag
-	chart := flag.String("chart", "", "chart directory")
-	release := flag.String("release", "release-name", "release name")
-	namespace := flag.String("namespace", "default", "release namespace")
-	kubeVersion := flag.String("kube-version", "1.30", "Kubernetes version (major.minor)")
-	flag.Var(&valueFiles, "values", "values file (repeatable, later wins)")
-	flag.Var(&setJSON, "set-json", "key.path=JSON (repeatable)")
+	var opts options
+	flag.StringVar(&opts.chart, "chart", "", "chart directory (required)")
+	flag.StringVar(&opts.release, "release", "release-name", "release name")
+	flag.StringVar(&opts.namespace, "namespace", "default", "release namespace")
+	flag.StringVar(&opts.kubeVersion, "kube-version", "1.30", "Kubernetes version of .Capabilities.KubeVersion")
+	flag.Var(&opts.valueFiles, "values", "values file (repeatable; later files win)")
+	flag.Var(&opts.setJSON, "set-json", "KEY.PATH=JSON value, applied after the values files (repeatable)")
+	flag.Var(&opts.apiVersions, "api-versions", "extra API version for .Capabilities.APIVersions (repeatable)")
+	flag.BoolVar(&opts.noHooks, "no-hooks", false, "leave hooks out of the output")
+	flag.BoolVar(&opts.skipTests, "skip-tests", false, "leave test hooks out of the output")
+	flag.BoolVar(&opts.isUpgrade, "is-upgrade", false, "set .Release.IsUpgrade instead of .Release.IsInstall")
+	flag.BoolVar(&opts.skipSchemaValidation, "skip-schema-validation", false,
+		"render a chart that has a values.schema.json without validating against it")
 	flag.Parse()
-	out, err := render(*chart, *release, *namespace, *kubeVersion, valueFiles, setJSON)
+	if flag.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "Error: unexpected arguments: %s\n", strings.Join(flag.Args(), " "))
+		os.Exit(1)
+	}
+	out, err := run(opts, func(message string) { fmt.Fprintln(os.Stderr, message) })
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "Error:", err)
 		os.Exit(1)
@@ -43,249 +62,80 @@ func main() {
 	fmt.Print(out)
 }
 
-func readYAML(path string) (map[string]interface{}, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]interface{}{}
-	if err := yaml.Unmarshal(data, &out); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return out, nil
-}
-
-// merge deep-merges src into dst: maps merge key by key, anything else replaces.
-func merge(dst, src map[string]interface{}) map[string]interface{} {
-	for key, value := range src {
-		if srcMap, ok := value.(map[string]interface{}); ok {
-			if dstMap, ok := dst[key].(map[string]interface{}); ok {
-				dst[key] = merge(dstMap, srcMap)
-				continue
-			}
-		}
-		dst[key] = value
-	}
-	return dst
-}
-
-func setPath(values map[string]interface{}, path string, value interface{}) {
-	parts := strings.Split(path, ".")
-	current := values
-	for _, part := range parts[:len(parts)-1] {
-		next, ok := current[part].(map[string]interface{})
-		if !ok {
-			next = map[string]interface{}{}
-			current[part] = next
-		}
-		current = next
-	}
-	current[parts[len(parts)-1]] = value
-}
-
-func toYAML(v interface{}) string {
-	var buf bytes.Buffer
-	encoder := yaml.NewEncoder(&buf)
-	encoder.SetIndent(2)
-	if err := encoder.Encode(v); err != nil {
-		return ""
-	}
-	return strings.TrimSuffix(buf.String(), "\n")
-}
-
-func fromYAML(text string) map[string]interface{} {
-	out := map[string]interface{}{}
-	if err := yaml.Unmarshal([]byte(text), &out); err != nil {
-		out["Error"] = err.Error()
-	}
-	return out
-}
-
-func toJSON(v interface{}) string {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return ""
-	}
-	return string(data)
-}
-
-func fromJSON(text string) map[string]interface{} {
-	out := map[string]interface{}{}
-	if err := json.Unmarshal([]byte(text), &out); err != nil {
-		out["Error"] = err.Error()
-	}
-	return out
-}
-
-type files map[string][]byte
-
-func (f files) Get(name string) string { return string(f[name]) }
-
-func render(chartDir, release, namespace, kubeVersion string, valueFiles, setJSON []string) (string, error) {
-	if chartDir == "" {
+func run(opts options, warn func(string)) (string, error) {
+	if opts.chart == "" {
 		return "", errors.New("--chart is required")
 	}
-	chartMeta, err := readYAML(filepath.Join(chartDir, "Chart.yaml"))
+	caps, err := newCapabilities(opts.kubeVersion, opts.apiVersions)
 	if err != nil {
 		return "", err
 	}
-	values, err := readYAML(filepath.Join(chartDir, "values.yaml"))
-	if err != nil && !os.IsNotExist(err) {
+	if err := validateReleaseName(opts.release); err != nil {
 		return "", err
 	}
-	if values == nil {
-		values = map[string]interface{}{}
+	ch, err := loadChart(opts.chart)
+	if err != nil {
+		return "", err
 	}
-	for _, path := range valueFiles {
-		extra, err := readYAML(path)
+	if ch.meta.Type == "library" {
+		return "", errors.New("library charts are not installable")
+	}
+	if ch.meta.KubeVersion != "" && !isCompatibleRange(ch.meta.KubeVersion, caps.KubeVersion.String()) {
+		return "", fmt.Errorf("chart requires kubeVersion: %s which is incompatible with Kubernetes %s",
+			ch.meta.KubeVersion, caps.KubeVersion.String())
+	}
+
+	user := map[string]interface{}{}
+	for _, file := range opts.valueFiles {
+		extra, err := readValuesFile(file)
 		if err != nil {
 			return "", err
 		}
-		values = merge(values, extra)
+		user = mergeMaps(user, extra)
 	}
-	for _, item := range setJSON {
-		key, raw, found := strings.Cut(item, "=")
-		if !found {
-			return "", fmt.Errorf("--set-json %q: want key=JSON", item)
+	for _, spec := range opts.setJSON {
+		if user, err = applySetJSON(user, spec); err != nil {
+			return "", err
 		}
-		var value interface{}
-		if err := json.Unmarshal([]byte(raw), &value); err != nil {
-			return "", fmt.Errorf("--set-json %q: %w", item, err)
-		}
-		setPath(values, key, value)
+	}
+	values := coalesceRoot(user, ch.values, ch.meta.Name, warn)
+	if ch.schema != nil && !opts.skipSchemaValidation {
+		return "", errors.New("the chart has a values.schema.json, which helm-render cannot validate " +
+			"values against (pass --skip-schema-validation to render without validating)")
 	}
 
-	// Helm's capitalised view of Chart.yaml.
-	chartObj := map[string]interface{}{}
-	for key, value := range chartMeta {
-		chartObj[strings.ToUpper(key[:1])+key[1:]] = value
-	}
-	chartName, _ := chartMeta["name"].(string)
-	major, minor, _ := strings.Cut(kubeVersion, ".")
-	version := fmt.Sprintf("v%s.%s.0", major, minor)
 	top := map[string]interface{}{
-		"Values": values,
-		"Chart":  chartObj,
+		"Values":       values,
+		"Chart":        chartObject{Metadata: *ch.meta, IsRoot: true},
+		"Capabilities": caps,
+		"Files":        ch.files,
+		"Subcharts":    map[string]interface{}{},
 		"Release": map[string]interface{}{
-			"Name": release, "Namespace": namespace, "Service": "Helm",
-			"IsInstall": true, "IsUpgrade": false, "Revision": 1,
+			"Name":      opts.release,
+			"Namespace": opts.namespace,
+			"IsUpgrade": opts.isUpgrade,
+			"IsInstall": !opts.isUpgrade,
+			"Revision":  1,
+			"Service":   "Helm",
 		},
-		"Capabilities": map[string]interface{}{
-			"KubeVersion": map[string]interface{}{
-				"Version": version, "GitVersion": version, "Major": major, "Minor": minor,
-			},
-			"APIVersions": apiVersions{},
-		},
-		"Files": files{},
 	}
-
-	pattern := filepath.Join(chartDir, "templates", "*")
-	paths, err := filepath.Glob(pattern)
+	templates := map[string]string{}
+	for _, t := range ch.templates {
+		templates[path.Join(ch.meta.Name, t.name)] = string(t.data)
+	}
+	rendered, err := renderTemplates(templates, top, path.Join(ch.meta.Name, "templates"))
 	if err != nil {
 		return "", err
 	}
-	sort.Strings(paths)
-	root := template.New("chart")
-	funcs := sprig.TxtFuncMap()
-	delete(funcs, "env")
-	delete(funcs, "expandenv")
-	includeDepth := 0
-	funcs["include"] = func(name string, data interface{}) (string, error) {
-		includeDepth++
-		defer func() { includeDepth-- }()
-		if includeDepth > 1000 {
-			return "", fmt.Errorf("include %q: recursion too deep", name)
-		}
-		var buf bytes.Buffer
-		if err := root.ExecuteTemplate(&buf, name, data); err != nil {
-			return "", err
-		}
-		return buf.String(), nil
-	}
-	funcs["tpl"] = func(text string, data interface{}) (string, error) {
-		t, err := root.Clone()
-		if err != nil {
-			return "", err
-		}
-		t, err = t.New("tpl").Parse(text)
-		if err != nil {
-			return "", err
-		}
-		var buf bytes.Buffer
-		if err := t.Execute(&buf, data); err != nil {
-			return "", err
-		}
-		return strings.ReplaceAll(buf.String(), "<no value>", ""), nil
-	}
-	funcs["required"] = func(message string, value interface{}) (interface{}, error) {
-		if value == nil {
-			return nil, errors.New(message)
-		}
-		if s, ok := value.(string); ok && s == "" {
-			return nil, errors.New(message)
-		}
-		return value, nil
-	}
-	funcs["fail"] = func(message string) (string, error) { return "", errors.New(message) }
-	funcs["toYaml"] = toYAML
-	funcs["fromYaml"] = fromYAML
-	funcs["toJson"] = toJSON
-	funcs["fromJson"] = fromJSON
-	funcs["lookup"] = func(...interface{}) map[string]interface{} { return map[string]interface{}{} }
-	root.Funcs(funcs).Option("missingkey=zero")
-
-	var manifests []string
-	for _, path := range paths {
-		base := filepath.Base(path)
-		if base == "NOTES.txt" || strings.HasPrefix(base, ".") {
-			continue
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return "", err
-		}
-		name := chartName + "/templates/" + base
-		if _, err := root.New(name).Parse(string(data)); err != nil {
-			return "", err
-		}
-		if !strings.HasPrefix(base, "_") {
-			manifests = append(manifests, name)
+	// NOTES.txt is rendered (its errors count) but is not a manifest.
+	for name := range rendered {
+		if strings.HasSuffix(name, "NOTES.txt") {
+			delete(rendered, name)
 		}
 	}
-	var out strings.Builder
-	for _, name := range manifests {
-		var buf bytes.Buffer
-		scope := copyTop(top, name, chartName)
-		if err := root.ExecuteTemplate(&buf, name, scope); err != nil {
-			return "", err
-		}
-		text := strings.ReplaceAll(buf.String(), "<no value>", "")
-		if strings.TrimSpace(text) == "" {
-			continue
-		}
-		fmt.Fprintf(&out, "---\n# Source: %s\n%s\n", name, strings.TrimLeft(text, "\n"))
+	manifests, hooks, err := sortManifests(rendered, warn)
+	if err != nil {
+		return "", err
 	}
-	return out.String(), nil
-}
-
-func copyTop(top map[string]interface{}, name, chartName string) map[string]interface{} {
-	scope := map[string]interface{}{}
-	for key, value := range top {
-		scope[key] = value
-	}
-	scope["Template"] = map[string]interface{}{"Name": name, "BasePath": chartName + "/templates"}
-	return scope
-}
-
-// apiVersions answers .Capabilities.APIVersions.Has for the built-in API groups.
-type apiVersions struct{}
-
-func (apiVersions) Has(version string) bool {
-	known := []string{"v1", "apps/v1", "policy/v1", "networking.k8s.io/v1", "rbac.authorization.k8s.io/v1"}
-	for _, k := range known {
-		if version == k || strings.HasPrefix(version, k+"/") {
-			return true
-		}
-	}
-	return false
+	return formatOutput(manifests, hooks, !opts.noHooks, !opts.skipTests), nil
 }
