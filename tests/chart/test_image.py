@@ -17,6 +17,10 @@ from devstack.helm import render_chart
 from devstack.stack import REPO_ROOT
 
 DOCKERFILE = (REPO_ROOT / "Dockerfile").read_text()
+LOAD_APP = (
+    "import os, sys, gunicorn.config, wsgi; "
+    "print(wsgi.app.import_name); sys.stdout.flush(); os._exit(0)"
+)
 
 
 def _copied() -> list[str]:
@@ -36,7 +40,9 @@ def test_the_copied_files_are_enough_to_load_the_app(tmp_path: Path) -> None:
             shutil.copy(path, tmp_path / source)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHONPATH", "SPAWNER_"))}
     result = subprocess.run(
-        [sys.executable, "-c", "import wsgi, gunicorn.config; print(wsgi.app.import_name)"],
+        # Exit at once after loading: the app's background workers (started at load, as under
+        # gunicorn) must not race the interpreter's shutdown.
+        [sys.executable, "-c", LOAD_APP],
         cwd=tmp_path,
         env={**env, "PYTHONDONTWRITEBYTECODE": "1"},
         capture_output=True,
