@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
+from urllib.parse import urlparse
 
 import pytest
+from labspawner import LabSpawnerClient, NotFoundError
 
 from devstack.stack import LocalStack, StackOptions
+from tests.support.proxy import FaultProxy
 
 
 @pytest.fixture(scope="session")
@@ -28,3 +32,26 @@ def stack_tokens(stack: LocalStack) -> dict[str, str]:
 @pytest.fixture
 def lab_options(stack: LocalStack) -> dict[str, str]:
     return {"image": stack.demo_image, "size": "small"}
+
+
+@pytest.fixture
+def admin(stack: LocalStack, stack_tokens: dict[str, str]) -> Iterator[LabSpawnerClient]:
+    """The service as an administrator (JupyterHub's token)."""
+    client = LabSpawnerClient(stack.spawner_url, stack_tokens["admin"])
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def proxy(stack: LocalStack) -> Iterator[FaultProxy]:
+    """A misbehaving-on-request proxy in front of the service."""
+    address = urlparse(stack.spawner_url)
+    proxy = FaultProxy((address.hostname or "127.0.0.1", address.port or 80))
+    yield proxy
+    proxy.close()
+
+
+def delete_lab(admin: LabSpawnerClient, username: str) -> None:
+    """Delete ``username``'s lab and wait until it is gone, if there is one."""
+    with contextlib.suppress(NotFoundError):
+        admin.delete(username, wait=True, timeout=30)

@@ -3,35 +3,23 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Iterator
-from urllib.parse import urlparse
 
 import pytest
-from labspawner import LabSpawnerClient, NotFoundError, ServiceUnavailableError
+from labspawner import LabSpawnerClient, ServiceUnavailableError
 from labspawner.hub.aio import AsyncLabSpawnerAPI
 
 from devstack.stack import LocalStack
+from tests.clients.conftest import delete_lab
 from tests.support.proxy import FaultProxy
 
 USER = "wile"
 
 
-@pytest.fixture
-def proxy(stack: LocalStack) -> Iterator[FaultProxy]:
-    address = urlparse(stack.spawner_url)
-    proxy = FaultProxy((address.hostname or "127.0.0.1", address.port or 80))
-    yield proxy
-    proxy.close()
-
-
-@pytest.fixture
-def admin(stack: LocalStack, stack_tokens: dict[str, str]) -> Iterator[LabSpawnerClient]:
-    client = LabSpawnerClient(stack.spawner_url, stack_tokens["admin"])
-    yield client
-    with contextlib.suppress(NotFoundError):
-        client.delete(USER, wait=True, timeout=30)
-    client.close()
+@pytest.fixture(autouse=True)
+def _no_lab_left(admin: LabSpawnerClient) -> Iterator[None]:
+    yield
+    delete_lab(admin, USER)
 
 
 def test_calls_retries_and_a_resumed_stream(

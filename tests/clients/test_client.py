@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import re
 import time
 from collections.abc import Iterator
-from urllib.parse import urlparse
 
 import pytest
 from labspawner import (
@@ -21,16 +19,10 @@ from labspawner import (
 
 from devstack.redis_process import free_port
 from devstack.stack import LocalStack
+from tests.clients.conftest import delete_lab
 from tests.support.proxy import FaultProxy
 
 USER = "wile"
-
-
-@pytest.fixture
-def admin(stack: LocalStack, stack_tokens: dict[str, str]) -> Iterator[LabSpawnerClient]:
-    client = LabSpawnerClient(stack.spawner_url, stack_tokens["admin"])
-    yield client
-    client.close()
 
 
 @pytest.fixture
@@ -40,17 +32,7 @@ def user(
     client = LabSpawnerClient(stack.spawner_url, stack_tokens[USER])
     yield client
     client.close()
-    # Leave no lab behind for the next test.
-    with contextlib.suppress(NotFoundError):
-        admin.delete(USER, wait=True, timeout=30)
-
-
-@pytest.fixture
-def proxy(stack: LocalStack) -> Iterator[FaultProxy]:
-    address = urlparse(stack.spawner_url)
-    proxy = FaultProxy((address.hostname or "127.0.0.1", address.port or 80))
-    yield proxy
-    proxy.close()
+    delete_lab(admin, USER)  # leave no lab behind for the next test
 
 
 def test_spawn_wait_status_list_and_delete(

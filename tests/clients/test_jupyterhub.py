@@ -27,6 +27,7 @@ from labspawner import LabSpawnerClient, NotFoundError
 
 from devstack.redis_process import free_port
 from devstack.stack import REPO_ROOT, LocalStack
+from tests.clients.conftest import delete_lab
 from tests.labs.conftest import wait_for
 
 USER = "rachel"
@@ -149,13 +150,17 @@ def user_api(hub: Hub, user_session: requests.Session) -> requests.Session:
     return hub.api(response.json()["token"])
 
 
-@pytest.fixture
-def admin(stack: LocalStack, stack_tokens: dict[str, str]) -> Iterator[LabSpawnerClient]:
-    client = LabSpawnerClient(stack.spawner_url, stack_tokens["admin"])
-    yield client
-    with contextlib.suppress(NotFoundError):
-        client.delete(USER, wait=True, timeout=30)
-    client.close()
+@pytest.fixture(autouse=True)
+def _no_lab_left(admin: LabSpawnerClient) -> Iterator[None]:
+    yield
+    delete_lab(admin, USER)
+
+
+def _start(hub: Hub, api: requests.Session, options: dict[str, Any]) -> list[dict[str, Any]]:
+    """Start Rachel's server over JupyterHub's REST API; its whole progress stream."""
+    response = api.post(f"{hub.url}/hub/api/users/{USER}/server", json=options, timeout=30)
+    assert response.status_code in (201, 202), response.text
+    return _progress(hub, api)
 
 
 def _progress(hub: Hub, api: requests.Session) -> list[dict[str, Any]]:
@@ -204,10 +209,7 @@ def test_start_progress_ready_at_internal_url_stop_and_clean(
     stack: LocalStack, hub: Hub, user_api: requests.Session, admin: LabSpawnerClient
 ) -> None:
     options = {"image": [stack.demo_image], "size": ["small"]}  # as JupyterHub's form posts
-    response = user_api.post(f"{hub.url}/hub/api/users/{USER}/server", json=options, timeout=30)
-    assert response.status_code in (201, 202), response.text
-
-    events = _progress(hub, user_api)
+    events = _start(hub, user_api, options)
     percents = [e["progress"] for e in events if "progress" in e]
     assert percents == sorted(percents)
     assert events[-1]["progress"] == 100 and events[-1]["ready"] is True
@@ -264,9 +266,7 @@ def test_a_failed_spawn_shows_the_reason_in_jupyterhubs_progress(
     stack.kube.cluster.faults.set("image_pull", f"{image}*", "manifest unknown")
     try:
         options = {"image": image, "size": "small"}
-        response = user_api.post(f"{hub.url}/hub/api/users/{USER}/server", json=options, timeout=30)
-        assert response.status_code in (201, 202), response.text
-        events = _progress(hub, user_api)
+        events = _start(hub, user_api, options)
     finally:
         stack.kube.cluster.faults.clear()
     final = events[-1]
@@ -291,13 +291,7 @@ def test_start_reattaches_to_a_lab_that_already_runs(
         USER, {"image": stack.demo_image, "size": "small"}, wait=True, progress=False
     )
     assert lab is not None and lab.running
-    response = user_api.post(
-        f"{hub.url}/hub/api/users/{USER}/server",
-        json={"image": stack.demo_image, "size": "small"},
-        timeout=30,
-    )
-    assert response.status_code in (201, 202), response.text
-    events = _progress(hub, user_api)
+    events = _start(hub, user_api, {"image": stack.demo_image, "size": "small"})
     assert events[-1].get("ready") is True, events
     server = wait_for(
         lambda: (
@@ -315,13 +309,7 @@ def test_poll_notices_a_lab_deleted_behind_the_hubs_back(
     stack: LocalStack, hub: Hub, user_api: requests.Session, admin: LabSpawnerClient
 ) -> None:
     assert _server_gone(hub)
-    response = user_api.post(
-        f"{hub.url}/hub/api/users/{USER}/server",
-        json={"image": stack.demo_image, "size": "small"},
-        timeout=30,
-    )
-    assert response.status_code in (201, 202), response.text
-    assert _progress(hub, user_api)[-1].get("ready") is True
+    assert _start(hub, user_api, {"image": stack.demo_image, "size": "small"})[-1].get("ready")
     assert admin.lab_status(USER).running
     final = admin.delete(USER, wait=True, timeout=30)
     assert final is not None and final.type == "complete"
@@ -345,13 +333,7 @@ def test_start_replaces_a_lab_that_failed(
         stack.kube.cluster.faults.clear()
     assert failed is not None and failed.failed
     assert _server_gone(hub)
-    response = user_api.post(
-        f"{hub.url}/hub/api/users/{USER}/server",
-        json={"image": stack.demo_image, "size": "small"},
-        timeout=30,
-    )
-    assert response.status_code in (201, 202), response.text
-    assert _progress(hub, user_api)[-1].get("ready") is True
+    assert _start(hub, user_api, {"image": stack.demo_image, "size": "small"})[-1].get("ready")
     lab = admin.lab_status(USER)
     assert lab.running and lab.options["image"].startswith(stack.demo_image)
     assert user_api.delete(f"{hub.url}/hub/api/users/{USER}/server", timeout=60).ok

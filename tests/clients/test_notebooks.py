@@ -6,7 +6,6 @@ administrator) would have with ``monkeypatch`` before executing a notebook.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 import sys
@@ -21,6 +20,7 @@ from labspawner import LabSpawnerClient, LabStatus, NotFoundError
 from nbclient import NotebookClient
 
 from devstack.stack import REPO_ROOT, LocalStack
+from tests.clients.conftest import delete_lab
 
 NOTEBOOKS = REPO_ROOT / "notebooks"
 IN_LAB = NOTEBOOKS / "lab-status-and-events.ipynb"
@@ -74,24 +74,15 @@ def notebook_env(
 
 
 @pytest.fixture
-def admin(stack: LocalStack, stack_tokens: dict[str, str]) -> Iterator[LabSpawnerClient]:
-    client = LabSpawnerClient(stack.spawner_url, stack_tokens["admin"])
-    yield client
-    client.close()
-
-
-@pytest.fixture
 def rachel(
     stack: LocalStack, stack_tokens: dict[str, str], admin: LabSpawnerClient
 ) -> Iterator[LabSpawnerClient]:
     """Rachel's client; she has no lab before the test, nor after it."""
-    with contextlib.suppress(NotFoundError):
-        admin.delete(USER, wait=True, timeout=30)
+    delete_lab(admin, USER)
     client = LabSpawnerClient(stack.spawner_url, stack_tokens[USER])
     yield client
     client.close()
-    with contextlib.suppress(NotFoundError):
-        admin.delete(USER, wait=True, timeout=30)
+    delete_lab(admin, USER)
 
 
 @pytest.fixture
