@@ -2,12 +2,176 @@
 
 from __future__ import annotations
 
+import contextlib
+import socket
 import threading
+import traceback
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from types import TracebackType
-from typing import Any, Self
+from typing import IO, Any, Self, cast
 
-from werkzeug.serving import BaseWSGIServer, make_server
+from werkzeug.serving import ThreadedWSGIServer, WSGIRequestHandler
+from werkzeug.wsgi import LimitedStream
+
+
+class KeepAliveHandler(WSGIRequestHandler):
+    """werkzeug's request handler with HTTP/1.1 keep-alive, as real API servers have.
+
+    werkzeug answers one request per connection: after each response it reads whatever
+    else the socket holds, so a second request on the connection would be swallowed. A
+    client that must open (and, under gevent, resolve in a thread pool) a new connection
+    for every call pays a cost no cluster charges, so this handler writes responses
+    itself: a request's body is bounded by its ``Content-Length`` and drained after the
+    application answers, a response without a length is sent chunked, and the connection
+    stays open unless the client asked to close it, the request body was chunked, or the
+    application failed after its headers were sent.
+    """
+
+    def setup(self) -> None:
+        super().setup()
+        # Watch events are small writes that must leave at once.
+        with contextlib.suppress(OSError):
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def run_wsgi(self) -> None:
+        if self.headers.get("Expect", "").lower().strip(" \t") == "100-continue":
+            self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        self.environ = environ = self.make_environ()
+        body: LimitedStream | None = None
+        if not environ.get("wsgi.input_terminated"):
+            body = LimitedStream(cast(IO[bytes], self.rfile), _content_length(environ))
+            environ["wsgi.input"] = body
+        response = _ResponseWriter(self)
+        try:
+            iterable = self.server.app(environ, response.start)
+            try:
+                for data in iterable:
+                    response.write(data)
+                response.finish()
+            finally:
+                close = getattr(iterable, "close", None)
+                if close is not None:
+                    close()
+        except (ConnectionError, TimeoutError) as exc:
+            self.close_connection = True
+            self.connection_dropped(exc, environ)
+            return
+        except Exception:
+            self.close_connection = True
+            if response.started:
+                self.log_error("error after the response started:\n%s", traceback.format_exc())
+                return
+            self.log_error("error in the application:\n%s", traceback.format_exc())
+            response.fail()
+            return
+        if body is None:
+            self.close_connection = True
+        elif not self.close_connection:
+            try:
+                body.exhaust()
+            except (OSError, ValueError):
+                self.close_connection = True
+
+
+def _content_length(environ: dict[str, Any]) -> int:
+    try:
+        return max(0, int(environ.get("CONTENT_LENGTH") or 0))
+    except ValueError:
+        return 0
+
+
+class _ResponseWriter:
+    """One response: status and headers on the first write, chunked when unsized."""
+
+    def __init__(self, handler: KeepAliveHandler) -> None:
+        self._handler = handler
+        self._status: str | None = None
+        self._headers: list[tuple[str, str]] = []
+        self.started = False
+        self._chunked = False
+
+    def start(
+        self, status: str, headers: list[tuple[str, str]], exc_info: Any = None
+    ) -> Callable[[bytes], None]:
+        if exc_info is not None and self.started:
+            raise exc_info[1].with_traceback(exc_info[2])
+        self._status, self._headers = status, list(headers)
+        return self.write
+
+    def write(self, data: bytes) -> None:
+        head = b"" if self.started else self._head()
+        if self._chunked and data:
+            data = b"%x\r\n%s\r\n" % (len(data), data)
+        if head or data:
+            # Head and first data in one segment: a lone small write waits on the peer's
+            # delayed ACK under Nagle's algorithm.
+            self._handler.wfile.write(head + data)
+
+    def finish(self) -> None:
+        self.write(b"")
+        if self._chunked:
+            self._handler.wfile.write(b"0\r\n\r\n")
+
+    def fail(self) -> None:
+        payload = b"Internal Server Error"
+        self._status = "500 INTERNAL SERVER ERROR"
+        self._headers = [("Content-Type", "text/plain"), ("Content-Length", str(len(payload)))]
+        self.write(payload)
+
+    def _head(self) -> bytes:
+        handler = self._handler
+        assert self._status is not None, "write() before start_response()"
+        code_text, _, reason = self._status.partition(" ")
+        code = int(code_text)
+        handler.log_request(code)
+        lines = [
+            f"{handler.protocol_version} {code} {reason}",
+            f"Server: {handler.version_string()}",
+            f"Date: {handler.date_time_string()}",
+        ]
+        names = set()
+        for name, value in self._headers:
+            lines.append(f"{name}: {value}")
+            names.add(name.lower())
+        bodiless = code in (204, 304) or code < 200 or handler.command == "HEAD"
+        if "content-length" not in names and not bodiless:
+            if handler.request_version == "HTTP/1.1":
+                self._chunked = True
+                lines.append("Transfer-Encoding: chunked")
+            else:
+                handler.close_connection = True
+        if handler.close_connection:
+            lines.append("Connection: close")
+        self.started = True
+        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
+class _Server(ThreadedWSGIServer):
+    """Remembers its open connections, so stopping it also ends kept-alive ones (a stopped
+    emulator must look unreachable, not keep answering on old connections)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._open: set[socket.socket] = set()
+        self._open_lock = threading.Lock()
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._open_lock:
+            self._open.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._open_lock:
+            self._open.discard(request)
+        super().shutdown_request(request)
+
+    def close_connections(self) -> None:
+        with self._open_lock:
+            connections = list(self._open)
+        for connection in connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
 
 
 class ServerThread:
@@ -21,7 +185,7 @@ class ServerThread:
         self._app = app
         self._host = host
         self._port = port
-        self._server: BaseWSGIServer | None = None
+        self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
     @property
@@ -35,7 +199,7 @@ class ServerThread:
         return f"http://{self._host}:{self.port}"
 
     def start(self) -> ServerThread:
-        self._server = make_server(self._host, self._port, self._app, threaded=True)
+        self._server = _Server(self._host, self._port, self._app, handler=KeepAliveHandler)
         # A short poll interval keeps stop() fast; the default half second adds up in tests.
         self._thread = threading.Thread(
             target=self._server.serve_forever,
@@ -50,6 +214,7 @@ class ServerThread:
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
+            self._server.close_connections()
         if self._thread is not None:
             self._thread.join(timeout=5)
         self._server = None
