@@ -312,7 +312,10 @@ def test_list_pagination(core_v1: CoreV1Api, namespace: str) -> None:
 
 
 def test_pod_status_subresource(core_v1: CoreV1Api, namespace: str) -> None:
-    core_v1.create_namespaced_pod(namespace, {"metadata": {"name": "st"}, "spec": _pod_spec()})
+    # A scheduler nobody runs: no controller writes this pod's status, so the test's own
+    # read-modify-write cannot meet a newer version (the scheduler's write made it a 409).
+    spec = {**_pod_spec(), "schedulerName": "no-such-scheduler"}
+    core_v1.create_namespaced_pod(namespace, {"metadata": {"name": "st"}, "spec": spec})
     status = core_v1.read_namespaced_pod_status("st", namespace)
     status.status.phase = "Running"
     status.metadata.labels = {"ignored": "yes"}
