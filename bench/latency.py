@@ -1,6 +1,7 @@
 """Benchmark 1: spawn latency with an instant kubelet, next to the emulator's floor.
 
-One user spawns and deletes a lab ``spawns`` times in a row through gunicorn (2 workers).
+One user spawns and deletes a lab ``spawns`` times in a row through gunicorn (2 workers),
+from a client in a process of its own (``bench.latency_client``), as JupyterHub is.
 Latency is from sending the POST to parsing the ``complete`` event of the stream. The
 nodes already hold every configured image, and a warm-up spawn lands one lab on each node
 first, so nothing is pulled and every process has its connections open.
@@ -8,6 +9,9 @@ first, so nothing is pulled and every process has its connections open.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -16,7 +20,7 @@ from typing import Any
 
 from bench.client import SpawnerClient
 from bench.floor import Call, Replay, Replayer, capture_objects
-from bench.services import BenchStack, StackSettings, log_findings
+from bench.services import REPO_ROOT_TEXT, BenchStack, StackSettings, log_findings
 from bench.stats import median, ms, summary_ms
 
 USER = "bench-latency"
@@ -63,6 +67,28 @@ def _warm_up(bench: BenchStack, client: SpawnerClient, tokens: dict[str, str]) -
     return {"outcomes": outcomes, "nodes": nodes}
 
 
+def _timed_spawns(bench: BenchStack, token: str, spawns: int) -> list[dict[str, Any]]:
+    """The timed spawns, made by ``bench.latency_client`` in a process of its own."""
+    job = {
+        "url": bench.url,
+        "admin_token": bench.admin_token,
+        "user": USER,
+        "token": token,
+        "image": bench.image,
+        "spawns": spawns,
+    }
+    finished = subprocess.run(
+        [sys.executable, "-m", "bench.latency_client"],
+        input=json.dumps(job).encode(),
+        capture_output=True,
+        cwd=REPO_ROOT_TEXT,
+        timeout=60 + spawns * 30,
+        check=True,
+    )
+    result: list[dict[str, Any]] = json.loads(finished.stdout)["spawns"]
+    return result
+
+
 def run(workdir: Path, spawns: int = 50, replays: int = 20) -> dict[str, Any]:
     settings = StackSettings(workers=2, nodes=3, pull_seconds=0.0, cache_images=True)
     with BenchStack(workdir / "latency", settings) as bench:
@@ -75,7 +101,9 @@ def run(workdir: Path, spawns: int = 50, replays: int = 20) -> dict[str, Any]:
 
         audit = bench.stack.kube.audit
         namespace = f"{bench.namespace_prefix}-{USER}"
-        token = tokens[USER]
+        audit.clear()
+        timed = _timed_spawns(bench, tokens[USER], spawns)
+        entries = audit.entries()
         latencies: list[float] = []
         deletes: list[float] = []
         phases: dict[str, list[float]] = {
@@ -88,48 +116,39 @@ def run(workdir: Path, spawns: int = 50, replays: int = 20) -> dict[str, Any]:
         sequences: Counter[tuple[str, ...]] = Counter()
         failures: Counter[str] = Counter()
         replay_calls: list[Call] = []
-        replay_objects: dict[str, list[dict[str, Any]]] = {}
-        for index in range(spawns):
-            audit.clear()
-            wall_start = time.time()
-            started = time.perf_counter()
-            response = client.spawn(USER, token, bench.image)
-            posted = time.perf_counter()
-            if response.status_code != 303:
-                failures[f"http-{response.status_code}"] += 1
+        for record in timed:
+            kind = record["kind"]
+            if kind != "complete":
+                failures[kind] += 1
                 continue
-            outcome = client.follow(USER, token)
-            wall_end = time.time()
-            if outcome.kind != "complete":
-                failures[outcome.kind] += 1
-            else:
-                latencies.append(outcome.finished_at - started)
-            calls = _spawn_calls(audit.entries(), namespace, wall_start, wall_end)
+            latencies.append(record["seconds"])
+            wall_start, wall_end = record["wall_start"], record["wall_end"]
+            calls = _spawn_calls(entries, namespace, wall_start, wall_end)
             stamps = [
                 e.timestamp
-                for e in audit.entries()
+                for e in entries
                 if wall_start <= e.timestamp <= wall_end
                 and (e.namespace == namespace or e.name == namespace)
             ]
-            if stamps and outcome.kind == "complete":
+            if stamps:
                 # Both clocks started together: wall time of an event = wall_start + offset.
-                finished_wall = wall_start + (outcome.finished_at - started)
-                phases["post_answered"].append(posted - started)
+                finished_wall = wall_start + record["seconds"]
+                phases["post_answered"].append(record["post_seconds"])
                 phases["until_first_kubernetes_call"].append(min(stamps) - wall_start)
                 phases["kubernetes_span"].append(max(stamps) - min(stamps))
                 phases["after_last_kubernetes_call"].append(finished_wall - max(stamps))
             call_counts.append(len(calls))
             sequences[tuple(c.label() for c in calls)] += 1
-            if index == spawns - 1:
-                replay_calls = calls
-                replay_objects = capture_objects(bench.stack.kube.store, namespace)
-            deleted_at = time.perf_counter()
-            client.delete(USER)
-            gone = client.follow(USER, token)
-            if gone.kind == "complete":
-                deletes.append(gone.finished_at - deleted_at)
-            else:
-                failures[f"delete-{gone.kind}"] += 1
+            replay_calls = calls
+            if "delete_kind" in record:
+                if record["delete_kind"] == "complete":
+                    deletes.append(record["delete_seconds"])
+                else:
+                    failures[f"delete-{record['delete_kind']}"] += 1
+        # The last lab is left running so its objects can be replayed for the floor.
+        replay_objects = capture_objects(bench.stack.kube.store, namespace)
+        client.delete(USER)
+        client.follow(USER, tokens[USER])
 
         floor = _floor(bench, replay_calls, replay_objects, namespace, replays)
         p50 = median(latencies) if latencies else float("nan")

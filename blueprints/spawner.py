@@ -11,7 +11,6 @@ from flask import (
     jsonify,
     render_template,
     request,
-    stream_with_context,
     url_for,
 )
 
@@ -149,17 +148,27 @@ def lab_events(username: str) -> Response:
     keepalive = ctx.config.operations.keepalive_seconds
     hub = labs_ext.hub
 
-    def generate() -> Iterator[str]:
-        yield ": stream of lab events\n\n"
+    def generate() -> Iterator[bytes]:
+        # Bytes, and no request context held: a worker serves thousands of these at once,
+        # and each event passes through here once per stream.
+        yield _OPENING
         for event in hub.follow(username, after, keepalive):
-            yield ": keepalive\n\n" if event is None else _format(event)
+            yield _KEEPALIVE if event is None else _format(event)
 
-    response = Response(stream_with_context(generate()), mimetype="text/event-stream")
+    # Passed straight to the server: no per-chunk encoding and closing wrappers.
+    response = Response(generate(), mimetype="text/event-stream", direct_passthrough=True)
     response.headers["Cache-Control"] = "no-cache"
     response.headers["X-Accel-Buffering"] = "no"
     return response
 
 
-def _format(event: Event) -> str:
-    data = "\n".join(f"data: {line}" for line in (event.data.split("\n") or [""]))
-    return f"id: {event.id}\nevent: {event.type.value}\n{data}\n\n"
+_OPENING = b": stream of lab events\n\n"
+_KEEPALIVE = b": keepalive\n\n"
+
+
+def _format(event: Event) -> bytes:
+    if "\n" in event.data:
+        data = "\n".join(f"data: {line}" for line in event.data.split("\n"))
+    else:
+        data = f"data: {event.data}"
+    return f"id: {event.id}\nevent: {event.type.value}\n{data}\n\n".encode()

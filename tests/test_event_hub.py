@@ -107,3 +107,26 @@ def test_close_streams_ends_open_streams_without_a_terminal_event(
         time.sleep(0.01)
     assert hub.streams == 0
     assert received.empty()
+
+
+def test_an_idle_subscription_is_pinged_and_kept(
+    private_redis: RedisServer, events: EventStore
+) -> None:
+    client = redis.Redis.from_url(private_redis.url, decode_responses=True)
+    hub = EventHub(client, events, health_seconds=0.05, retry_seconds=0.01)
+    hub.start()
+    try:
+        deadline = time.monotonic() + 5
+        while hub.subscriptions == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        # Several health periods pass in silence: each PING is answered, so the hub keeps
+        # its connection rather than reconnecting.
+        time.sleep(0.5)
+        assert hub.subscriptions == 1
+        events.append("ann", EventType.INFO, "still here")
+        received = _follow_in_thread(hub, "ann", idle=60)
+        assert _next_event(received).data == "still here"
+        events.append("ann", EventType.COMPLETE, "")
+        assert _next_event(received).type == EventType.COMPLETE
+    finally:
+        hub.stop()

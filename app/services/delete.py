@@ -13,8 +13,7 @@ def run_delete(ctx: LabContext, reporter: Reporter) -> None:
     username = reporter.username
     namespace = lab_namespace(ctx.config.namespace_prefix, username)
     pod = object_name(username, "lab")
-    reporter.info(f"Deleting the lab of {username}")
-    reporter.progress(10)
+    reporter.info(f"Deleting the lab of {username}", progress=10)
     if ctx.kube.delete_pod(namespace, pod):
         reporter.info("Stopping the lab pod")
     wait_pod_gone(ctx, reporter, namespace, pod)
@@ -27,5 +26,4 @@ def run_delete(ctx: LabContext, reporter: Reporter) -> None:
         reporter.info("Removing the lab's namespace")
         ctx.kube.delete_namespace(namespace)
         wait_namespace_gone(ctx, reporter, namespace)
-    reporter.progress(90)
-    reporter.info("The lab is deleted")
+    reporter.info("The lab is deleted", progress=90)

@@ -22,6 +22,7 @@ from app.services.context import LabContext
 from app.services.delete import run_delete
 from app.services.reporter import DeadlineExceeded, Reporter, Superseded
 from app.services.spawn import SpawnFailed, failed_record, run_spawn
+from app.storage.events import EventType
 from app.storage.kubernetes import KubernetesError
 from app.storage.leader import RedisLease
 
@@ -127,27 +128,26 @@ class OperationRunner:
         beat.start()
         try:
             while not lost.is_set() and not self._stopping.is_set():
-                operation = self._ctx.labs.operation(username)
+                operation, token = self._ctx.labs.operation_and_token(username)
                 if operation is None:
                     return
-                self._execute(operation)
+                self._execute(operation, token)
         finally:
             done.set()
 
-    def _execute(self, operation: Operation) -> None:
+    def _execute(self, operation: Operation, token: str | None) -> None:
         reporter = Reporter(self._ctx, operation)
         try:
             if operation.kind == OperationKind.SPAWN:
-                self._spawn(reporter)
+                self._spawn(reporter, token)
             else:
                 self._delete(reporter)
         except Superseded:
             logger.info("operation %s for %s superseded", operation.id, operation.username)
 
-    def _spawn(self, reporter: Reporter) -> None:
+    def _spawn(self, reporter: Reporter, token: str | None) -> None:
         operation = reporter.operation
         labs = self._ctx.labs
-        token = labs.operation_token(operation.username)
         try:
             if token is None:
                 raise SpawnFailed("the spawn's token expired before it could be used")
@@ -156,8 +156,11 @@ class OperationRunner:
             message = _failure_message(exc, "spawn", self._ctx.config.lab.spawn_timeout)
             self._fail(reporter, message)
             return
-        if labs.finish(operation, record):
-            reporter.complete()
+        announce = self._ctx.events.announcement(
+            operation.username,
+            [(EventType.INFO, "The lab is running"), *_COMPLETE],
+        )
+        if labs.finish(operation, record, announce):
             logger.info("lab for %s is running", operation.username)
 
     def _delete(self, reporter: Reporter) -> None:
@@ -168,8 +171,8 @@ class OperationRunner:
             message = _failure_message(exc, "delete", self._ctx.config.lab.delete_timeout)
             self._fail(reporter, message)
             return
-        if self._ctx.labs.finish(operation, None):
-            reporter.complete()
+        announce = self._ctx.events.announcement(operation.username, _COMPLETE)
+        if self._ctx.labs.finish(operation, None, announce):
             logger.info("lab for %s deleted", operation.username)
 
     def _fail(self, reporter: Reporter, message: str) -> None:
@@ -178,8 +181,14 @@ class OperationRunner:
         record = failed_record(self._ctx, reporter, message)
         if record is not None:
             record.status = LabStatus.FAILED
-        if self._ctx.labs.finish(operation, record):
-            reporter.failed(message)
+        announce = self._ctx.events.announcement(
+            operation.username, [(EventType.ERROR, message), (EventType.FAILED, message)]
+        )
+        self._ctx.labs.finish(operation, record, announce)
+
+
+_COMPLETE = [(EventType.PROGRESS, "100"), (EventType.COMPLETE, "")]
+"""The events that end a successful operation, appended with its final record."""
 
 
 def _failure_message(exc: Exception, what: str, timeout: float) -> str:

@@ -43,35 +43,31 @@ class Reporter:
         if self.remaining() <= 0:
             raise DeadlineExceeded
 
-    def _write(self, type_: EventType, data: str) -> None:
+    def _write(self, *events: tuple[EventType, str]) -> None:
         if self.remaining() <= 0:
             raise DeadlineExceeded
         written = self._ctx.events.append_if_current(
             self.username,
-            type_,
-            data,
+            list(events),
             self._ctx.labs.operation_key(self.username),
             self.operation.id,
         )
         if written is None:
             raise Superseded
 
-    def info(self, message: str) -> None:
-        self._write(EventType.INFO, message)
+    def info(self, message: str, *, progress: int | None = None) -> None:
+        """An info event, and with ``progress`` a progress event after it (one write)."""
+        events = [(EventType.INFO, message)]
+        if progress is not None and progress > self._progress:
+            self._progress = progress
+            events.append((EventType.PROGRESS, str(progress)))
+        self._write(*events)
 
     def error(self, message: str) -> None:
-        self._write(EventType.ERROR, message)
+        self._write((EventType.ERROR, message))
 
     def progress(self, percent: int) -> None:
         """Move the progress bar forward; it never goes back."""
         if percent > self._progress:
             self._progress = percent
-            self._write(EventType.PROGRESS, str(percent))
-
-    def complete(self) -> None:
-        self._ctx.events.append(self.username, EventType.PROGRESS, "100")
-        self._ctx.events.append(self.username, EventType.COMPLETE, "")
-
-    def failed(self, message: str) -> None:
-        self._ctx.events.append(self.username, EventType.ERROR, message)
-        self._ctx.events.append(self.username, EventType.FAILED, message)
+            self._write((EventType.PROGRESS, str(percent)))

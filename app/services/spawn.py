@@ -67,9 +67,12 @@ def run_spawn(ctx: LabContext, reporter: Reporter, token: str) -> LabRecord:
     namespace = lab_namespace(config.namespace_prefix, spec.username)
     pod_name = object_name(spec.username, "lab")
 
-    reporter.info(f"Starting a lab for {spec.username} with image {spec.image.name}")
-    reporter.progress(2)
-    pod, existing_namespace, (copied, pull) = concurrently(
+    # Events are written alongside the Kubernetes calls they announce, not before them: a
+    # write is a Redis round trip the spawn need not wait for.
+    _, pod, existing_namespace, (copied, pull) = concurrently(
+        lambda: reporter.info(
+            f"Starting a lab for {spec.username} with image {spec.image.name}", progress=2
+        ),
         lambda: ctx.kube.read_pod(namespace, pod_name),
         lambda: ctx.kube.read_namespace(namespace),
         lambda: _read_copied_secrets(ctx),
@@ -81,7 +84,7 @@ def run_spawn(ctx: LabContext, reporter: Reporter, token: str) -> LabRecord:
     )
     objects.pod["metadata"].setdefault("annotations", {})[OPERATION_ANNOTATION] = operation.id
     _create_objects(ctx, reporter, objects, pod_absent=not own_pod)
-    reporter.info("Lab objects created; waiting for Kubernetes to start the lab")
+    reporter.info("Lab objects created; waiting for Kubernetes to start the lab", progress=45)
     _wait_until_ready(ctx, reporter, namespace, pod_name)
     if provision:
         ctx.labs.mark_provisioned(spec.username)
@@ -165,19 +168,20 @@ def _create_objects(
     for resource, body in steps:
         if resource == "namespaces":
             _create_namespace(ctx, reporter, body)
-    reporter.progress(10)
     concurrently(
+        functools.partial(reporter.progress, 10),
         *(
             functools.partial(ctx.kube.apply, resource, body)
             for resource, body in steps
             if resource not in ("namespaces", "pods")
-        )
+        ),
     )
-    reporter.progress(35)
     for resource, body in steps:
         if resource == "pods":
-            _create_pod(ctx, reporter, body, known_absent=pod_absent)
-    reporter.progress(45)
+            concurrently(
+                functools.partial(reporter.progress, 35),
+                functools.partial(_create_pod, ctx, reporter, body, known_absent=pod_absent),
+            )
 
 
 def _create_namespace(ctx: LabContext, reporter: Reporter, body: dict[str, Any]) -> None:
@@ -289,8 +293,12 @@ def _wait_until_ready(ctx: LabContext, reporter: Reporter, namespace: str, name:
     """Follow the pod until it is ready or clearly cannot become ready."""
     feed = _EventFeed(ctx, reporter, namespace, name)
     version: str | None = None
+    first = True
     while True:
-        reporter.check()
+        if not first:
+            # The first look needs no check: the event written just before did it.
+            reporter.check()
+        first = False
         if version is None:
             pod = ctx.kube.read_pod(namespace, name)
             if pod is None:
@@ -320,7 +328,7 @@ def _settled(reporter: Reporter, feed: _EventFeed, pod: dict[str, Any]) -> bool:
         feed.poll()
         raise SpawnFailed(verdict.failure)
     if verdict.ready:
-        reporter.info("The lab is running")
+        # "The lab is running" is announced with the running record (``LabStore.finish``).
         return True
     if verdict.scheduled_on:
         reporter.progress(55)

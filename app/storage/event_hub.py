@@ -7,41 +7,195 @@ every event 2,000 times. Instead every append publishes the event itself (see
 streams following that user: no Redis read per stream per event. A stream replays what came
 before it opened from the stream itself; while the subscription is reconnecting, events can
 be missed, so on reconnecting the hub tells every stream to re-read from where it is.
+
+The subscription is read straight from its socket with hiredis: a broadcast arrives as
+thousands of messages at once, and redis-py's pub/sub reader spent more on each message
+(health checks, retry wrappers, a socket poll) than the hub spends delivering it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import socket
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol, cast
 
+import hiredis
 import redis
 
-from app.storage.events import Event, EventStore, entry_order, parse_message
+from app.storage.events import TERMINAL, Event, EventStore, entry_order, parse_message
 
 logger = logging.getLogger(__name__)
+
+HEALTH_SECONDS = 30.0
+"""A subscription silent this long is sent a PING; silent as long again, it is replaced
+(a Redis that vanished without closing the connection would otherwise go unnoticed)."""
+
+
+class _Subscription:
+    """One subscribed connection, read directly: messages come back in batches.
+
+    redis-py opens the connection (authentication, protocol, database, TLS as configured)
+    and sends SUBSCRIBE; after that, the socket carries nothing but replies and pushes, which
+    one hiredis reader parses without a Python call per message.
+    """
+
+    def __init__(self, client: redis.Redis, channel: str, health_seconds: float) -> None:
+        connection: Any = client.connection_pool.make_connection()
+        self._connection = connection
+        self._reader = hiredis.Reader(encoding="utf-8", errors="replace")
+        self._pinged = False
+        self._subscribed = False
+        try:
+            connection.connect()
+            connection.send_command("SUBSCRIBE", channel)
+            # Not public API: redis-py keeps the connected socket here (pinned in
+            # requirements).
+            sock = connection._sock
+            if sock is None:
+                raise redis.ConnectionError("the subscription connection has no socket")
+            self._sock: socket.socket = sock
+            self._sock.settimeout(health_seconds)
+            while not self._subscribed:
+                # Wait for the confirmation: only from then on is nothing published missed.
+                self.messages()
+        except BaseException:
+            with contextlib.suppress(redis.RedisError, OSError):
+                connection.disconnect()
+            raise
+
+    def messages(self) -> list[str]:
+        """The payloads of the channel's messages that arrived; waits for at least one
+        read (an empty list after a subscribe confirmation or a PING's answer)."""
+        try:
+            data = self._sock.recv(262144)
+        except TimeoutError:
+            if self._pinged:
+                raise redis.ConnectionError("the subscription stopped answering") from None
+            self._pinged = True
+            self._sock.sendall(b"*1\r\n$4\r\nPING\r\n")
+            return []
+        except OSError as exc:
+            raise redis.ConnectionError(f"the subscription failed: {exc}") from None
+        if not data:
+            raise redis.ConnectionError("Redis closed the subscription")
+        self._pinged = False
+        self._reader.feed(data)
+        payloads: list[str] = []
+        while (reply := self._reader.gets()) is not False:
+            if isinstance(reply, hiredis.ReplyError):
+                raise redis.ConnectionError(f"the subscription was refused: {reply}")
+            if isinstance(reply, list) and len(reply) == 3:
+                if reply[0] == "message":
+                    payloads.append(reply[2])
+                elif reply[0] == "subscribe":
+                    self._subscribed = True
+        return payloads
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._sock.shutdown(socket.SHUT_RDWR)
+        with contextlib.suppress(redis.RedisError, OSError):
+            self._connection.disconnect()
+
+
+class _Flag(Protocol):
+    def set(self) -> None: ...
+    def clear(self) -> None: ...
+    def wait(self, timeout: float | None = None) -> bool: ...
+
+
+def _flag_factory() -> Callable[[], _Flag]:
+    """The cheapest wake-up flag for how this process runs.
+
+    Under gevent's monkey-patching a ``threading.Event`` is built from a condition and a
+    lock allocated per wait; gevent's own ``Event`` wakes a greenlet in about half the time,
+    which counts when one broadcast wakes thousands of streams. Plain threads (tests, tools)
+    keep ``threading.Event``.
+    """
+    try:
+        from gevent import monkey
+        from gevent.event import Event as GreenEvent
+    except ImportError:  # pragma: no cover - gevent is a dependency of the service
+        return threading.Event
+    if monkey.is_module_patched("threading"):
+        return cast(Callable[[], _Flag], GreenEvent)
+    return threading.Event
 
 
 class _Waiter:
     """One open stream: events handed over by the hub, and a flag to wake it."""
 
-    __slots__ = ("flag", "pending", "resync")
+    __slots__ = ("active", "flag", "keepalive", "pending", "resync")
 
-    def __init__(self) -> None:
-        self.flag = threading.Event()
+    def __init__(self, flag: _Flag) -> None:
+        self.flag = flag
         self.pending: deque[Event] = deque()
         self.resync = False
+        self.active = True
+        """Something was sent since the last keepalive sweep."""
+        self.keepalive = False
+
+
+class _Sweeper:
+    """Wakes the quiet streams of one idle period so they send a keepalive.
+
+    A stream waiting with a timeout costs a timer started and cancelled on every event,
+    which is most of a wake-up's price when a broadcast wakes thousands of streams; so
+    streams wait without one, and this sweeper runs every half period instead. A stream
+    with nothing sent for a whole half period gets a keepalive: never later than the
+    period, never sooner than half of it.
+    """
+
+    def __init__(self, period: float, stopping: threading.Event) -> None:
+        self._interval = period / 2
+        self._stopping = stopping
+        self._lock = threading.Lock()
+        self._waiters: set[_Waiter] = set()
+        threading.Thread(target=self._run, name="event-keepalive", daemon=True).start()
+
+    def add(self, waiter: _Waiter) -> None:
+        with self._lock:
+            self._waiters.add(waiter)
+
+    def discard(self, waiter: _Waiter) -> None:
+        with self._lock:
+            self._waiters.discard(waiter)
+
+    def _run(self) -> None:
+        while not self._stopping.wait(self._interval):
+            with self._lock:
+                waiters = list(self._waiters)
+            for waiter in waiters:
+                if waiter.active:
+                    waiter.active = False
+                else:
+                    waiter.keepalive = True
+                    waiter.flag.set()
 
 
 class EventHub:
     """Fans the process's one pub/sub subscription out to its event streams."""
 
-    def __init__(self, client: redis.Redis, events: EventStore) -> None:
+    def __init__(
+        self,
+        client: redis.Redis,
+        events: EventStore,
+        health_seconds: float = HEALTH_SECONDS,
+        retry_seconds: float = 1.0,
+    ) -> None:
         self._client = client
         self._events = events
+        self._health_seconds = health_seconds
+        self._retry_seconds = retry_seconds
+        self._subscription: _Subscription | None = None
+        self._subscriptions = 0
+        self._new_flag = _flag_factory()
         self._waiters: dict[str, set[_Waiter]] = {}
+        self._sweepers: dict[float, _Sweeper] = {}
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._closing = False
@@ -53,6 +207,10 @@ class EventHub:
 
     def stop(self) -> None:
         self._stopping.set()
+        subscription = self._subscription
+        if subscription is not None:
+            # Ends the listener's blocking read at once.
+            subscription.close()
         if self._thread is not None:
             self._thread.join(timeout=5)
 
@@ -67,6 +225,11 @@ class EventHub:
         self._resync_all()
 
     @property
+    def subscriptions(self) -> int:
+        """How many times the hub has subscribed (1 unless it had to reconnect)."""
+        return self._subscriptions
+
+    @property
     def streams(self) -> int:
         """How many streams this process is following (for metrics and tests)."""
         with self._lock:
@@ -78,19 +241,25 @@ class EventHub:
         The stream registers before it replays, so an event published meanwhile is both
         replayed and handed over, never neither; positions decide which copy counts.
         """
-        waiter = _Waiter()
+        waiter = _Waiter(self._new_flag())
         with self._lock:
             self._waiters.setdefault(username, set()).add(waiter)
+            sweeper = self._sweepers.get(idle_seconds)
+            if sweeper is None:
+                sweeper = self._sweepers[idle_seconds] = _Sweeper(idle_seconds, self._stopping)
+        sweeper.add(waiter)
         try:
             cursor = entry_order(after)
             backlog: list[Event] = self._events.read(username, after)
             while True:
                 for event in backlog:
-                    if event.order <= cursor:
+                    order = entry_order(event.id)
+                    if order <= cursor:
                         continue
-                    cursor = event.order
+                    cursor = order
+                    waiter.active = True
                     yield event
-                    if event.terminal:
+                    if event.type in TERMINAL:
                         return
                 waiter.flag.clear()
                 if self._closing:
@@ -105,9 +274,14 @@ class EventHub:
                     backlog.append(waiter.pending.popleft())
                 if backlog:
                     continue
-                if not waiter.flag.wait(idle_seconds):
+                if waiter.keepalive:
+                    waiter.keepalive = False
+                    waiter.active = True
                     yield None
+                    continue
+                waiter.flag.wait()
         finally:
+            sweeper.discard(waiter)
             with self._lock:
                 waiting = self._waiters.get(username)
                 if waiting is not None:
@@ -117,7 +291,8 @@ class EventHub:
 
     def _deliver(self, username: str, event: Event) -> None:
         with self._lock:
-            waiters = list(self._waiters.get(username, ()))
+            waiting = self._waiters.get(username)
+            waiters = tuple(waiting) if waiting else ()
         for waiter in waiters:
             waiter.pending.append(event)
             waiter.flag.set()
@@ -131,21 +306,28 @@ class EventHub:
 
     def _listen(self) -> None:
         while not self._stopping.is_set():
-            pubsub = self._client.pubsub(ignore_subscribe_messages=True)
             try:
-                pubsub.subscribe(self._events.channel)
+                self._subscription = _Subscription(
+                    self._client, self._events.channel, self._health_seconds
+                )
+                self._subscriptions += 1
                 # Anything published while we were not subscribed is caught up on now.
                 self._resync_all()
                 while not self._stopping.is_set():
-                    message = pubsub.get_message(timeout=0.25)
-                    if message is None or message.get("type") != "message":
-                        continue
-                    username, event = parse_message(message["data"])
-                    if event is not None:
-                        self._deliver(username, event)
+                    for payload in self._subscription.messages():
+                        username, event = parse_message(payload)
+                        if event is not None:
+                            self._deliver(username, event)
             except redis.RedisError as exc:
+                self._drop_subscription()
+                if self._stopping.is_set():
+                    break
                 logger.warning("event hub lost Redis (%s); reconnecting", type(exc).__name__)
-                self._stopping.wait(1.0)
+                self._stopping.wait(self._retry_seconds)
             finally:
-                with contextlib.suppress(redis.RedisError):
-                    pubsub.close()
+                self._drop_subscription()
+
+    def _drop_subscription(self) -> None:
+        if self._subscription is not None:
+            self._subscription.close()
+            self._subscription = None

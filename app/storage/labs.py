@@ -17,6 +17,7 @@ import redis
 from redis.client import Pipeline
 
 from app.models.lab import LabRecord, LabStatus, Operation
+from app.storage.events import ADD_AND_PUBLISH, Announcement
 from app.storage.leader import RedisLease
 
 
@@ -33,12 +34,42 @@ class StartOutcome:
     current: LabRecord | None = None
 
 
+# KEYS: operation, lab record, lab set, token, pending operations, event stream.
+# ARGV: operation id, record JSON ("" removes the lab), finish (1/0), username, then
+# ``add_all``'s arguments when there are events to append.
+_FINISH = (
+    ADD_AND_PUBLISH
+    + """
+local raw = redis.call('GET', KEYS[1])
+if not raw or cjson.decode(raw)['id'] ~= ARGV[1] then
+  return 0
+end
+if ARGV[2] == '' then
+  redis.call('DEL', KEYS[2])
+  redis.call('SREM', KEYS[3], ARGV[4])
+else
+  redis.call('SET', KEYS[2], ARGV[2])
+  redis.call('SADD', KEYS[3], ARGV[4])
+end
+if ARGV[3] == '1' then
+  redis.call('DEL', KEYS[1], KEYS[4])
+  redis.call('ZREM', KEYS[5], ARGV[4])
+end
+if #ARGV > 4 then
+  add_all(KEYS[6], 5)
+end
+return 1
+"""
+)
+
+
 class LabStore:
     """All Redis state about labs except their event streams."""
 
     def __init__(self, client: redis.Redis, key_prefix: str) -> None:
         self._redis = client
         self._p = key_prefix
+        self._finish_script = client.register_script(_FINISH)
 
     # Keys ----------------------------------------------------------------------------
 
@@ -88,9 +119,14 @@ class LabStore:
         raw = self._redis.get(self._op(username))
         return Operation.from_json(json.loads(raw)) if raw else None
 
-    def operation_token(self, username: str) -> str | None:
-        value = self._redis.get(self._token(username))
-        return str(value) if value else None
+    def operation_and_token(self, username: str) -> tuple[Operation | None, str | None]:
+        """The current operation and the spawn's token, in one round trip (a worker picking
+        up a spawn needs both before its first Kubernetes call)."""
+        raw, token = cast(
+            list[str | None], self._redis.mget(self._op(username), self._token(username))
+        )
+        operation = Operation.from_json(json.loads(raw)) if raw else None
+        return operation, (str(token) if token else None)
 
     def pending_operations(self) -> list[str]:
         """Users with an operation in progress, oldest first."""
@@ -178,41 +214,48 @@ class LabStore:
 
     def update_if_current(self, operation: Operation, record: LabRecord) -> bool:
         """Write ``record`` only while ``operation`` is still the user's operation."""
-        return self._finish(operation, record, finish=False)
+        return self._finish(operation, record, finish=False, announce=None)
 
-    def finish(self, operation: Operation, record: LabRecord | None) -> bool:
-        """End ``operation``: store ``record`` (or remove the lab when None) and dequeue.
+    def finish(
+        self,
+        operation: Operation,
+        record: LabRecord | None,
+        announce: Announcement | None = None,
+    ) -> bool:
+        """End ``operation``: store ``record`` (or remove the lab when None), dequeue, and
+        append ``announce``'s events, all in one atomic step and one round trip: a client
+        that reads ``complete`` then finds the lab's final record, and the end of a spawn
+        costs one round trip instead of five.
 
         Does nothing and returns False if the operation was superseded meanwhile.
         """
-        return self._finish(operation, record, finish=True)
+        return self._finish(operation, record, finish=True, announce=announce)
 
-    def _finish(self, operation: Operation, record: LabRecord | None, *, finish: bool) -> bool:
+    def _finish(
+        self,
+        operation: Operation,
+        record: LabRecord | None,
+        *,
+        finish: bool,
+        announce: Announcement | None,
+    ) -> bool:
         username = operation.username
-        lab_key, op_key = self._lab(username), self._op(username)
-        done: list[bool] = []
-
-        def attempt(pipe: Pipeline) -> None:
-            done.clear()
-            raw = pipe.get(op_key)
-            current = json.loads(raw)["id"] if raw else None
-            pipe.multi()
-            if current != operation.id:
-                done.append(False)
-                return
-            if record is None:
-                pipe.delete(lab_key)
-                pipe.srem(self._labs, username)
-            else:
-                pipe.set(lab_key, json.dumps(record.to_json()))
-                pipe.sadd(self._labs, username)
-            if finish:
-                pipe.delete(op_key, self._token(username))
-                pipe.zrem(self._ops, username)
-            done.append(True)
-
-        self._redis.transaction(attempt, op_key)
-        return done[0]
+        keys = [
+            self._op(username),
+            self._lab(username),
+            self._labs,
+            self._token(username),
+            self._ops,
+            announce.stream if announce is not None else "",
+        ]
+        args: list[str | int] = [
+            operation.id,
+            json.dumps(record.to_json()) if record is not None else "",
+            1 if finish else 0,
+            username,
+            *(announce.args if announce is not None else []),
+        ]
+        return bool(self._finish_script(keys=keys, args=args))
 
     # Records maintained by the watcher -----------------------------------------------
 
