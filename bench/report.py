@@ -459,6 +459,8 @@ def _streams(r: dict[str, Any]) -> list[str]:
         f"{_mib(_get(r, 'worker_rss_kib', 'with_streams_open'))} with the streams open "
         f"({r.get('rss_per_stream_kib')} KiB per stream)",
         f"- Worker CPU while the streams are idle: {r.get('worker_cpu_idle_with_streams')} cores",
+        f"- Worker CPU per round (one event to every stream), less the idle streams' share: "
+        f"{_fmt(r.get('worker_cpu_ms_per_round'), ' ms')}",
         f"- `/healthz` while the streams are open: p50 "
         f"{_fmt(_get(r, 'healthz_while_streams_open', 'p50_ms'), ' ms')}, p99 "
         f"{_fmt(_get(r, 'healthz_while_streams_open', 'p99_ms'), ' ms')}",
