@@ -12,7 +12,7 @@ from kubernetes.config.config_exception import ConfigException
 from urllib3.exceptions import MaxRetryError, ReadTimeoutError
 
 from app.config import KubernetesConfig
-from app.extensions.kubernetes import DeadlineApiClient, build_configuration
+from app.extensions.kubernetes import DeadlineApiClient, ThrottledRefresh, build_configuration
 from devstack.kube import KubernetesEmulator
 
 
@@ -57,8 +57,24 @@ def test_kubeconfig_mode(kube: KubernetesEmulator, tmp_path: Path) -> None:
     )
     configuration = build_configuration(_config(mode="kubeconfig", kubeconfig=str(path)))
     assert configuration.host == kube.url
+    # The loader's per-request refresh is throttled, and the token still goes out.
+    assert isinstance(configuration.refresh_api_key_hook, ThrottledRefresh)
+    assert configuration.auth_settings()["BearerToken"]["value"] == "Bearer t"
     namespaces = k8s.CoreV1Api(DeadlineApiClient(configuration, 5.0)).list_namespace()
     assert isinstance(namespaces.items, list)
+
+
+def test_credential_refresh_runs_at_most_once_a_period() -> None:
+    configuration = k8s.Configuration()
+    calls: list[k8s.Configuration] = []
+    hourly = ThrottledRefresh(calls.append, 3600)
+    for _ in range(5):
+        hourly(configuration)
+    assert calls == [configuration]
+    every_time = ThrottledRefresh(calls.append, 0)
+    every_time(configuration)
+    every_time(configuration)
+    assert len(calls) == 3
 
 
 @pytest.mark.usefixtures("no_ambient_kubeconfig")
