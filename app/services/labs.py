@@ -27,6 +27,7 @@ from app.services.context import LabContext
 from app.services.entitlements import allowed_sizes, size_refusal, spawn_refusal
 from app.services.operations import OperationRunner
 from app.services.records import lab_record
+from app.storage.events import EventType
 from app.storage.labs import StartResult
 
 
@@ -108,16 +109,24 @@ class LabService:
             reachable=False,
         )
 
-        def reset_events(pipe: Any) -> None:
-            self._ctx.events.restart(pipe, user.username, "Lab creation requested")
-
-        outcome = self._ctx.labs.start_spawn(record, operation, reset_events, token)
-        if outcome.result is StartResult.CONFLICT:
-            state = outcome.current.status.value if outcome.current else "busy"
-            raise ConflictError(
-                f"user {user.username} already has a lab ({state}); delete it first"
-            )
-        self._runner.submit(user.username)
+        first_event = self._ctx.events.announcement(
+            user.username, [(EventType.INFO, "Lab creation requested")]
+        )
+        # This worker runs the spawn itself when it has room: it takes the lease with the
+        # operation, so nothing stands between the answer and the first Kubernetes call.
+        claim = self._runner.claim(user.username)
+        outcome = self._ctx.labs.start_spawn(record, operation, first_event, token, claim)
+        if claim is not None and outcome.leased:
+            self._runner.run_claimed(operation, token)
+        else:
+            if claim is not None:
+                self._runner.release_claim(user.username)
+            if outcome.result is StartResult.CONFLICT:
+                state = outcome.current.status.value if outcome.current else "busy"
+                raise ConflictError(
+                    f"user {user.username} already has a lab ({state}); delete it first"
+                )
+            self._runner.submit(user.username)
         return record
 
     # Delete --------------------------------------------------------------------------

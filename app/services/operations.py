@@ -24,6 +24,7 @@ from app.services.reporter import DeadlineExceeded, Reporter, Superseded
 from app.services.spawn import SpawnFailed, failed_record, run_spawn
 from app.storage.events import EventType
 from app.storage.kubernetes import KubernetesError
+from app.storage.labs import LeaseClaim
 from app.storage.leader import RedisLease
 
 logger = logging.getLogger(__name__)
@@ -52,7 +53,8 @@ class OperationRunner:
         self.owner = owner or worker_identity()
         self._stopping = threading.Event()
         self._scanner: threading.Thread | None = None
-        self._active: set[str] = set()
+        self._active: dict[str, bool] = {}
+        """Users whose operations a thread here runs, and whether it was asked to look again."""
         self._active_lock = threading.Lock()
         # Past a few dozen concurrent operations a worker only slows every one of them
         # (and its request handling) down; the rest wait here without holding their lease,
@@ -71,17 +73,46 @@ class OperationRunner:
             self._scanner.join(timeout=5)
 
     def submit(self, username: str) -> None:
-        """Start running ``username``'s operation here, unless another worker has it."""
+        """Run ``username``'s operations here, unless another worker has them; if a thread
+        here already does, it looks once more before it ends."""
         with self._active_lock:
             if username in self._active:
+                self._active[username] = True
                 return
-            self._active.add(username)
-        thread = threading.Thread(
-            target=self._run_user, args=(username,), name=f"op-{username}", daemon=True
-        )
-        thread.start()
+            self._active[username] = False
+        self._start(username, None)
+
+    def claim(self, username: str) -> LeaseClaim | None:
+        """Reserve a slot to run ``username``'s next operation here at once.
+
+        The caller queues the operation together with the returned lease, then calls
+        ``run_claimed`` if the lease was taken and ``release_claim`` if not. None when
+        no slot is free or a thread here already runs the user's operations.
+        """
+        with self._active_lock:
+            if username in self._active or not self._slots.acquire(blocking=False):
+                return None
+            self._active[username] = False
+        return LeaseClaim(self.owner, int(self._lease_seconds * 1000))
+
+    def run_claimed(self, operation: Operation, token: str | None) -> None:
+        """Run ``operation``, queued with this worker's lease on a claimed slot: its first
+        Kubernetes call goes out without another Redis round trip."""
+        self._start(operation.username, (operation, token))
+
+    def release_claim(self, username: str) -> None:
+        """Give back a claim whose operation was not started (a conflict, or no lease)."""
+        with self._active_lock:
+            self._active.pop(username, None)
+        self._slots.release()
 
     # Internals -----------------------------------------------------------------------
+
+    def _start(self, username: str, claimed: tuple[Operation, str | None] | None) -> None:
+        thread = threading.Thread(
+            target=self._run_user, args=(username, claimed), name=f"op-{username}", daemon=True
+        )
+        thread.start()
 
     def _scan(self) -> None:
         """Adopt operations whose worker died (their lease expired)."""
@@ -95,26 +126,57 @@ class OperationRunner:
             except Exception:
                 logger.exception("operation scan failed")
 
-    def _run_user(self, username: str) -> None:
+    def _run_user(self, username: str, claimed: tuple[Operation, str | None] | None) -> None:
         lease = self._ctx.labs.lease(username, self.owner, self._lease_seconds)
         try:
-            with self._slots:
-                while lease.acquire():
-                    try:
-                        self._run_while_leased(username, lease)
-                    finally:
-                        lease.release()
-                    # An operation queued while we were letting go would otherwise wait
-                    # for the scanner; look once more.
-                    if self._ctx.labs.operation(username) is None:
-                        break
+            look = True
+            if claimed is not None:
+                # The lease and a slot were taken with the operation.
+                try:
+                    self._run_while_leased(username, lease, claimed)
+                finally:
+                    lease.release()
+                    self._slots.release()
+                look = self._ctx.labs.operation(username) is not None
+            while True:
+                if look:
+                    self._run_available(username, lease)
+                if self._done(username):
+                    return
+                look = True
         except Exception:
             logger.exception("running operations for %s failed", username)
-        finally:
             with self._active_lock:
-                self._active.discard(username)
+                self._active.pop(username, None)
 
-    def _run_while_leased(self, username: str, lease: RedisLease) -> None:
+    def _run_available(self, username: str, lease: RedisLease) -> None:
+        """Run the user's operations while this worker can take their lease."""
+        with self._slots:
+            while lease.acquire():
+                try:
+                    self._run_while_leased(username, lease, None)
+                finally:
+                    lease.release()
+                # An operation queued while we were letting go would otherwise wait
+                # for the scanner; look once more.
+                if self._ctx.labs.operation(username) is None:
+                    break
+
+    def _done(self, username: str) -> bool:
+        """End this thread's turn for ``username``, unless it was asked to look again."""
+        with self._active_lock:
+            if self._active.get(username):
+                self._active[username] = False
+                return False
+            self._active.pop(username, None)
+            return True
+
+    def _run_while_leased(
+        self,
+        username: str,
+        lease: RedisLease,
+        first: tuple[Operation, str | None] | None,
+    ) -> None:
         lost = threading.Event()
         done = threading.Event()
 
@@ -128,7 +190,12 @@ class OperationRunner:
         beat.start()
         try:
             while not lost.is_set() and not self._stopping.is_set():
-                operation, token = self._ctx.labs.operation_and_token(username)
+                current: tuple[Operation | None, str | None]
+                if first is not None:
+                    current, first = first, None
+                else:
+                    current = self._ctx.labs.operation_and_token(username)
+                operation, token = current
                 if operation is None:
                     return
                 self._execute(operation, token)

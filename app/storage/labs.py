@@ -32,6 +32,47 @@ class StartResult(Enum):
 class StartOutcome:
     result: StartResult
     current: LabRecord | None = None
+    leased: bool = False
+    """The lease asked for with the operation was taken."""
+
+
+@dataclass(frozen=True)
+class LeaseClaim:
+    """Who takes a user's lease together with the operation it queues, and for how long."""
+
+    owner: str
+    ttl_ms: int
+
+
+# KEYS: lab record, operation, lab set, pending operations, token, event stream, lease.
+# ARGV: record JSON, operation JSON, username, queued-at score, token, token TTL seconds,
+# lease owner ("" takes none), lease TTL ms, then ``add_all``'s arguments for the stream's
+# first event. Returns the current record's JSON ("" if none) on a conflict, else 1 if the
+# lease was taken and 0 if not. A lab that is not ``LabStatus.FAILED`` is a conflict.
+_START_SPAWN = (
+    ADD_AND_PUBLISH
+    + """
+local raw = redis.call('GET', KEYS[1])
+if raw and cjson.decode(raw)['status'] ~= 'failed' then
+  return raw
+end
+if redis.call('EXISTS', KEYS[2]) == 1 then
+  return raw or ''
+end
+redis.call('SET', KEYS[1], ARGV[1])
+redis.call('SADD', KEYS[3], ARGV[3])
+redis.call('SET', KEYS[2], ARGV[2])
+redis.call('ZADD', KEYS[4], ARGV[4], ARGV[3])
+redis.call('SET', KEYS[5], ARGV[5], 'EX', ARGV[6])
+local leased = 0
+if ARGV[7] ~= '' and redis.call('SET', KEYS[7], ARGV[7], 'NX', 'PX', ARGV[8]) then
+  leased = 1
+end
+redis.call('DEL', KEYS[6])
+add_all(KEYS[6], 9)
+return leased
+"""
+)
 
 
 # KEYS: operation, lab record, lab set, token, pending operations, event stream.
@@ -70,6 +111,7 @@ class LabStore:
         self._redis = client
         self._p = key_prefix
         self._finish_script = client.register_script(_FINISH)
+        self._start_spawn_script = client.register_script(_START_SPAWN)
 
     # Keys ----------------------------------------------------------------------------
 
@@ -138,39 +180,46 @@ class LabStore:
         self,
         record: LabRecord,
         operation: Operation,
-        reset_events: Callable[[Pipeline], None],
+        first_event: Announcement,
         token: str,
+        lease: LeaseClaim | None = None,
     ) -> StartOutcome:
         """Record a new lab and its spawn unless a lab that is not failed exists.
 
-        The user's delegated token is kept beside the operation (never in the record) so a
-        worker that resumes the spawn can still create the lab's Secret; it expires with
-        the operation's deadline and is deleted when the operation ends.
+        One script, so one round trip: the check, the record, the queued operation, the
+        restarted event stream and, with ``lease``, the user's lease for the worker that
+        will run the spawn at once (it need not ask Redis again before its first
+        Kubernetes call). The user's delegated token is kept beside the operation (never
+        in the record) so a worker that resumes the spawn can still create the lab's
+        Secret; it expires with the operation's deadline and is deleted when it ends.
         """
         username = record.username
-        lab_key, op_key = self._lab(username), self._op(username)
-        outcome: list[StartOutcome] = []
-
-        def attempt(pipe: Pipeline) -> None:
-            outcome.clear()
-            raw = pipe.get(lab_key)
-            current = LabRecord.from_json(json.loads(raw)) if raw else None
-            busy = pipe.exists(op_key)
-            if (current is not None and current.status != LabStatus.FAILED) or busy:
-                outcome.append(StartOutcome(StartResult.CONFLICT, current))
-                pipe.multi()
-                return
-            pipe.multi()
-            pipe.set(lab_key, json.dumps(record.to_json()))
-            pipe.sadd(self._labs, username)
-            self._queue(pipe, operation)
-            ttl = max(1, int(operation.deadline - operation.started) + 60)
-            pipe.set(self._token(username), token, ex=ttl)
-            reset_events(pipe)
-            outcome.append(StartOutcome(StartResult.STARTED, record))
-
-        self._redis.transaction(attempt, lab_key, op_key)
-        return outcome[0]
+        keys = [
+            self._lab(username),
+            self._op(username),
+            self._labs,
+            self._ops,
+            self._token(username),
+            first_event.stream,
+            self._lease(username),
+        ]
+        ttl = max(1, int(operation.deadline - operation.started) + 60)
+        args: list[str | int | float] = [
+            json.dumps(record.to_json()),
+            json.dumps(operation.to_json()),
+            username,
+            operation.started,
+            token,
+            ttl,
+            lease.owner if lease is not None else "",
+            lease.ttl_ms if lease is not None else 0,
+            *first_event.args,
+        ]
+        result = self._start_spawn_script(keys=keys, args=args)
+        if isinstance(result, str):
+            current = LabRecord.from_json(json.loads(result)) if result else None
+            return StartOutcome(StartResult.CONFLICT, current)
+        return StartOutcome(StartResult.STARTED, record, leased=bool(result))
 
     def start_delete(
         self, username: str, operation: Operation, reset_events: Callable[[Pipeline], None]
