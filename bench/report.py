@@ -443,7 +443,10 @@ def _streams(r: dict[str, Any]) -> list[str]:
         f"{r.get('worker_connections')}. Users with an operation in progress are made in Redis",
         "through `LabStore` and `EventStore`; an epoll client in its own process opens one",
         "stream per user (admin token), then each round appends one event to every user's",
-        "stream in one Redis pipeline and the client timestamps its arrival on each stream.",
+        "stream in one Redis pipeline and the client timestamps its arrival on each stream,",
+        "from the moment the pipeline, packed beforehand, is sent (the collector of the",
+        "benchmark's own process paused meanwhile: a full collection of its emulators'",
+        "objects stalled one round in ten by about 200 ms inside the timed send).",
         "",
         f"- Streams held open: **{r.get('held_open')}** of {r.get('streams_requested')} "
         f"(opened in {opened.get('open_seconds')} s); errors at open: "

@@ -88,7 +88,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--load-tool", choices=("auto", "wrk", "python"), default="auto", help="status load"
     )
     parser.add_argument("--streams", type=int, default=2000, help="event streams (one worker)")
-    parser.add_argument("--rounds", type=int, default=10, help="broadcast rounds (streams)")
+    parser.add_argument("--rounds", type=int, default=20, help="broadcast rounds (streams)")
     parser.add_argument("--prepull-nodes", type=int, default=200, help="nodes (prepull)")
     parser.add_argument("--prepull-images", type=int, default=10, help="images (prepull)")
     parser.add_argument(

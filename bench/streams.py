@@ -7,7 +7,7 @@ no worker tries to run a spawn for them. The service runs with ONE worker and a 
 ``worker_connections``; a separate epoll client (``bench.stream_client``) opens one stream
 per user with the admin token (as JupyterHub would), then each round appends one event to
 every user's stream in a single Redis pipeline and the client timestamps its arrival on
-each stream. Latency is from just before the pipeline is sent to arrival; a final terminal
+each stream. Latency is from sending the packed pipeline to arrival; a final terminal
 event closes every stream.
 """
 
@@ -106,7 +106,7 @@ def _probe(url: str, count: int = 20) -> dict[str, Any]:
 def run(
     workdir: Path,
     streams: int = 2000,
-    rounds: int = 10,
+    rounds: int = 20,
     interval: float = 1.0,
     worker_connections: int = 4000,
     config_overrides: dict[str, Any] | None = None,
