@@ -152,7 +152,8 @@ class OperationRunner:
     def _run_available(self, username: str, lease: RedisLease) -> None:
         """Run the user's operations while this worker can take their lease."""
         with self._slots:
-            while lease.acquire():
+            # A stopping worker leaves what is pending to the others.
+            while not self._stopping.is_set() and lease.acquire():
                 try:
                     self._run_while_leased(username, lease, None)
                 finally:
