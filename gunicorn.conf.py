@@ -19,8 +19,6 @@ from typing import Any
 
 import gevent
 
-from app.web import socket_writes
-
 bind = os.environ.get("SPAWNER_BIND", "0.0.0.0:8080")
 workers = int(os.environ.get("SPAWNER_WORKERS", "2"))
 worker_class = "gevent"
@@ -58,6 +56,8 @@ def post_worker_init(worker: Any) -> None:
             gevent.spawn(labs[1].hub.close_streams)
 
     signal.signal(signal.SIGTERM, on_term)
+    from app.web import socket_writes
+
     socket_writes.install()
     _freeze_startup_objects()
 

@@ -7,6 +7,7 @@ block for less than ``socketTimeout``), so a dead server never hangs a request.
 
 from __future__ import annotations
 
+import functools
 import select
 from typing import Any, cast
 
@@ -39,11 +40,17 @@ class ReadyCheckParser(_HiredisParser):
         return bool(super().can_read(timeout))
 
 
-def _os_poll() -> Any:
-    """A poll object of the operating system, also when gevent has patched ``select``."""
+@functools.cache
+def _os_poll_factory() -> Any:
+    """The operating system's ``select.poll``, also when gevent has patched ``select``
+    (looked up once: the check runs before every command)."""
     from gevent import monkey
 
-    return monkey.get_original("select", "poll")()
+    return monkey.get_original("select", "poll")
+
+
+def _os_poll() -> Any:
+    return _os_poll_factory()()
 
 
 def build_redis(config: RedisConfig) -> redis.Redis:
