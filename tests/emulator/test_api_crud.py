@@ -17,6 +17,24 @@ from kubernetes.client.exceptions import ConflictException
 from devstack.kube import KubernetesEmulator
 
 
+def _read_modify_write(
+    read: Callable[[], Any], modify: Callable[[Any], None], write: Callable[[Any], Any]
+) -> tuple[Any, Any]:
+    """(what was read last, what was written): read again and retry on 409, as clients do.
+
+    Controllers (the DaemonSet controller, the scheduler) write the objects they own, so a
+    read-modify-write can meet a newer version, exactly as on a real cluster.
+    """
+    for _ in range(20):
+        current = read()
+        modify(current)
+        try:
+            return current, write(current)
+        except ConflictException:
+            continue
+    raise AssertionError("never written without a conflict")
+
+
 def _pod_spec() -> dict[str, Any]:
     return {"containers": [{"name": "main", "image": "registry.example/lab:1.0"}]}
 
@@ -170,8 +188,11 @@ def test_crud_round_trip(api_client: ApiClient, namespace: str, kind: Kind) -> N
     assert name in [item.metadata.name for item in listed.items]
     assert int(listed.metadata.resource_version) >= int(created.metadata.resource_version)
 
-    kind.mutate(read)
-    replaced = method("replace")(name, *scoped, read)
+    read, replaced = _read_modify_write(
+        lambda: method("read")(name, *scoped),
+        kind.mutate,
+        lambda body: method("replace")(name, *scoped, body),
+    )
     assert replaced.metadata.uid == created.metadata.uid
     assert int(replaced.metadata.resource_version) > int(read.metadata.resource_version)
 
@@ -339,18 +360,15 @@ def test_node_and_daemonset_status(
     assert ["extra:1"] in [image.names for image in node.status.images]
     assert core_v1.read_node_status("worker").metadata.name == "worker"
     apps_v1.create_namespaced_daemon_set(namespace, KINDS[8].body("dss"))
-    # The DaemonSet controller writes the status too, so a read-modify-write can meet a
-    # newer version (409), exactly as on a real cluster: read again and retry, as clients do.
-    for _ in range(20):
-        ds = apps_v1.read_namespaced_daemon_set_status("dss", namespace)
+
+    def observe(ds: Any) -> None:
         ds.status.observed_generation = 7
-        try:
-            written = apps_v1.replace_namespaced_daemon_set_status("dss", namespace, ds)
-        except ConflictException:
-            continue
-        break
-    else:
-        raise AssertionError("status never written without a conflict")
+
+    _, written = _read_modify_write(
+        lambda: apps_v1.read_namespaced_daemon_set_status("dss", namespace),
+        observe,
+        lambda ds: apps_v1.replace_namespaced_daemon_set_status("dss", namespace, ds),
+    )
     assert written.status.observed_generation == 7
 
 
