@@ -5,6 +5,10 @@ from a client in a process of its own (``bench.latency_client``), as JupyterHub 
 Latency is from sending the POST to parsing the ``complete`` event of the stream. The
 nodes already hold every configured image, and a warm-up spawn lands one lab on each node
 first, so nothing is pulled and every process has its connections open.
+
+The floor is one reference spawn's calls replayed (``bench.floor``), once after each timed
+spawn: on a shared 2-core machine the floor itself moved by half between runs minutes
+apart, so a ratio is only meaningful between samples taken side by side.
 """
 
 from __future__ import annotations
@@ -67,29 +71,55 @@ def _warm_up(bench: BenchStack, client: SpawnerClient, tokens: dict[str, str]) -
     return {"outcomes": outcomes, "nodes": nodes}
 
 
-def _timed_spawns(bench: BenchStack, token: str, spawns: int) -> list[dict[str, Any]]:
-    """The timed spawns, made by ``bench.latency_client`` in a process of its own."""
-    job = {
-        "url": bench.url,
-        "admin_token": bench.admin_token,
-        "user": USER,
-        "token": token,
-        "image": bench.image,
-        "spawns": spawns,
-    }
-    finished = subprocess.run(
-        [sys.executable, "-m", "bench.latency_client"],
-        input=json.dumps(job).encode(),
-        capture_output=True,
-        cwd=REPO_ROOT_TEXT,
-        timeout=60 + spawns * 30,
-        check=True,
-    )
-    result: list[dict[str, Any]] = json.loads(finished.stdout)["spawns"]
-    return result
+class _TimingClient:
+    """``bench.latency_client`` in a process of its own, one command at a time."""
+
+    def __init__(self, job: dict[str, Any]) -> None:
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "bench.latency_client"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            cwd=REPO_ROOT_TEXT,
+            text=True,
+        )
+        self._send(json.dumps(job))
+
+    def _send(self, line: str) -> None:
+        assert self._process.stdin is not None
+        self._process.stdin.write(line + "\n")
+        self._process.stdin.flush()
+
+    def ask(self, command: str) -> dict[str, Any]:
+        self._send(command)
+        assert self._process.stdout is not None
+        answer = self._process.stdout.readline()
+        if not answer:
+            raise RuntimeError(f"the timing client stopped (exit {self._process.poll()})")
+        result: dict[str, Any] = json.loads(answer)
+        return result
+
+    def close(self) -> None:
+        if self._process.stdin is not None:
+            self._process.stdin.close()
+        try:
+            self._process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
 
 
-def run(workdir: Path, spawns: int = 50, replays: int = 20) -> dict[str, Any]:
+def _wait_namespace_gone(bench: BenchStack, namespace: str, timeout: float = 30.0) -> None:
+    """Until the emulator has removed ``namespace`` (its controller works in the
+    background), so a replay's clean-up never overlaps the next spawn."""
+    deadline = time.monotonic() + timeout
+    store = bench.stack.kube.store
+    while store.get("namespaces", None, namespace) is not None:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"namespace {namespace} was not removed in {timeout:g} s")
+        time.sleep(0.002)
+
+
+def run(workdir: Path, spawns: int = 50) -> dict[str, Any]:
     settings = StackSettings(workers=2, nodes=3, pull_seconds=0.0, cache_images=True)
     with BenchStack(workdir / "latency", settings) as bench:
         warm_users = [USER] + [f"bench-warm-{i}" for i in range(2, bench.settings.nodes + 1)]
@@ -101,8 +131,48 @@ def run(workdir: Path, spawns: int = 50, replays: int = 20) -> dict[str, Any]:
 
         audit = bench.stack.kube.audit
         namespace = f"{bench.namespace_prefix}-{USER}"
-        audit.clear()
-        timed = _timed_spawns(bench, tokens[USER], spawns)
+        timing = _TimingClient(
+            {
+                "url": bench.url,
+                "admin_token": bench.admin_token,
+                "user": USER,
+                "token": tokens[USER],
+                "image": bench.image,
+            }
+        )
+        try:
+            # The spawn the floor replays: its calls, and the objects it left running.
+            audit.clear()
+            reference = timing.ask("spawn-keep")
+            if reference.get("kind") != "complete":
+                return {"error": f"the reference spawn ended {reference.get('kind')}"}
+            replay_calls = _spawn_calls(
+                audit.entries(), namespace, reference["wall_start"], reference["wall_end"]
+            )
+            replay_objects = capture_objects(bench.stack.kube.store, namespace)
+            client.delete(USER)
+            client.follow(USER, tokens[USER])
+            replayer = Replayer(bench.stack.kube.api_client())
+            # One untimed replay, so the client's connection and caches are warm.
+            _replay(bench, replayer, replay_calls, replay_objects, namespace, "benchfloor-warm")
+            # Spawns and replays take turns: both sample the machine in the same state.
+            audit.clear()
+            timed: list[dict[str, Any]] = []
+            replays: list[Replay] = []
+            for index in range(spawns):
+                timed.append(timing.ask("spawn"))
+                replays.append(
+                    _replay(
+                        bench,
+                        replayer,
+                        replay_calls,
+                        replay_objects,
+                        namespace,
+                        f"benchfloor-{index}",
+                    )
+                )
+        finally:
+            timing.close()
         entries = audit.entries()
         latencies: list[float] = []
         deletes: list[float] = []
@@ -115,7 +185,6 @@ def run(workdir: Path, spawns: int = 50, replays: int = 20) -> dict[str, Any]:
         call_counts: list[int] = []
         sequences: Counter[tuple[str, ...]] = Counter()
         failures: Counter[str] = Counter()
-        replay_calls: list[Call] = []
         for record in timed:
             kind = record["kind"]
             if kind != "complete":
@@ -139,18 +208,13 @@ def run(workdir: Path, spawns: int = 50, replays: int = 20) -> dict[str, Any]:
                 phases["after_last_kubernetes_call"].append(finished_wall - max(stamps))
             call_counts.append(len(calls))
             sequences[tuple(c.label() for c in calls)] += 1
-            replay_calls = calls
             if "delete_kind" in record:
                 if record["delete_kind"] == "complete":
                     deletes.append(record["delete_seconds"])
                 else:
                     failures[f"delete-{record['delete_kind']}"] += 1
-        # The last lab is left running so its objects can be replayed for the floor.
-        replay_objects = capture_objects(bench.stack.kube.store, namespace)
-        client.delete(USER)
-        client.follow(USER, tokens[USER])
 
-        floor = _floor(bench, replay_calls, replay_objects, namespace, replays)
+        floor = _floor(replay_calls, replays)
         p50 = median(latencies) if latencies else float("nan")
         typical = sequences.most_common(1)[0][0] if sequences else ()
         return {
@@ -177,25 +241,24 @@ def run(workdir: Path, spawns: int = 50, replays: int = 20) -> dict[str, Any]:
         }
 
 
-def _floor(
+def _replay(
     bench: BenchStack,
+    replayer: Replayer,
     calls: list[Call],
     objects: dict[str, list[dict[str, Any]]],
     namespace: str,
-    replays: int,
-) -> dict[str, Any]:
-    if not calls:
+    target: str,
+) -> Replay:
+    """One replay of the reference spawn into ``target``, cleaned up before returning."""
+    result = replayer.replay(calls, objects, namespace, target)
+    replayer.delete_namespace(target)
+    _wait_namespace_gone(bench, target)
+    return result
+
+
+def _floor(calls: list[Call], results: list[Replay]) -> dict[str, Any]:
+    if not calls or not results:
         return {"error": "no spawn to replay"}
-    replayer = Replayer(bench.stack.kube.api_client())
-    results: list[Replay] = []
-    # One untimed replay first, so the client's connection and caches are warm.
-    for index in range(replays + 1):
-        target = f"benchfloor-{index}"
-        result = replayer.replay(calls, objects, namespace, target)
-        if index > 0:
-            results.append(result)
-        replayer.delete_namespace(target)
-        time.sleep(0.05)
     per_call: list[dict[str, Any]] = []
     for position, call in enumerate(calls):
         samples = [r.calls[position][1] for r in results]

@@ -1,9 +1,15 @@
 """The latency benchmark's timing client, run as its own process:
 ``python -m bench.latency_client``.
 
-Reads a job (JSON) on stdin and writes one result (JSON) on stdout. It spawns one user's lab
-``spawns`` times in a row, each time following the event stream to its terminal event and
-then deleting the lab (all but the last, which the benchmark inspects and deletes itself).
+Reads one job (a JSON line) on stdin, then one command per line, and answers each command
+with one JSON line on stdout:
+
+- ``spawn``: spawn the user's lab, follow its event stream to the terminal event, then
+  delete the lab and follow that to its end; answers the timings of both.
+- ``spawn-keep``: the same without the delete (the benchmark inspects the running lab).
+
+Commands rather than one run of every spawn, so the benchmark can replay the floor between
+two spawns: both then sample the machine in the same state.
 
 A process of its own because the emulators run as threads of the benchmark's main process:
 a client sharing their interpreter waits for the GIL (up to its 5 ms switch interval) each
@@ -21,38 +27,38 @@ from typing import Any
 from bench.client import SpawnerClient
 
 
-def run(job: dict[str, Any]) -> dict[str, Any]:
-    client = SpawnerClient(job["url"], job["admin_token"])
+def spawn(client: SpawnerClient, job: dict[str, Any], *, delete: bool) -> dict[str, Any]:
     user, token, image = job["user"], job["token"], job["image"]
-    count = int(job["spawns"])
-    spawns: list[dict[str, Any]] = []
-    for index in range(count):
-        record: dict[str, Any] = {"wall_start": time.time()}
-        started = time.perf_counter()
-        response = client.spawn(user, token, image)
-        record["post_seconds"] = time.perf_counter() - started
-        if response.status_code != 303:
-            record["kind"] = f"http-{response.status_code}"
-            spawns.append(record)
-            continue
-        outcome = client.follow(user, token)
-        record["kind"] = outcome.kind
-        record["seconds"] = outcome.finished_at - started
-        record["wall_end"] = time.time()
-        if index < count - 1:
-            deleting = time.perf_counter()
-            client.delete(user)
-            gone = client.follow(user, token)
-            record["delete_kind"] = gone.kind
-            record["delete_seconds"] = gone.finished_at - deleting
-        spawns.append(record)
-    return {"spawns": spawns}
+    record: dict[str, Any] = {"wall_start": time.time()}
+    started = time.perf_counter()
+    response = client.spawn(user, token, image)
+    record["post_seconds"] = time.perf_counter() - started
+    if response.status_code != 303:
+        record["kind"] = f"http-{response.status_code}"
+        return record
+    outcome = client.follow(user, token)
+    record["kind"] = outcome.kind
+    record["seconds"] = outcome.finished_at - started
+    record["wall_end"] = time.time()
+    if delete:
+        deleting = time.perf_counter()
+        client.delete(user)
+        gone = client.follow(user, token)
+        record["delete_kind"] = gone.kind
+        record["delete_seconds"] = gone.finished_at - deleting
+    return record
 
 
 def main() -> None:
-    job = json.loads(sys.stdin.read())
-    json.dump(run(job), sys.stdout)
-    sys.stdout.write("\n")
+    job = json.loads(sys.stdin.readline())
+    client = SpawnerClient(job["url"], job["admin_token"])
+    for line in sys.stdin:
+        command = line.strip()
+        if command not in ("spawn", "spawn-keep"):
+            break
+        result = spawn(client, job, delete=command == "spawn")
+        sys.stdout.write(json.dumps(result) + "\n")
+        sys.stdout.flush()
 
 
 if __name__ == "__main__":

@@ -77,8 +77,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=",".join(ALL),
         help=f"comma-separated subset of: {', '.join(ALL)} (memory is measured by all)",
     )
-    parser.add_argument("--spawns", type=int, default=50, help="sequential spawns (latency)")
-    parser.add_argument("--replays", type=int, default=20, help="floor replays (latency)")
+    parser.add_argument("--spawns", type=int, default=50, help="sequential spawns, each followed by a floor replay (latency)")
     parser.add_argument("--storm-users", type=int, default=500, help="users spawning at once")
     parser.add_argument("--records", type=int, default=1000, help="lab records (status)")
     parser.add_argument("--status-seconds", type=float, default=8.0, help="per load run")
@@ -108,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"unknown benchmark(s): {', '.join(unknown)}; choose from {', '.join(ALL)}")
         return 2
     runners: dict[str, Callable[[Path], dict[str, Any]]] = {
-        "latency": lambda w: latency.run(w, spawns=args.spawns, replays=args.replays),
+        "latency": lambda w: latency.run(w, spawns=args.spawns),
         "storm": lambda w: storm.run(w, users=args.storm_users),
         "status": lambda w: status.run(
             w,

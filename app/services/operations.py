@@ -18,6 +18,7 @@ import uuid
 import redis
 
 from app.models.lab import LabStatus, Operation, OperationKind
+from app.services.concurrency import start_task
 from app.services.context import LabContext
 from app.services.delete import run_delete
 from app.services.reporter import DeadlineExceeded, Reporter, Superseded
@@ -109,10 +110,7 @@ class OperationRunner:
     # Internals -----------------------------------------------------------------------
 
     def _start(self, username: str, claimed: tuple[Operation, str | None] | None) -> None:
-        thread = threading.Thread(
-            target=self._run_user, args=(username, claimed), name=f"op-{username}", daemon=True
-        )
-        thread.start()
+        start_task(self._run_user, username, claimed, name=f"op-{username}")
 
     def _scan(self) -> None:
         """Adopt operations whose worker died (their lease expired)."""
@@ -187,8 +185,7 @@ class OperationRunner:
                     lost.set()
                     return
 
-        beat = threading.Thread(target=heartbeat, name=f"lease-{username}", daemon=True)
-        beat.start()
+        start_task(heartbeat, name=f"lease-{username}")
         try:
             while not lost.is_set() and not self._stopping.is_set():
                 current: tuple[Operation | None, str | None]
