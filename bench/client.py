@@ -28,6 +28,8 @@ class SpawnerClient:
         self.api = f"{base_url}/spawner/v1"
         self.admin = {"Authorization": f"Bearer {admin_token}"}
         self.session = requests.Session()
+        # Talking to a local stack: no proxies or netrc to look up on every request.
+        self.session.trust_env = False
 
     def spawn(self, user: str, token: str, image: str, size: str = "small") -> requests.Response:
         return self.session.post(
@@ -57,11 +59,18 @@ class SpawnerClient:
         ) as response:
             if response.status_code != 200:
                 return Outcome(f"http-{response.status_code}", time.perf_counter(), [])
-            for chunk in response.iter_content(None):
+            chunks = response.iter_content(None)
+            for chunk in chunks:
                 for event in parser.feed(chunk):
                     events.append(event)
                     if event.type in TERMINAL:
-                        return Outcome(event.type, time.perf_counter(), events)
+                        outcome = Outcome(event.type, time.perf_counter(), events)
+                        # The service ends the stream right after its terminal event; reading
+                        # to that end returns the connection to the pool for the next request,
+                        # as a keep-alive client (JupyterHub's) does.
+                        for _ in chunks:
+                            pass
+                        return outcome
                 if time.monotonic() > deadline:
                     break
         return Outcome("unfinished", time.perf_counter(), events)

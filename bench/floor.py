@@ -16,13 +16,14 @@ import contextlib
 import copy
 import json
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
+from app.extensions import one_write
+from app.storage.kubernetes import resource_path, send
 from devstack.kube.audit import AuditEntry
 
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
@@ -116,43 +117,17 @@ def _fresh(obj: dict[str, Any], resource: str, old_ns: str, new_ns: str) -> dict
 
 
 class Replayer:
-    """Makes audited calls again with the real client, against the emulator."""
+    """Makes audited calls again with the real client, against the emulator.
+
+    Each call goes the way the service sends its own (``app.storage.kubernetes.send``:
+    the client's ``ApiClient`` without its generated endpoint methods, each request in one
+    write), so the floor and the spawn pay the same client costs and differ only by what
+    the service does.
+    """
 
     def __init__(self, api_client: k8s.ApiClient) -> None:
-        # Typed as Any: the calls pass plain dicts and read raw responses, as the service does.
-        core: Any = k8s.CoreV1Api(api_client)
-        net: Any = k8s.NetworkingV1Api(api_client)
-        self._core = core
-        ns_ops: dict[str, dict[str, Callable[..., Any]]] = {
-            "configmaps": {
-                "create": core.create_namespaced_config_map,
-                "get": core.read_namespaced_config_map,
-            },
-            "secrets": {
-                "create": core.create_namespaced_secret,
-                "get": core.read_namespaced_secret,
-            },
-            "services": {
-                "create": core.create_namespaced_service,
-                "get": core.read_namespaced_service,
-            },
-            "resourcequotas": {
-                "create": core.create_namespaced_resource_quota,
-                "get": core.read_namespaced_resource_quota,
-            },
-            "networkpolicies": {
-                "create": net.create_namespaced_network_policy,
-                "get": net.read_namespaced_network_policy,
-            },
-            "pods": {
-                "create": core.create_namespaced_pod,
-                "get": core.read_namespaced_pod,
-                "delete": core.delete_namespaced_pod,
-                "list": core.list_namespaced_pod,
-            },
-            "events": {"list": core.list_namespaced_event},
-        }
-        self._ns_ops = ns_ops
+        one_write.install(api_client.rest_client.pool_manager)
+        self._api = api_client
 
     def replay(
         self,
@@ -188,41 +163,29 @@ class Replayer:
     def _one(
         self, call: Call, namespace: str, name: str, queues: dict[str, list[dict[str, Any]]]
     ) -> Any:
-        raw: dict[str, Any] = {"_preload_content": False}
+        where = None if call.resource == "namespaces" else namespace
+        methods = {"create": "POST", "get": "GET", "list": "GET", "delete": "DELETE"}
+        if call.verb not in methods:
+            raise ValueError(f"the replay does not know how to make: {call.label()}")
+        body = queues[call.resource].pop(0) if call.verb == "create" else None
+        path = resource_path(call.resource, where, name if call.verb in ("get", "delete") else None)
         try:
-            if call.resource == "namespaces":
-                if call.verb == "create":
-                    return _body(self._core.create_namespace(queues["namespaces"].pop(0), **raw))
-                if call.verb == "get":
-                    return _body(self._core.read_namespace(name, **raw))
-                if call.verb == "delete":
-                    return _body(self._core.delete_namespace(name, **raw))
-            ops = self._ns_ops.get(call.resource, {})
-            if call.verb == "create":
-                return _body(ops["create"](namespace, queues[call.resource].pop(0), **raw))
-            if call.verb == "get":
-                return _body(ops["get"](name, namespace, **raw))
-            if call.verb == "list":
-                return _body(ops["list"](namespace, **raw))
-            if call.verb == "delete":
-                return _body(ops["delete"](name, namespace, **raw))
+            return json.loads(send(self._api, methods[call.verb], path, body=body).data)
         except ApiException as exc:
             return {"code": exc.status}
-        raise ValueError(f"the replay does not know how to make: {call.label()}")
 
     def _watch_ready(self, namespace: str, last_pod: dict[str, Any] | None) -> None:
         """Watch the pod from the last version read until it is ready (at most 10 s)."""
         if last_pod is None or _ready(last_pod):
             return
         name = last_pod["metadata"]["name"]
-        response = self._core.list_namespaced_pod(
-            namespace,
-            watch=True,
-            field_selector=f"metadata.name={name}",
-            resource_version=last_pod["metadata"]["resourceVersion"],
-            timeout_seconds=10,
-            _preload_content=False,
-        )
+        query = [
+            ("watch", True),
+            ("fieldSelector", f"metadata.name={name}"),
+            ("resourceVersion", last_pod["metadata"]["resourceVersion"]),
+            ("timeoutSeconds", 10),
+        ]
+        response = send(self._api, "GET", resource_path("pods", namespace), query=query)
         try:
             buffer = b""
             for chunk in response.stream(amt=65536, decode_content=False):
@@ -236,11 +199,7 @@ class Replayer:
 
     def delete_namespace(self, namespace: str) -> None:
         with contextlib.suppress(ApiException):
-            self._core.delete_namespace(namespace, _preload_content=False)
-
-
-def _body(response: Any) -> Any:
-    return json.loads(response.data) if hasattr(response, "data") else response
+            send(self._api, "DELETE", resource_path("namespaces", None, namespace))
 
 
 def _ready(pod: dict[str, Any]) -> bool:

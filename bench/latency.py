@@ -31,9 +31,9 @@ USER = "bench-latency"
 SERVICE_NAMESPACE = "nublado"
 
 
-def _spawn_calls(entries: list[Any], namespace: str, start: float, end: float) -> list[Call]:
+def _spawn_entries(entries: list[Any], namespace: str, start: float, end: float) -> list[Any]:
     """The audited calls of one spawn: those about its namespace or the copied Secret."""
-    calls = []
+    found = []
     for entry in entries:
         if not start <= entry.timestamp <= end:
             continue
@@ -43,8 +43,12 @@ def _spawn_calls(entries: list[Any], namespace: str, start: float, end: float) -
         )
         copied_secret = entry.resource == "secrets" and entry.namespace == SERVICE_NAMESPACE
         if about_lab or copied_secret:
-            calls.append(Call.from_audit(entry))
-    return calls
+            found.append(entry)
+    return found
+
+
+def _spawn_calls(entries: list[Any], namespace: str, start: float, end: float) -> list[Call]:
+    return [Call.from_audit(e) for e in _spawn_entries(entries, namespace, start, end)]
 
 
 def _warm_up(bench: BenchStack, client: SpawnerClient, tokens: dict[str, str]) -> dict[str, Any]:
@@ -192,13 +196,9 @@ def run(workdir: Path, spawns: int = 50) -> dict[str, Any]:
                 continue
             latencies.append(record["seconds"])
             wall_start, wall_end = record["wall_start"], record["wall_end"]
-            calls = _spawn_calls(entries, namespace, wall_start, wall_end)
-            stamps = [
-                e.timestamp
-                for e in entries
-                if wall_start <= e.timestamp <= wall_end
-                and (e.namespace == namespace or e.name == namespace)
-            ]
+            spawn_entries = _spawn_entries(entries, namespace, wall_start, wall_end)
+            calls = [Call.from_audit(e) for e in spawn_entries]
+            stamps = [e.timestamp for e in spawn_entries]
             if stamps:
                 # Both clocks started together: wall time of an event = wall_start + offset.
                 finished_wall = wall_start + record["seconds"]

@@ -77,7 +77,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=",".join(ALL),
         help=f"comma-separated subset of: {', '.join(ALL)} (memory is measured by all)",
     )
-    parser.add_argument("--spawns", type=int, default=50, help="sequential spawns, each followed by a floor replay (latency)")
+    parser.add_argument(
+        "--spawns",
+        type=int,
+        default=50,
+        help="sequential spawns, each followed by a floor replay (latency)",
+    )
     parser.add_argument("--storm-users", type=int, default=500, help="users spawning at once")
     parser.add_argument("--records", type=int, default=1000, help="lab records (status)")
     parser.add_argument("--status-seconds", type=float, default=8.0, help="per load run")

@@ -152,8 +152,8 @@ def lab_events(username: str) -> Response:
         # Bytes, and no request context held: a worker serves thousands of these at once,
         # and each event passes through here once per stream.
         yield _OPENING
-        for event in hub.follow(username, after, keepalive):
-            yield _KEEPALIVE if event is None else _format(event)
+        for batch in hub.follow(username, after, keepalive):
+            yield _KEEPALIVE if batch is None else b"".join(map(_format, batch))
 
     # Passed straight to the server: no per-chunk encoding and closing wrappers.
     response = Response(generate(), mimetype="text/event-stream", direct_passthrough=True)

@@ -40,8 +40,9 @@ def _follow_in_thread(hub: EventHub, username: str, idle: float) -> queue.Queue[
     received: queue.Queue[Event | None] = queue.Queue()
 
     def run() -> None:
-        for item in hub.follow(username, "0-0", idle):
-            received.put(item)
+        for batch in hub.follow(username, "0-0", idle):
+            for item in batch or [None]:
+                received.put(item)
 
     threading.Thread(target=run, daemon=True).start()
     return received
@@ -87,7 +88,7 @@ def test_streams_survive_a_redis_restart(
 def test_idle_streams_yield_keepalive_markers(hub: EventHub, events: EventStore) -> None:
     events.append("ann", EventType.INFO, "only")
     stream = hub.follow("ann", "0-0", 0.05)
-    assert next(stream) is not None
+    assert [event.data for event in next(stream) or []] == ["only"]
     assert next(stream) is None
     assert hub.streams == 1
     stream.close()
@@ -130,3 +131,15 @@ def test_an_idle_subscription_is_pinged_and_kept(
         assert _next_event(received).type == EventType.COMPLETE
     finally:
         hub.stop()
+
+
+def test_a_replay_comes_as_one_batch_ending_at_the_terminal_event(
+    hub: EventHub, events: EventStore
+) -> None:
+    events.append("ann", EventType.INFO, "a")
+    events.append("ann", EventType.PROGRESS, "100")
+    events.append("ann", EventType.COMPLETE, "")
+    stream = hub.follow("ann", "0-0", 60)
+    # One batch is one write to the client; the stream ends after the terminal event.
+    assert [event.data for event in next(stream) or []] == ["a", "100", ""]
+    assert next(stream, "ended") == "ended"

@@ -20,6 +20,7 @@ from kubernetes.config.config_exception import ConfigException
 from urllib3.util.retry import Retry
 
 from app.config import KubernetesConfig
+from app.extensions import one_write
 
 USER_AGENT = "lab-spawner/1"
 """The ``User-Agent`` of every Kubernetes call the service makes."""
@@ -140,7 +141,9 @@ class KubernetesExtension:
 
     def init_app(self, app: Flask, config: KubernetesConfig) -> None:
         configuration = build_configuration(config)
-        app.extensions["kubernetes"] = DeadlineApiClient(configuration, config.request_timeout)
+        client = DeadlineApiClient(configuration, config.request_timeout)
+        one_write.install(client.rest_client.pool_manager)
+        app.extensions["kubernetes"] = client
 
     @property
     def api_client(self) -> DeadlineApiClient:

@@ -11,6 +11,7 @@ from typing import Any
 
 from app.builders.lab import LabObjects, build_lab
 from app.builders.names import lab_namespace, object_name
+from app.builders.namespace import build_namespace
 from app.errors import ServiceError
 from app.models.identity import user_from_json
 from app.models.images import image_from_json
@@ -67,25 +68,34 @@ def run_spawn(ctx: LabContext, reporter: Reporter, token: str) -> LabRecord:
     namespace = lab_namespace(config.namespace_prefix, spec.username)
     pod_name = object_name(spec.username, "lab")
 
-    # Events are written alongside the Kubernetes calls they announce, not before them: a
-    # write is a Redis round trip the spawn need not wait for.
-    _, pod, existing_namespace, (copied, pull) = concurrently(
+    # The namespace is created at once, together with the reads the other objects need,
+    # rather than after looking for leftovers: a lab's namespace is almost always new, and
+    # a new namespace holds nothing to clean up. Events are written alongside the calls
+    # they announce, not before them: a write is a Redis round trip the spawn need not
+    # wait for.
+    namespace_body = build_namespace(spec, namespace)
+    created, (copied, pull), provision, _ = concurrently(
+        lambda: _try_create_namespace(ctx, namespace_body),
+        lambda: _read_copied_secrets(ctx),
+        lambda: bool(config.lab.init_containers) and not ctx.labs.is_provisioned(spec.username),
         lambda: reporter.info(
             f"Starting a lab for {spec.username} with image {spec.image.name}", progress=2
         ),
-        lambda: ctx.kube.read_pod(namespace, pod_name),
-        lambda: ctx.kube.read_namespace(namespace),
-        lambda: _read_copied_secrets(ctx),
     )
-    own_pod = _remove_leftovers(ctx, reporter, namespace, pod, existing_namespace)
-    provision = bool(config.lab.init_containers) and not ctx.labs.is_provisioned(spec.username)
+    own_pod = not created and _take_over_namespace(ctx, reporter, namespace_body, pod_name)
     objects = build_lab(
         spec, config, token=token, copied_secrets=copied, pull_secret_data=pull, provision=provision
     )
     objects.pod["metadata"].setdefault("annotations", {})[OPERATION_ANNOTATION] = operation.id
     _create_objects(ctx, reporter, objects, pod_absent=not own_pod)
-    reporter.info("Lab objects created; waiting for Kubernetes to start the lab", progress=45)
-    _wait_until_ready(ctx, reporter, namespace, pod_name)
+    # The first look at the pod goes with the event announcing it.
+    pod, _ = concurrently(
+        lambda: ctx.kube.read_pod(namespace, pod_name),
+        lambda: reporter.info(
+            "Lab objects created; waiting for Kubernetes to start the lab", progress=45
+        ),
+    )
+    _wait_until_ready(ctx, reporter, namespace, pod_name, pod)
     if provision:
         ctx.labs.mark_provisioned(spec.username)
 
@@ -112,27 +122,40 @@ def _pinned(ctx: LabContext, reporter: Reporter, spec: LabSpec) -> LabSpec:
     return dataclasses.replace(spec, image=dataclasses.replace(image, digest=digest))
 
 
-def _remove_leftovers(
-    ctx: LabContext,
-    reporter: Reporter,
-    namespace: str,
-    pod: dict[str, Any] | None,
-    existing: dict[str, Any] | None,
+def _take_over_namespace(
+    ctx: LabContext, reporter: Reporter, body: dict[str, Any], pod_name: str
 ) -> bool:
-    """Clear what a failed lab or an interrupted delete left behind (``pod`` and
-    ``existing`` are the pod and namespace as just read). True if the pod there is the one
-    this operation made before a worker died."""
-    annotations = (pod or {}).get("metadata", {}).get("annotations") or {}
-    own = pod is not None and annotations.get(OPERATION_ANNOTATION) == reporter.operation.id
-    if pod is not None and not own:
-        reporter.info("Removing the pod of the previous lab")
-        ctx.kube.delete_pod(namespace, pod["metadata"]["name"])
-        wait_pod_gone(ctx, reporter, namespace, pod["metadata"]["name"])
-    if existing is not None and existing.get("metadata", {}).get("deletionTimestamp"):
-        reporter.info("Waiting for the previous lab's namespace to be removed")
-        wait_namespace_gone(ctx, reporter, namespace)
+    """Make the lab namespace that already existed ready for this spawn: wait out its
+    deletion and create it again, or clear the pod a failed lab left in it. True if the pod
+    there is the one this operation made before a worker died."""
+    namespace = body["metadata"]["name"]
+    while True:
+        existing = ctx.kube.read_namespace(namespace)
+        if existing is None:
+            if _try_create_namespace(ctx, body):
+                return False
+            continue
+        if existing.get("metadata", {}).get("deletionTimestamp"):
+            reporter.info("Waiting for the previous lab's namespace to be removed")
+            wait_namespace_gone(ctx, reporter, namespace)
+            continue
+        if not is_ours(existing):
+            # Everything the lab needs goes into this namespace, Secrets written without
+            # being read first among them: it must be ours.
+            raise KubernetesError(
+                409, "AlreadyExists", f"namespace {namespace} exists and is not ours"
+            )
+        break
+    pod = ctx.kube.read_pod(namespace, pod_name)
+    if pod is None:
         return False
-    return own
+    annotations = pod.get("metadata", {}).get("annotations") or {}
+    if annotations.get(OPERATION_ANNOTATION) == reporter.operation.id:
+        return True
+    reporter.info("Removing the pod of the previous lab")
+    ctx.kube.delete_pod(namespace, pod_name)
+    wait_pod_gone(ctx, reporter, namespace, pod_name)
+    return False
 
 
 def _read_copied_secrets(ctx: LabContext) -> tuple[dict[str, str], dict[str, str] | None]:
@@ -163,11 +186,8 @@ def _read_copied_secrets(ctx: LabContext) -> tuple[dict[str, str], dict[str, str
 def _create_objects(
     ctx: LabContext, reporter: Reporter, objects: LabObjects, *, pod_absent: bool
 ) -> None:
-    """The namespace, then everything the pod needs at once, then the pod."""
+    """Everything the pod needs at once, then the pod (the namespace exists already)."""
     steps = objects.in_creation_order()
-    for resource, body in steps:
-        if resource == "namespaces":
-            _create_namespace(ctx, reporter, body)
     concurrently(
         functools.partial(reporter.progress, 10),
         *(
@@ -178,32 +198,18 @@ def _create_objects(
     )
     for resource, body in steps:
         if resource == "pods":
-            concurrently(
-                functools.partial(reporter.progress, 35),
-                functools.partial(_create_pod, ctx, reporter, body, known_absent=pod_absent),
-            )
+            _create_pod(ctx, reporter, body, known_absent=pod_absent)
 
 
-def _create_namespace(ctx: LabContext, reporter: Reporter, body: dict[str, Any]) -> None:
-    name = body["metadata"]["name"]
-    while True:
-        try:
-            ctx.kube.create_namespace(body)
-            return
-        except KubernetesError as exc:
-            if exc.status != 409:
-                raise
-        existing = ctx.kube.read_namespace(name)
-        if existing is None:
-            continue
-        if existing.get("metadata", {}).get("deletionTimestamp"):
-            wait_namespace_gone(ctx, reporter, name)
-            continue
-        if not is_ours(existing):
-            # Everything the lab needs goes into this namespace, Secrets written without
-            # being read first among them: it must be ours.
-            raise KubernetesError(409, "AlreadyExists", f"namespace {name} exists and is not ours")
-        return
+def _try_create_namespace(ctx: LabContext, body: dict[str, Any]) -> bool:
+    """Create the lab namespace; False if it already exists."""
+    try:
+        ctx.kube.create_namespace(body)
+    except KubernetesError as exc:
+        if exc.status != 409:
+            raise
+        return False
+    return True
 
 
 def _create_pod(
@@ -289,24 +295,31 @@ class _EventFeed:
                 self._reporter.progress(percent)
 
 
-def _wait_until_ready(ctx: LabContext, reporter: Reporter, namespace: str, name: str) -> None:
-    """Follow the pod until it is ready or clearly cannot become ready."""
+def _wait_until_ready(
+    ctx: LabContext,
+    reporter: Reporter,
+    namespace: str,
+    name: str,
+    first_look: dict[str, Any] | None,
+) -> None:
+    """Follow the pod, as first read in ``first_look``, until it is ready or clearly cannot
+    become ready."""
     feed = _EventFeed(ctx, reporter, namespace, name)
     version: str | None = None
     first = True
     while True:
         if not first:
-            # The first look needs no check: the event written just before did it.
+            # The first look needs no check: the event written with it did it.
             reporter.check()
-        first = False
         if version is None:
-            pod = ctx.kube.read_pod(namespace, name)
+            pod = first_look if first else ctx.kube.read_pod(namespace, name)
             if pod is None:
                 raise SpawnFailed("the lab pod was deleted while starting")
             feed.pod_uid(pod["metadata"].get("uid"))
             if _settled(reporter, feed, pod):
                 return
             version = pod["metadata"]["resourceVersion"]
+        first = False
         timeout = max(1, min(2, int(reporter.remaining())))
         try:
             for kind, pod in ctx.kube.watch_pod(namespace, name, version, timeout):

@@ -235,9 +235,14 @@ class EventHub:
         with self._lock:
             return sum(len(w) for w in self._waiters.values())
 
-    def follow(self, username: str, after: str, idle_seconds: float) -> Iterator[Event | None]:
+    def follow(
+        self, username: str, after: str, idle_seconds: float
+    ) -> Iterator[list[Event] | None]:
         """Events after ``after`` until a terminal one; ``None`` after each quiet period.
 
+        Events come in batches of whatever arrived together (a replay, or the events one
+        script appended), so the stream writes them to its client in one piece: a write
+        is a system call and a wake-up of the client, and they cost more than the event.
         The stream registers before it replays, so an event published meanwhile is both
         replayed and handed over, never neither; positions decide which copy counts.
         """
@@ -252,14 +257,19 @@ class EventHub:
             cursor = entry_order(after)
             backlog: list[Event] = self._events.read(username, after)
             while True:
+                batch: list[Event] = []
                 for event in backlog:
                     order = entry_order(event.id)
                     if order <= cursor:
                         continue
                     cursor = order
-                    waiter.active = True
-                    yield event
+                    batch.append(event)
                     if event.type in TERMINAL:
+                        break
+                if batch:
+                    waiter.active = True
+                    yield batch
+                    if batch[-1].type in TERMINAL:
                         return
                 waiter.flag.clear()
                 if self._closing:

@@ -34,6 +34,8 @@ LOCAL_CACHE_SECONDS = 5.0
 
 _LOCAL_CACHE_ENTRIES = 10_000
 _STRIPES = 64
+_TOKEN_INFO_SCHEMA = TokenInfoSchema()
+_USER_INFO_SCHEMA = UserInfoSchema()
 
 
 class GafaelfawrClient:
@@ -65,21 +67,24 @@ class GafaelfawrClient:
 
     def token_info(self, token: str) -> TokenData:
         """What the token proves; ``AuthenticationError`` if Gafaelfawr rejects it."""
-        data = self._fetch("token-info", _TOKEN_INFO, token)
-        result: TokenData = self._parse(TokenInfoSchema(), data, "token-info")
+        result: TokenData = self._fetch("token-info", _TOKEN_INFO, token, _TOKEN_INFO_SCHEMA)
         return result
 
     def user_info(self, token: str) -> UserInfo:
         """The identity of the token's user: uid, gid, groups and quota."""
-        data = self._fetch("user-info", _USER_INFO, token)
-        result: UserInfo = self._parse(UserInfoSchema(), data, "user-info")
+        result: UserInfo = self._fetch("user-info", _USER_INFO, token, _USER_INFO_SCHEMA)
         return result
 
     def _cache_key(self, kind: str, token: str) -> str:
         digest = hashlib.sha256(token.encode()).hexdigest()
         return f"{self._prefix}{kind}:{digest}"
 
-    def _fetch(self, kind: str, path: str, token: str) -> Any:
+    def _fetch(self, kind: str, path: str, token: str, schema: Schema) -> Any:
+        """The parsed answer: from this process's memory, else Redis, else Gafaelfawr.
+
+        The memory holds parsed answers (immutable), so a request that finds one there
+        costs a hash and a lookup, not a schema load.
+        """
         key = self._cache_key(kind, token)
         found = self._local_get(key)
         if found is not None:
@@ -90,10 +95,11 @@ class GafaelfawrClient:
                 return found
             cached = self._cache_get(key)
             data = json.loads(cached) if cached is not None else self._ask(kind, path, token)
+            parsed = self._parse(schema, data, kind)
             if cached is None:
                 self._cache_set(key, json.dumps(data))
-            self._local_set(key, data)
-            return data
+            self._local_set(key, parsed)
+            return parsed
 
     def _local_get(self, key: str) -> Any:
         entry = self._local.get(key)

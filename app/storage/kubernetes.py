@@ -1,10 +1,13 @@
 """The Kubernetes calls the service makes for labs, as plain JSON dicts.
 
-Responses are read as raw JSON (``_preload_content=False``) instead of the client's
-pydantic models: it is faster, and the strict models reject objects a real API server may
-legitimately return. Every call carries the client's deadline (see ``DeadlineApiClient``).
-Watches are read line by line here, because the client's own watch helper mishandles
-error events when asked not to deserialize.
+Requests go through the ``kubernetes`` client's ``ApiClient`` (its configuration, auth,
+headers, TLS, connection pool and retries) but not through its generated per-endpoint
+methods: those validate a plain-dict body into the client's pydantic models and dump it
+back before sending, about 350 microseconds of CPU for a lab's pod, measured, and the
+strict models reject objects a real API server may legitimately return. Responses are
+read as raw JSON for the same reasons. Every call carries the client's deadline (see
+``DeadlineApiClient``). Watches are read line by line here, because the client's own watch
+helper mishandles error events when asked not to deserialize.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import json
 import logging
 import random
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from kubernetes import client as k8s
@@ -61,10 +64,67 @@ def _error(exc: ApiException) -> KubernetesError:
     return KubernetesError(exc.status or 0, reason, message)
 
 
-def _call_once(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    kwargs["_preload_content"] = False
+CORE = "/api/v1"
+NETWORKING = "/apis/networking.k8s.io/v1"
+_GROUPS = {
+    "configmaps": CORE,
+    "events": CORE,
+    "pods": CORE,
+    "resourcequotas": CORE,
+    "secrets": CORE,
+    "services": CORE,
+    "networkpolicies": NETWORKING,
+}
+_QUERY_NAMES = {"label_selector": "labelSelector", "field_selector": "fieldSelector"}
+
+
+def resource_path(resource: str, namespace: str | None = None, name: str | None = None) -> str:
+    """The API path of a collection (``name`` None) or of one object.
+
+    Namespaces and nodes are cluster-wide; without ``namespace`` a namespaced resource's
+    path is its list across all namespaces.
+    """
+    if resource in ("namespaces", "nodes"):
+        path = f"{CORE}/{resource}"
+    elif namespace is None:
+        path = f"{_GROUPS[resource]}/{resource}"
+    else:
+        path = f"{_GROUPS[resource]}/namespaces/{namespace}/{resource}"
+    return path if name is None else f"{path}/{name}"
+
+
+def send(
+    api: k8s.ApiClient,
+    method: str,
+    path: str,
+    *,
+    query: list[tuple[str, Any]] | None = None,
+    body: dict[str, Any] | None = None,
+    timeout: float | None = None,
+) -> Any:
+    """One request through ``api``; the unread urllib3 response of a 2xx answer.
+
+    ``ApiClient.param_serialize`` adds what the generated methods would (the default
+    headers, the bearer token, the host) and ``call_api`` sends it with the client's REST
+    layer. The body, plain JSON already, skips the client's sanitizing walk. Raises the
+    client's ``ApiException`` for any other status, as its generated methods do.
+    """
+    headers = {"Accept": "application/json"}
+    if body is not None:
+        headers["Content-Type"] = "application/json"
+    method, url, headers, _, post_params = api.param_serialize(
+        method, path, query_params=query, header_params=headers, auth_settings=["BearerToken"]
+    )
+    response = api.call_api(method, url, headers, body, post_params, _request_timeout=timeout)
+    if not 200 <= response.status <= 299:
+        response.read()
+        raise ApiException.from_response(http_resp=response, body=None, data=None)
+    return response.response
+
+
+def _call_once(api: k8s.ApiClient, method: str, path: str, **kwargs: Any) -> Any:
     try:
-        response = fn(*args, **kwargs)
+        response = send(api, method, path, **kwargs)
     except ApiException as exc:
         raise _error(exc) from None
     except (HTTPError, OSError) as exc:
@@ -72,7 +132,7 @@ def _call_once(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     return json.loads(response.data)
 
 
-def _call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+def _call(api: k8s.ApiClient, method: str, path: str, **kwargs: Any) -> Any:
     """Make the call, retrying what a busy or restarting API server answers.
 
     Every caller is idempotent about a retried write: a create that did happen before its
@@ -81,7 +141,7 @@ def _call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """
     for attempt in range(RETRY_ATTEMPTS):
         try:
-            return _call_once(fn, *args, **kwargs)
+            return _call_once(api, method, path, **kwargs)
         except KubernetesError as exc:
             if exc.status not in TRANSIENT_STATUSES or attempt == RETRY_ATTEMPTS - 1:
                 raise
@@ -109,62 +169,60 @@ class KubernetesStorage:
     """Create, read, watch and delete the objects of labs."""
 
     def __init__(self, api_client: k8s.ApiClient) -> None:
-        self._core = k8s.CoreV1Api(api_client)
-        self._networking = k8s.NetworkingV1Api(api_client)
-        self._namespaced_ops: dict[str, tuple[Callable[..., Any], ...]] = {
-            "configmaps": (
-                self._core.create_namespaced_config_map,
-                self._core.read_namespaced_config_map,
-                self._core.replace_namespaced_config_map,
-            ),
-            "secrets": (
-                self._core.create_namespaced_secret,
-                self._core.read_namespaced_secret,
-                self._core.replace_namespaced_secret,
-            ),
-            "services": (
-                self._core.create_namespaced_service,
-                self._core.read_namespaced_service,
-                self._core.replace_namespaced_service,
-            ),
-            "resourcequotas": (
-                self._core.create_namespaced_resource_quota,
-                self._core.read_namespaced_resource_quota,
-                self._core.replace_namespaced_resource_quota,
-            ),
-            "networkpolicies": (
-                self._networking.create_namespaced_network_policy,
-                self._networking.read_namespaced_network_policy,
-                self._networking.replace_namespaced_network_policy,
-            ),
-        }
+        self._api = api_client
 
-    # Namespaces ----------------------------------------------------------------------
-
-    def read_namespace(self, name: str) -> dict[str, Any] | None:
+    def _get(self, resource: str, namespace: str | None, name: str) -> dict[str, Any] | None:
+        """The object, or None if it does not exist."""
         try:
-            result: dict[str, Any] = _call(self._core.read_namespace, name)
+            result: dict[str, Any] = _call(
+                self._api, "GET", resource_path(resource, namespace, name)
+            )
         except KubernetesError as exc:
             if exc.status == 404:
                 return None
             raise
         return result
 
-    def create_namespace(self, body: dict[str, Any]) -> dict[str, Any]:
-        result: dict[str, Any] = _call(self._core.create_namespace, body)
+    def _create(self, resource: str, body: dict[str, Any]) -> dict[str, Any]:
+        namespace = None if resource == "namespaces" else body["metadata"]["namespace"]
+        result: dict[str, Any] = _call(
+            self._api, "POST", resource_path(resource, namespace), body=body
+        )
         return result
 
-    def delete_namespace(self, name: str) -> None:
+    def _delete(self, resource: str, namespace: str | None, name: str) -> bool:
+        """Ask for the object's deletion; False if it was already gone."""
         try:
-            _call(self._core.delete_namespace, name)
+            _call(self._api, "DELETE", resource_path(resource, namespace, name))
         except KubernetesError as exc:
-            if exc.status != 404:
-                raise
+            if exc.status == 404:
+                return False
+            raise
+        return True
+
+    def _list(
+        self, resource: str, namespace: str | None = None, **selectors: str
+    ) -> dict[str, Any]:
+        query = [(_QUERY_NAMES[key], value) for key, value in selectors.items()]
+        result: dict[str, Any] = _call(
+            self._api, "GET", resource_path(resource, namespace), query=query
+        )
+        return result
+
+    # Namespaces ----------------------------------------------------------------------
+
+    def read_namespace(self, name: str) -> dict[str, Any] | None:
+        return self._get("namespaces", None, name)
+
+    def create_namespace(self, body: dict[str, Any]) -> dict[str, Any]:
+        return self._create("namespaces", body)
+
+    def delete_namespace(self, name: str) -> None:
+        self._delete("namespaces", None, name)
 
     def list_lab_namespaces(self) -> list[dict[str, Any]]:
         selector = f"{MANAGED_BY_LABEL}={MANAGED_BY}"
-        result = _call(self._core.list_namespace, label_selector=selector)
-        return list(result.get("items") or [])
+        return list(self._list("namespaces", label_selector=selector).get("items") or [])
 
     # Namespaced objects other than pods ----------------------------------------------
 
@@ -174,21 +232,20 @@ class KubernetesStorage:
         Idempotent, so a resumed operation can repeat the step; an object with the same
         name that we do not manage is left alone and reported.
         """
-        create, read, replace = self._namespaced_ops[resource]
         namespace = body["metadata"]["namespace"]
         name = body["metadata"]["name"]
         try:
-            result: dict[str, Any] = _call(create, namespace, body)
-            return result
+            return self._create(resource, body)
         except KubernetesError as exc:
             if exc.status != 409:
                 raise
+        path = resource_path(resource, namespace, name)
         if resource in REPLACED_UNREAD:
             unconditional = json.loads(json.dumps(body))
             unconditional["metadata"].pop("resourceVersion", None)
-            result = _call(replace, name, namespace, unconditional)
+            result: dict[str, Any] = _call(self._api, "PUT", path, body=unconditional)
             return result
-        existing: dict[str, Any] = _call(read, name, namespace)
+        existing: dict[str, Any] = _call(self._api, "GET", path)
         if not is_ours(existing):
             raise KubernetesError(
                 409, "AlreadyExists", f"{resource} {namespace}/{name} exists and is not ours"
@@ -197,60 +254,37 @@ class KubernetesStorage:
         desired["metadata"]["resourceVersion"] = existing["metadata"]["resourceVersion"]
         if resource == "services":
             desired["spec"]["clusterIP"] = existing.get("spec", {}).get("clusterIP")
-        result = _call(replace, name, namespace, desired)
+        result = _call(self._api, "PUT", path, body=desired)
         return result
 
     def read_secret(self, namespace: str, name: str) -> dict[str, Any] | None:
-        try:
-            result: dict[str, Any] = _call(self._core.read_namespaced_secret, name, namespace)
-        except KubernetesError as exc:
-            if exc.status == 404:
-                return None
-            raise
-        return result
+        return self._get("secrets", namespace, name)
 
     # Pods ----------------------------------------------------------------------------
 
     def read_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
-        try:
-            result: dict[str, Any] = _call(self._core.read_namespaced_pod, name, namespace)
-        except KubernetesError as exc:
-            if exc.status == 404:
-                return None
-            raise
-        return result
+        return self._get("pods", namespace, name)
 
     def create_pod(self, body: dict[str, Any]) -> dict[str, Any]:
-        namespace = body["metadata"]["namespace"]
-        result: dict[str, Any] = _call(self._core.create_namespaced_pod, namespace, body)
-        return result
+        return self._create("pods", body)
 
     def delete_pod(self, namespace: str, name: str) -> bool:
         """Ask for the pod's deletion; False if it was already gone."""
-        try:
-            _call(self._core.delete_namespaced_pod, name, namespace)
-        except KubernetesError as exc:
-            if exc.status == 404:
-                return False
-            raise
-        return True
+        return self._delete("pods", namespace, name)
 
     def list_pods(self, namespace: str, label_selector: str) -> list[dict[str, Any]]:
-        result = _call(self._core.list_namespaced_pod, namespace, label_selector=label_selector)
-        return list(result.get("items") or [])
+        return list(self._list("pods", namespace, label_selector=label_selector)["items"] or [])
 
     # Nodes ---------------------------------------------------------------------------
 
     def list_nodes(self) -> list[dict[str, Any]]:
-        result = _call(self._core.list_node)
-        return list(result.get("items") or [])
+        return list(self._list("nodes").get("items") or [])
 
     def list_events(self, namespace: str) -> list[dict[str, Any]]:
-        result = _call(self._core.list_namespaced_event, namespace)
-        return list(result.get("items") or [])
+        return list(self._list("events", namespace).get("items") or [])
 
     def list_lab_pods(self, label_selector: str) -> tuple[list[dict[str, Any]], str]:
-        result = _call(self._core.list_pod_for_all_namespaces, label_selector=label_selector)
+        result = self._list("pods", label_selector=label_selector)
         return list(result.get("items") or []), str(result["metadata"]["resourceVersion"])
 
     # Watches -------------------------------------------------------------------------
@@ -259,8 +293,7 @@ class KubernetesStorage:
         self, namespace: str, name: str, resource_version: str | None, timeout: int
     ) -> Iterator[tuple[str, dict[str, Any]]]:
         return self._watch(
-            self._core.list_namespaced_pod,
-            (namespace,),
+            resource_path("pods", namespace),
             resource_version,
             timeout,
             field_selector=f"metadata.name={name}",
@@ -270,8 +303,7 @@ class KubernetesStorage:
         self, name: str, resource_version: str | None, timeout: int
     ) -> Iterator[tuple[str, dict[str, Any]]]:
         return self._watch(
-            self._core.list_namespace,
-            (),
+            resource_path("namespaces"),
             resource_version,
             timeout,
             field_selector=f"metadata.name={name}",
@@ -281,11 +313,7 @@ class KubernetesStorage:
         self, label_selector: str, resource_version: str, timeout: int
     ) -> Iterator[tuple[str, dict[str, Any]]]:
         return self._watch(
-            self._core.list_pod_for_all_namespaces,
-            (),
-            resource_version,
-            timeout,
-            label_selector=label_selector,
+            resource_path("pods"), resource_version, timeout, label_selector=label_selector
         )
 
     def open_lab_pod_watch(self, label_selector: str, resource_version: str, timeout: int) -> Watch:
@@ -295,8 +323,8 @@ class KubernetesStorage:
         or the process stops, rather than when the server ends the watch.
         """
         response = _open_watch(
-            self._core.list_pod_for_all_namespaces,
-            (),
+            self._api,
+            resource_path("pods"),
             resource_version,
             timeout,
             {"label_selector": label_selector},
@@ -305,14 +333,13 @@ class KubernetesStorage:
 
     def _watch(
         self,
-        fn: Callable[..., Any],
-        args: tuple[Any, ...],
+        path: str,
         resource_version: str | None,
         timeout: int,
         **selectors: str,
     ) -> Iterator[tuple[str, dict[str, Any]]]:
         """Yield ``(type, object)`` until the server ends the watch after ``timeout``."""
-        response = _open_watch(fn, args, resource_version, timeout, selectors)
+        response = _open_watch(self._api, path, resource_version, timeout, selectors)
         try:
             yield from _watch_events(response)
         finally:
@@ -351,24 +378,19 @@ class Watch:
 
 
 def _open_watch(
-    fn: Callable[..., Any],
-    args: tuple[Any, ...],
+    api: k8s.ApiClient,
+    path: str,
     resource_version: str | None,
     timeout: int,
     selectors: dict[str, str],
 ) -> Any:
     """Send a watch request; its response is the raw, unread urllib3 stream."""
-    kwargs: dict[str, Any] = {
-        "watch": True,
-        "timeout_seconds": timeout,
-        "_request_timeout": timeout + WATCH_SLACK_SECONDS,
-        "_preload_content": False,
-        **selectors,
-    }
+    query: list[tuple[str, Any]] = [("watch", True), ("timeoutSeconds", timeout)]
     if resource_version:
-        kwargs["resource_version"] = resource_version
+        query.append(("resourceVersion", resource_version))
+    query += [(_QUERY_NAMES[key], value) for key, value in selectors.items()]
     try:
-        return fn(*args, **kwargs)
+        return send(api, "GET", path, query=query, timeout=timeout + WATCH_SLACK_SECONDS)
     except ApiException as exc:
         if exc.status == 410:
             raise WatchExpired from None

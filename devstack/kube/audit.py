@@ -31,6 +31,10 @@ class AuditEntry:
     user_agent: str
     path: str
     timestamp: float
+    """When the answer was ready (``time.time()``)."""
+    started: float = 0.0
+    """When the emulator began handling the request: ``timestamp - started`` is the
+    emulator's own time for it, without the client's or the connection's."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -31,6 +31,8 @@ StartResponse = Callable[..., Any]
 WsgiApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
 
 CONTROL_PREFIX = "/_emulator/"
+_STARTED = "emulator.started"
+"""The environ key holding when the request reached the application."""
 
 _REASONS = {
     200: "OK",
@@ -77,6 +79,7 @@ class ApiServer:
         self._control = control
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        environ[_STARTED] = now()
         path: str = environ.get("PATH_INFO", "") or "/"
         if self._control is not None and path.startswith(CONTROL_PREFIX):
             return self._control(environ, start_response)
@@ -242,6 +245,7 @@ class ApiServer:
                 user_agent=environ.get("HTTP_USER_AGENT", ""),
                 path=environ.get("PATH_INFO", ""),
                 timestamp=now(),
+                started=environ.get(_STARTED, 0.0),
             )
         )
 

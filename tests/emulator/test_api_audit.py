@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import time
 
 import requests
 from kubernetes.client import ApiException, AppsV1Api, CoreV1Api
@@ -85,6 +86,17 @@ def test_audit_over_http(emulator: KubernetesEmulator, core_v1: CoreV1Api) -> No
     assert [(e["verb"], e["resource"]) for e in entries] == [("list", "namespaces")]
     assert requests.delete(f"{emulator.url}/_emulator/audit", timeout=5).status_code == 200
     assert emulator.audit.entries() == []
+
+
+def test_audit_entries_time_the_emulator_s_own_handling(
+    emulator: KubernetesEmulator, core_v1: CoreV1Api
+) -> None:
+    emulator.audit.clear()
+    before = time.time()
+    core_v1.list_namespace()
+    after = time.time()
+    (entry,) = emulator.audit.entries()
+    assert before <= entry.started <= entry.timestamp <= after
 
 
 def test_audit_log_is_bounded() -> None:

@@ -8,7 +8,9 @@ from typing import Any
 
 from flask import Flask
 from flask.testing import FlaskClient
+from kubernetes import client as k8s
 
+from app.builders.names import MANAGED_BY, MANAGED_BY_LABEL
 from app.config import Config, parse_config
 from app.schemas.labs import LabStatusSchema
 from devstack.kube import KubernetesEmulator
@@ -135,10 +137,38 @@ def test_image_pull_failure_fails_fast_and_a_new_spawn_replaces_it(
     _spawn(lab_client, user)
     events = read_events(lab_client, user.username, user.headers)
     assert events[0].data == "Lab creation requested"
+    assert "Removing the pod of the previous lab" in [e.data for e in events]
     assert not any(e.type == "failed" for e in events)
     assert events[-1].type == "complete"
     pod = kube.store.get("pods", f"nublado-{user.username}", f"nb-{user.username}-lab")
     assert pod is not None and pod["spec"]["containers"][0]["image"].startswith(f"{IMAGE}@sha256:")
+
+
+def test_a_spawn_waits_out_the_previous_namespace_s_termination(
+    lab_client: FlaskClient, new_user: Callable[..., LabUser], kube: KubernetesEmulator
+) -> None:
+    """The namespace is created first; one of ours still terminating is waited for, then
+    made again."""
+    user = new_user()
+    namespace = f"nublado-{user.username}"
+    core = k8s.CoreV1Api(kube.api_client())
+    core.create_namespace(
+        {"metadata": {"name": namespace, "labels": {MANAGED_BY_LABEL: MANAGED_BY}}}
+    )
+    settings = kube.cluster.settings
+    termination = settings.namespace_termination_seconds
+    settings.namespace_termination_seconds = 0.5
+    try:
+        core.delete_namespace(namespace)
+        _spawn(lab_client, user)
+        events = read_events(lab_client, user.username, user.headers)
+    finally:
+        settings.namespace_termination_seconds = termination
+    assert "Waiting for the previous lab's namespace to be removed" in [e.data for e in events]
+    assert events[-1].type == "complete"
+    current = kube.store.get("namespaces", None, namespace)
+    assert current is not None and not current["metadata"].get("deletionTimestamp")
+    assert kube.store.get("pods", namespace, f"nb-{user.username}-lab") is not None
 
 
 def test_event_stream_resumes_after_last_event_id(
