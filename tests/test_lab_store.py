@@ -63,6 +63,8 @@ def test_a_spawn_is_queued_with_its_lease_in_one_step(redis_client: redis.Redis)
     assert labs.pending_operations() == ["ada"]
     record = labs.get("ada")
     assert record is not None and record.status == LabStatus.STARTING
+    assert labs.get_unless_busy("ada") == (record, True)
+    assert labs.get_unless_busy("nobody") == (None, False)
     # The stream starts again: the older operation's event is gone.
     assert [e.data for e in events.read("ada")] == ["Lab creation requested"]
 

@@ -18,7 +18,7 @@ import uuid
 import redis
 
 from app.models.lab import LabStatus, Operation, OperationKind
-from app.services.concurrency import start_task
+from app.services.concurrency import give_way, start_task
 from app.services.context import LabContext
 from app.services.delete import run_delete
 from app.services.reporter import DeadlineExceeded, Reporter, Superseded
@@ -98,8 +98,10 @@ class OperationRunner:
 
     def run_claimed(self, operation: Operation, token: str | None) -> None:
         """Run ``operation``, queued with this worker's lease on a claimed slot: its first
-        Kubernetes call goes out without another Redis round trip."""
+        Kubernetes call goes out without another Redis round trip, and before the caller
+        (the spawn request) goes on to write its answer."""
         self._start(operation.username, (operation, token))
+        give_way()
 
     def release_claim(self, username: str) -> None:
         """Give back a claim whose operation was not started (a conflict, or no lease)."""

@@ -171,8 +171,8 @@ class LabWatcher:
         if username is None:
             return
         labs = self._ctx.labs
-        record = labs.get(username)
-        if record is None or labs.operation(username) is not None:
+        record, busy = labs.get_unless_busy(username)
+        if record is None or busy:
             return  # Nothing to keep in step (the reconcile rebuilds), or an operation owns it.
         if assess(record, None if kind == "DELETED" else pod) is None:
             return

@@ -154,6 +154,15 @@ class LabStore:
         raw = self._redis.get(self._lab(username))
         return LabRecord.from_json(json.loads(raw)) if raw else None
 
+    def get_unless_busy(self, username: str) -> tuple[LabRecord | None, bool]:
+        """The record, and whether an operation is running for the user, in one round
+        trip (the watcher asks both for every pod change it sees)."""
+        raw, operation = cast(
+            list[str | None], self._redis.mget(self._lab(username), self._op(username))
+        )
+        record = LabRecord.from_json(json.loads(raw)) if raw else None
+        return record, operation is not None
+
     def usernames(self) -> list[str]:
         return sorted(cast(set[str], self._redis.smembers(self._labs)))
 
