@@ -60,8 +60,27 @@ def test_kubeconfig_mode(kube: KubernetesEmulator, tmp_path: Path) -> None:
     # The loader's per-request refresh is throttled, and the token still goes out.
     assert isinstance(configuration.refresh_api_key_hook, ThrottledRefresh)
     assert configuration.auth_settings()["BearerToken"]["value"] == "Bearer t"
-    namespaces = k8s.CoreV1Api(DeadlineApiClient(configuration, 5.0)).list_namespace()
-    assert isinstance(namespaces.items, list)
+    core = k8s.CoreV1Api(DeadlineApiClient(configuration, 5.0))
+    for _ in range(3):
+        assert isinstance(core.list_namespace().items, list)
+    # Refreshing made the loader install its hook again: the throttle is still in front.
+    assert isinstance(configuration.refresh_api_key_hook, ThrottledRefresh)
+
+
+def test_a_loader_hook_that_reinstalls_itself_stays_throttled() -> None:
+    configuration = k8s.Configuration()
+    runs: list[str] = []
+
+    def loader_hook(target: k8s.Configuration) -> None:
+        # What both of the client's loaders do on every refresh.
+        runs.append("refresh")
+        target.refresh_api_key_hook = loader_hook
+
+    configuration.refresh_api_key_hook = ThrottledRefresh(loader_hook, 3600)
+    for _ in range(5):
+        configuration.refresh_api_key_hook(configuration)
+    assert runs == ["refresh"]
+    assert isinstance(configuration.refresh_api_key_hook, ThrottledRefresh)
 
 
 def test_credential_refresh_runs_at_most_once_a_period() -> None:

@@ -109,6 +109,9 @@ class ThrottledRefresh:
     spawn, for credentials that change far less often. The in-cluster token file is re-read
     once a minute and a kubeconfig's exec token five minutes before it expires, so ten
     seconds late is never too late.
+
+    Each run of a loader's hook installs a new hook in its place; that one is kept as the
+    hook to run next time, and the throttle put back in front of it.
     """
 
     def __init__(self, hook: Callable[[k8s.Configuration], None], seconds: float) -> None:
@@ -121,6 +124,10 @@ class ThrottledRefresh:
         if now >= self._due:
             self._due = now + self._seconds
             self._hook(configuration)
+            installed = configuration.refresh_api_key_hook
+            if installed is not self and installed is not None:
+                self._hook = installed
+                configuration.refresh_api_key_hook = self
 
 
 def _tune(configuration: k8s.Configuration) -> k8s.Configuration:

@@ -92,6 +92,7 @@ class LabsExtension:
             max_concurrent=config.operations.max_concurrent,
         )
         hub = EventHub(redis_client, ctx.events)
+        hub.add_listener(image_store)
         refresher = ImageRefresher(config, image_store, registries, redis_client)
         prepuller = Prepuller(config, ctx.images, kube, prepulls, redis_client)
         workers = LabWorkers(

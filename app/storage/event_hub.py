@@ -8,6 +8,9 @@ streams following that user: no Redis read per stream per event. A stream replay
 before it opened from the stream itself; while the subscription is reconnecting, events can
 be missed, so on reconnecting the hub tells every stream to re-read from where it is.
 
+The same subscription carries other channels for other listeners (the image store learns
+of new image lists this way), so a process holds one subscribed connection in all.
+
 The subscription is read straight from its socket with hiredis: a broadcast arrives as
 thousands of messages at once, and redis-py's pub/sub reader spent more on each message
 (health checks, retry wrappers, a socket poll) than the hub spends delivering it.
@@ -43,15 +46,16 @@ class _Subscription:
     one hiredis reader parses without a Python call per message.
     """
 
-    def __init__(self, client: redis.Redis, channel: str, health_seconds: float) -> None:
+    def __init__(self, client: redis.Redis, channels: list[str], health_seconds: float) -> None:
         connection: Any = client.connection_pool.make_connection()
         self._connection = connection
         self._reader = hiredis.Reader(encoding="utf-8", errors="replace")
         self._pinged = False
-        self._subscribed = False
+        self._confirmations = 0
+        self._channels = len(channels)
         try:
             connection.connect()
-            connection.send_command("SUBSCRIBE", channel)
+            connection.send_command("SUBSCRIBE", *channels)
             # Not public API: redis-py keeps the connected socket here (pinned in
             # requirements).
             sock = connection._sock
@@ -59,16 +63,16 @@ class _Subscription:
                 raise redis.ConnectionError("the subscription connection has no socket")
             self._sock: socket.socket = sock
             self._sock.settimeout(health_seconds)
-            while not self._subscribed:
-                # Wait for the confirmation: only from then on is nothing published missed.
+            while self._confirmations < self._channels:
+                # Wait for the confirmations: only from then on is nothing published missed.
                 self.messages()
         except BaseException:
             with contextlib.suppress(redis.RedisError, OSError):
                 connection.disconnect()
             raise
 
-    def messages(self) -> list[str]:
-        """The payloads of the channel's messages that arrived; waits for at least one
+    def messages(self) -> list[tuple[str, str]]:
+        """The ``(channel, payload)`` of the messages that arrived; waits for at least one
         read (an empty list after a subscribe confirmation or a PING's answer)."""
         try:
             data = self._sock.recv(262144)
@@ -84,15 +88,15 @@ class _Subscription:
             raise redis.ConnectionError("Redis closed the subscription")
         self._pinged = False
         self._reader.feed(data)
-        payloads: list[str] = []
+        payloads: list[tuple[str, str]] = []
         while (reply := self._reader.gets()) is not False:
             if isinstance(reply, hiredis.ReplyError):
                 raise redis.ConnectionError(f"the subscription was refused: {reply}")
             if isinstance(reply, list) and len(reply) == 3:
                 if reply[0] == "message":
-                    payloads.append(reply[2])
+                    payloads.append((reply[1], reply[2]))
                 elif reply[0] == "subscribe":
-                    self._subscribed = True
+                    self._confirmations += 1
         return payloads
 
     def close(self) -> None:
@@ -177,8 +181,22 @@ class _Sweeper:
                     waiter.flag.set()
 
 
+class ChannelListener(Protocol):
+    """Something else this process learns of through the hub's subscription."""
+
+    channel: str
+
+    def on_message(self, payload: str) -> None:
+        """A message arrived on ``channel``."""
+
+    def on_subscription(self, active: bool) -> None:
+        """The subscription now holds (True: from here on no message is missed) or was
+        lost (False: messages may be missed until it holds again)."""
+
+
 class EventHub:
-    """Fans the process's one pub/sub subscription out to its event streams."""
+    """Fans the process's one pub/sub subscription out to its event streams, and to the
+    listeners of its other channels."""
 
     def __init__(
         self,
@@ -200,6 +218,11 @@ class EventHub:
         self._stopping = threading.Event()
         self._closing = False
         self._thread: threading.Thread | None = None
+        self._listeners: dict[str, ChannelListener] = {}
+
+    def add_listener(self, listener: ChannelListener) -> None:
+        """Also subscribe to ``listener.channel`` (before ``start``)."""
+        self._listeners[listener.channel] = listener
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._listen, name="event-hub", daemon=True)
@@ -318,13 +341,19 @@ class EventHub:
         while not self._stopping.is_set():
             try:
                 self._subscription = _Subscription(
-                    self._client, self._events.channel, self._health_seconds
+                    self._client, [self._events.channel, *self._listeners], self._health_seconds
                 )
+                for listener in self._listeners.values():
+                    listener.on_subscription(True)
                 self._subscriptions += 1
                 # Anything published while we were not subscribed is caught up on now.
                 self._resync_all()
+                events_channel = self._events.channel
                 while not self._stopping.is_set():
-                    for payload in self._subscription.messages():
+                    for channel, payload in self._subscription.messages():
+                        if channel != events_channel:
+                            self._listeners[channel].on_message(payload)
+                            continue
                         username, event = parse_message(payload)
                         if event is not None:
                             self._deliver(username, event)
@@ -339,5 +368,7 @@ class EventHub:
 
     def _drop_subscription(self) -> None:
         if self._subscription is not None:
+            for listener in self._listeners.values():
+                listener.on_subscription(False)
             self._subscription.close()
             self._subscription = None

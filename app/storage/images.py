@@ -3,7 +3,10 @@
 The elected refresher writes; every worker reads on each spawn form and spawn. A set of a
 repository with thousands of tags is a few hundred kilobytes of JSON, so each process keeps
 the parsed sets and re-reads them only when the version counter, bumped with every write,
-has moved: a request costs one small ``GET``, not a download and a parse.
+has moved. Every write also publishes a notice; while the process's event hub is
+subscribed to it (``ImageStore`` is a listener of the hub), the kept sets are known to be
+current and a request costs no Redis round trip at all. Without the subscription (it is
+reconnecting, or no hub runs) a request costs one small ``GET`` of the version.
 
 Digests of ordinary tags are kept in a hash and never expire: under SQR-059 a release,
 weekly or daily tag is never moved, so a digest learnt once (by the refresher, or by a spawn
@@ -29,27 +32,57 @@ class ImageStore:
         self._sets_key = f"{prefix}images:sets"
         self._version_key = f"{prefix}images:version"
         self._digests_key = f"{prefix}images:digests"
+        self.channel = f"{prefix}images-changed"
+        """Where every write is announced (see ``on_message``)."""
         self._lock = threading.Lock()
         self._cached: tuple[str | None, dict[str, ImageSet]] | None = None
+        self._subscribed = False
+        self._current = False
+        """The kept sets are known to be the stored ones: loaded while subscribed, with no
+        notice since."""
+        self._notices = 0
 
     def save(self, image_set: ImageSet) -> None:
         """Store one configuration's set and tell every process to re-read."""
         pipe = self._redis.pipeline(transaction=True)
         pipe.hset(self._sets_key, image_set.config, json.dumps(image_set.to_json()))
         pipe.incr(self._version_key)
+        pipe.publish(self.channel, "")
         pipe.execute()
 
     def load(self) -> dict[str, ImageSet]:
         """Every stored set by configuration name (parsed once per version per process)."""
+        with self._lock:
+            if self._current and self._cached is not None:
+                return self._cached[1]
+            notices, subscribed = self._notices, self._subscribed
         version = cast(str | None, self._redis.get(self._version_key))
         with self._lock:
-            if self._cached is not None and self._cached[0] == version and version is not None:
-                return self._cached[1]
-        raw = cast(dict[str, str], self._redis.hgetall(self._sets_key))
-        sets = {name: ImageSet.from_json(json.loads(text)) for name, text in raw.items()}
+            cached = self._cached
+        if cached is None or cached[0] != version or version is None:
+            raw = cast(dict[str, str], self._redis.hgetall(self._sets_key))
+            sets = {name: ImageSet.from_json(json.loads(text)) for name, text in raw.items()}
+            cached = (version, sets)
         with self._lock:
-            self._cached = (version, sets)
-        return sets
+            self._cached = cached
+            # Current only if no notice came while reading: it may announce a later write.
+            self._current = subscribed and self._subscribed and notices == self._notices
+        return cached[1]
+
+    # As a listener of the event hub ----------------------------------------------------
+
+    def on_message(self, payload: str) -> None:
+        """A write happened somewhere: the next load asks Redis again."""
+        with self._lock:
+            self._notices += 1
+            self._current = False
+
+    def on_subscription(self, active: bool) -> None:
+        """Notices arrive (True) or may be missed (False); either way, ask Redis next."""
+        with self._lock:
+            self._subscribed = active
+            self._notices += 1
+            self._current = False
 
     def forget(self, names: list[str]) -> None:
         """Drop the sets of configurations that no longer exist."""
@@ -57,6 +90,7 @@ class ImageStore:
             pipe = self._redis.pipeline(transaction=True)
             pipe.hdel(self._sets_key, *names)
             pipe.incr(self._version_key)
+            pipe.publish(self.channel, "")
             pipe.execute()
 
     # Digests -------------------------------------------------------------------------
