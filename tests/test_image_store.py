@@ -4,30 +4,15 @@ process hears of every write."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
-import pytest
 import redis
 
 from app.models.images import ImageSet
 from app.storage.event_hub import EventHub
 from app.storage.events import EventStore
 from app.storage.images import ImageStore
-from tests.support.redis_server import RedisServer
 
 PREFIX = "t:"
-
-
-@pytest.fixture
-def private_redis() -> Iterator[RedisServer]:
-    server = RedisServer().start()
-    yield server
-    server.close()
-
-
-@pytest.fixture
-def client(private_redis: RedisServer) -> redis.Redis:
-    return redis.Redis.from_url(private_redis.url, decode_responses=True)
 
 
 def _gets(client: redis.Redis) -> int:
@@ -54,7 +39,8 @@ def _settle(reader: ImageStore, client: redis.Redis) -> None:
         time.sleep(0.01)
 
 
-def test_without_a_subscription_every_load_checks_the_version(client: redis.Redis) -> None:
+def test_without_a_subscription_every_load_checks_the_version(redis_client: redis.Redis) -> None:
+    client = redis_client
     writer, reader = ImageStore(client, PREFIX), ImageStore(client, PREFIX)
     writer.save(ImageSet(config="a"))
     assert list(reader.load()) == ["a"]
@@ -65,7 +51,8 @@ def test_without_a_subscription_every_load_checks_the_version(client: redis.Redi
     assert sorted(reader.load()) == ["a", "b"]
 
 
-def test_while_subscribed_loads_need_no_round_trip_until_a_write(client: redis.Redis) -> None:
+def test_while_subscribed_loads_need_no_round_trip_until_a_write(redis_client: redis.Redis) -> None:
+    client = redis_client
     writer, reader = ImageStore(client, PREFIX), ImageStore(client, PREFIX)
     hub = EventHub(client, EventStore(client, PREFIX))
     hub.add_listener(reader)
