@@ -29,6 +29,7 @@ from app.schemas.labs import DeleteAcceptedSchema, LabStatusSchema, SpawnRequest
 from app.services.auth import ADMIN, ANY_USER, OWNER, TOKEN_HEADER
 from app.services.form import build_spawn_form
 from app.services.labs import LabService
+from app.storage.event_hub import Following
 from app.storage.events import Event
 from app.web.auth import current_caller, requires
 from app.web.bodies import load_body
@@ -143,23 +144,36 @@ def lab_events(username: str) -> Response:
     after = request.headers.get("Last-Event-ID", "0-0").strip() or "0-0"
     if not _EVENT_ID.match(after):
         raise InvalidRequestError("Last-Event-ID is not an event id", field="Last-Event-ID")
-    if not ctx.events.exists(username):
+    following = labs_ext.hub.follow(username, after, ctx.config.operations.keepalive_seconds)
+    # A replay with events proves the stream exists; only an empty one needs asking.
+    if not following.replayed and not ctx.events.exists(username):
+        following.close()
         raise NotFoundError(f"user {username} has no lab operation to follow")
-    keepalive = ctx.config.operations.keepalive_seconds
-    hub = labs_ext.hub
-
-    def generate() -> Iterator[bytes]:
-        # Bytes, and no request context held: a worker serves thousands of these at once,
-        # and each event passes through here once per stream.
-        yield _OPENING
-        for batch in hub.follow(username, after, keepalive):
-            yield _KEEPALIVE if batch is None else b"".join(map(_format, batch))
-
     # Passed straight to the server: no per-chunk encoding and closing wrappers.
-    response = Response(generate(), mimetype="text/event-stream", direct_passthrough=True)
+    response = Response(
+        _EventStreamBody(following), mimetype="text/event-stream", direct_passthrough=True
+    )
     response.headers["Cache-Control"] = "no-cache"
     response.headers["X-Accel-Buffering"] = "no"
     return response
+
+
+class _EventStreamBody:
+    """The response body of an event stream: bytes, and no request context held (a worker
+    serves thousands of these at once, and each event passes through here once per
+    stream). The server closes it when the response ends or the client goes, which ends
+    the following even if the body was never iterated."""
+
+    def __init__(self, following: Following) -> None:
+        self._following = following
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield _OPENING
+        for batch in self._following:
+            yield _KEEPALIVE if batch is None else b"".join(map(_format, batch))
+
+    def close(self) -> None:
+        self._following.close()
 
 
 _OPENING = b": stream of lab events\n\n"

@@ -143,3 +143,19 @@ def test_a_replay_comes_as_one_batch_ending_at_the_terminal_event(
     # One batch is one write to the client; the stream ends after the terminal event.
     assert [event.data for event in next(stream) or []] == ["a", "100", ""]
     assert next(stream, "ended") == "ended"
+
+
+def test_a_stream_closed_before_it_is_read_lets_go_of_its_registration(
+    hub: EventHub, events: EventStore
+) -> None:
+    events.append("ann", EventType.INFO, "a")
+    following = hub.follow("ann", "0-0", 60)
+    assert following.replayed
+    assert hub.streams == 1
+    following.close()
+    assert hub.streams == 0
+    # A user with no stream: nothing replayed, so the caller has to ask whether it exists.
+    nobody = hub.follow("nobody", "0-0", 60)
+    assert not nobody.replayed
+    nobody.close()
+    assert hub.streams == 0

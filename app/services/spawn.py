@@ -189,7 +189,6 @@ def _create_objects(
     """Everything the pod needs at once, then the pod (the namespace exists already)."""
     steps = objects.in_creation_order()
     concurrently(
-        functools.partial(reporter.progress, 10),
         *(
             functools.partial(ctx.kube.apply, resource, body)
             for resource, body in steps

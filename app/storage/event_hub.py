@@ -23,7 +23,7 @@ import logging
 import socket
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from typing import Any, Protocol, cast
 
 import hiredis
@@ -181,6 +181,39 @@ class _Sweeper:
                     waiter.flag.set()
 
 
+class Following:
+    """One open stream of a user's events (see ``EventHub.follow``): iterate it for
+    batches, and close it when done, whether or not it was iterated."""
+
+    def __init__(
+        self,
+        batches: Generator[list[Event] | None, None, None],
+        replayed: bool,
+        release: Callable[[], None],
+    ) -> None:
+        self._batches = batches
+        self.replayed = replayed
+        """The replay found events: the user's stream exists."""
+        self._release = release
+        self._closed = False
+
+    def __iter__(self) -> Following:
+        return self
+
+    def __next__(self) -> list[Event] | None:
+        try:
+            return next(self._batches)
+        except StopIteration:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._batches.close()
+            self._release()
+
+
 class ChannelListener(Protocol):
     """Something else this process learns of through the hub's subscription."""
 
@@ -258,16 +291,18 @@ class EventHub:
         with self._lock:
             return sum(len(w) for w in self._waiters.values())
 
-    def follow(
-        self, username: str, after: str, idle_seconds: float
-    ) -> Iterator[list[Event] | None]:
-        """Events after ``after`` until a terminal one; ``None`` after each quiet period.
+    def follow(self, username: str, after: str, idle_seconds: float) -> Following:
+        """Start following ``username``'s events after ``after``: registered, and the
+        replay read, by the time this returns (``Following.replayed`` tells a stream with
+        a past from one that may not exist, without asking Redis again).
 
-        Events come in batches of whatever arrived together (a replay, or the events one
-        script appended), so the stream writes them to its client in one piece: a write
-        is a system call and a wake-up of the client, and they cost more than the event.
-        The stream registers before it replays, so an event published meanwhile is both
-        replayed and handed over, never neither; positions decide which copy counts.
+        Iterating gives batches of events until a terminal one, and ``None`` after each
+        quiet period. Events come in batches of whatever arrived together (a replay, or
+        the events one script appended), so the stream writes them to its client in one
+        piece: a write is a system call and a wake-up of the client, and they cost more
+        than the event. The stream registers before it replays, so an event published
+        meanwhile is both replayed and handed over, never neither; positions decide which
+        copy counts.
         """
         waiter = _Waiter(self._new_flag())
         with self._lock:
@@ -276,44 +311,8 @@ class EventHub:
             if sweeper is None:
                 sweeper = self._sweepers[idle_seconds] = _Sweeper(idle_seconds, self._stopping)
         sweeper.add(waiter)
-        try:
-            cursor = entry_order(after)
-            backlog: list[Event] = self._events.read(username, after)
-            while True:
-                batch: list[Event] = []
-                for event in backlog:
-                    order = entry_order(event.id)
-                    if order <= cursor:
-                        continue
-                    cursor = order
-                    batch.append(event)
-                    if event.type in TERMINAL:
-                        break
-                if batch:
-                    waiter.active = True
-                    yield batch
-                    if batch[-1].type in TERMINAL:
-                        return
-                waiter.flag.clear()
-                if self._closing:
-                    return
-                if waiter.resync:
-                    waiter.resync = False
-                    waiter.pending.clear()
-                    backlog = self._events.read(username, "{}-{}".format(*cursor))
-                    continue
-                backlog = []
-                while waiter.pending:
-                    backlog.append(waiter.pending.popleft())
-                if backlog:
-                    continue
-                if waiter.keepalive:
-                    waiter.keepalive = False
-                    waiter.active = True
-                    yield None
-                    continue
-                waiter.flag.wait()
-        finally:
+
+        def release() -> None:
             sweeper.discard(waiter)
             with self._lock:
                 waiting = self._waiters.get(username)
@@ -321,6 +320,52 @@ class EventHub:
                     waiting.discard(waiter)
                     if not waiting:
                         del self._waiters[username]
+
+        try:
+            backlog: list[Event] = self._events.read(username, after)
+        except BaseException:
+            release()
+            raise
+        batches = self._batches(username, entry_order(after), waiter, backlog)
+        return Following(batches, bool(backlog), release)
+
+    def _batches(
+        self, username: str, cursor: tuple[int, int], waiter: _Waiter, backlog: list[Event]
+    ) -> Generator[list[Event] | None, None, None]:
+        while True:
+            batch: list[Event] = []
+            for event in backlog:
+                order = entry_order(event.id)
+                if order <= cursor:
+                    continue
+                cursor = order
+                batch.append(event)
+                if event.type in TERMINAL:
+                    break
+            if batch:
+                waiter.active = True
+                yield batch
+                if batch[-1].type in TERMINAL:
+                    return
+            waiter.flag.clear()
+            if self._closing:
+                return
+            if waiter.resync:
+                waiter.resync = False
+                waiter.pending.clear()
+                backlog = self._events.read(username, "{}-{}".format(*cursor))
+                continue
+            backlog = []
+            while waiter.pending:
+                backlog.append(waiter.pending.popleft())
+            if backlog:
+                continue
+            if waiter.keepalive:
+                waiter.keepalive = False
+                waiter.active = True
+                yield None
+                continue
+            waiter.flag.wait()
 
     def _deliver(self, username: str, event: Event) -> None:
         with self._lock:
