@@ -103,3 +103,39 @@ def test_a_failed_lab_is_replaced_and_a_held_lease_is_left_alone(
     assert labs.lease_holder("cy") == "worker-old"
     record = labs.get("cy")
     assert record is not None and record.status == LabStatus.STARTING
+
+
+def test_events_for_the_lease_holder_are_added_only_with_the_lease(
+    redis_client: redis.Redis,
+) -> None:
+    labs, events = LabStore(redis_client, PREFIX), EventStore(redis_client, PREFIX)
+    starting = events.announcement("di", [(EventType.INFO, "Starting"), (EventType.PROGRESS, "2")])
+    first = events.announcement("di", [(EventType.INFO, "Lab creation requested")])
+    outcome = labs.start_spawn(
+        _record("di"), _operation("di"), first, "t", LeaseClaim("w", 5000), if_leased=starting
+    )
+    assert (outcome.leased, outcome.provisioned) == (True, False)
+    assert [e.data for e in events.read("di")] == ["Lab creation requested", "Starting", "2"]
+
+    # A lease held elsewhere: the worker holding it will announce the start itself.
+    redis_client.set(f"{PREFIX}lab:di", json.dumps(_record("di", LabStatus.FAILED).to_json()))
+    redis_client.delete(f"{PREFIX}op:di")
+    outcome = labs.start_spawn(
+        _record("di"), _operation("di"), first, "t", LeaseClaim("v", 5000), if_leased=starting
+    )
+    assert (outcome.leased, outcome.provisioned) == (False, False)
+    assert [e.data for e in events.read("di")] == ["Lab creation requested"]
+
+
+def test_the_lease_holder_learns_whether_the_user_was_provisioned(
+    redis_client: redis.Redis,
+) -> None:
+    labs, events = LabStore(redis_client, PREFIX), EventStore(redis_client, PREFIX)
+    labs.mark_provisioned("ed")
+    first = events.announcement("ed", [(EventType.INFO, "Lab creation requested")])
+    outcome = labs.start_spawn(_record("ed"), _operation("ed"), first, "t", LeaseClaim("w", 5000))
+    assert (outcome.result, outcome.leased, outcome.provisioned) == (
+        StartResult.STARTED,
+        True,
+        True,
+    )

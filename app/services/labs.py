@@ -27,6 +27,7 @@ from app.services.context import LabContext
 from app.services.entitlements import allowed_sizes, size_refusal, spawn_refusal
 from app.services.operations import OperationRunner
 from app.services.records import lab_record
+from app.services.spawn import HeadStart, starting_events
 from app.storage.events import EventType
 from app.storage.labs import StartResult
 
@@ -115,9 +116,18 @@ class LabService:
         # This worker runs the spawn itself when it has room: it takes the lease with the
         # operation, so nothing stands between the answer and the first Kubernetes call.
         claim = self._runner.claim(user.username)
-        outcome = self._ctx.labs.start_spawn(record, operation, first_event, token, claim)
+        # Its start is announced with the operation, and it learns from the same script
+        # whether the user was provisioned: two Redis round trips fewer for the spawn.
+        starting = (
+            self._ctx.events.announcement(user.username, starting_events(spec))
+            if claim is not None
+            else None
+        )
+        outcome = self._ctx.labs.start_spawn(
+            record, operation, first_event, token, claim, if_leased=starting
+        )
         if claim is not None and outcome.leased:
-            self._runner.run_claimed(operation, token)
+            self._runner.run_claimed(operation, token, HeadStart(outcome.provisioned))
         else:
             if claim is not None:
                 self._runner.release_claim(user.username)

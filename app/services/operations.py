@@ -14,6 +14,7 @@ import os
 import socket
 import threading
 import uuid
+from dataclasses import dataclass
 
 import redis
 
@@ -22,13 +23,22 @@ from app.services.concurrency import give_way, start_task
 from app.services.context import LabContext
 from app.services.delete import run_delete
 from app.services.reporter import DeadlineExceeded, Reporter, Superseded
-from app.services.spawn import SpawnFailed, failed_record, run_spawn
+from app.services.spawn import HeadStart, SpawnFailed, failed_record, run_spawn
 from app.storage.events import EventType
 from app.storage.kubernetes import KubernetesError
 from app.storage.labs import LeaseClaim
 from app.storage.leader import RedisLease
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class _Claimed:
+    """An operation queued with this worker's lease, to run at once."""
+
+    operation: Operation
+    token: str | None
+    head_start: HeadStart | None
 
 
 def worker_identity() -> str:
@@ -96,11 +106,13 @@ class OperationRunner:
             self._active[username] = False
         return LeaseClaim(self.owner, int(self._lease_seconds * 1000))
 
-    def run_claimed(self, operation: Operation, token: str | None) -> None:
+    def run_claimed(
+        self, operation: Operation, token: str | None, head_start: HeadStart | None = None
+    ) -> None:
         """Run ``operation``, queued with this worker's lease on a claimed slot: its first
         Kubernetes call goes out without another Redis round trip, and before the caller
         (the spawn request) goes on to write its answer."""
-        self._start(operation.username, (operation, token))
+        self._start(operation.username, _Claimed(operation, token, head_start))
         give_way()
 
     def release_claim(self, username: str) -> None:
@@ -111,7 +123,7 @@ class OperationRunner:
 
     # Internals -----------------------------------------------------------------------
 
-    def _start(self, username: str, claimed: tuple[Operation, str | None] | None) -> None:
+    def _start(self, username: str, claimed: _Claimed | None) -> None:
         start_task(self._run_user, username, claimed, name=f"op-{username}")
 
     def _scan(self) -> None:
@@ -126,7 +138,7 @@ class OperationRunner:
             except Exception:
                 logger.exception("operation scan failed")
 
-    def _run_user(self, username: str, claimed: tuple[Operation, str | None] | None) -> None:
+    def _run_user(self, username: str, claimed: _Claimed | None) -> None:
         lease = self._ctx.labs.lease(username, self.owner, self._lease_seconds)
         try:
             look = True
@@ -176,7 +188,7 @@ class OperationRunner:
         self,
         username: str,
         lease: RedisLease,
-        first: tuple[Operation, str | None] | None,
+        first: _Claimed | None,
     ) -> None:
         lost = threading.Event()
         done = threading.Event()
@@ -190,35 +202,36 @@ class OperationRunner:
         start_task(heartbeat, name=f"lease-{username}")
         try:
             while not lost.is_set() and not self._stopping.is_set():
-                current: tuple[Operation | None, str | None]
                 if first is not None:
-                    current, first = first, None
-                else:
-                    current = self._ctx.labs.operation_and_token(username)
-                operation, token = current
+                    self._execute(first.operation, first.token, first.head_start)
+                    first = None
+                    continue
+                operation, token = self._ctx.labs.operation_and_token(username)
                 if operation is None:
                     return
-                self._execute(operation, token)
+                self._execute(operation, token, None)
         finally:
             done.set()
 
-    def _execute(self, operation: Operation, token: str | None) -> None:
+    def _execute(
+        self, operation: Operation, token: str | None, head_start: HeadStart | None
+    ) -> None:
         reporter = Reporter(self._ctx, operation)
         try:
             if operation.kind == OperationKind.SPAWN:
-                self._spawn(reporter, token)
+                self._spawn(reporter, token, head_start)
             else:
                 self._delete(reporter)
         except Superseded:
             logger.info("operation %s for %s superseded", operation.id, operation.username)
 
-    def _spawn(self, reporter: Reporter, token: str | None) -> None:
+    def _spawn(self, reporter: Reporter, token: str | None, head_start: HeadStart | None) -> None:
         operation = reporter.operation
         labs = self._ctx.labs
         try:
             if token is None:
                 raise SpawnFailed("the spawn's token expired before it could be used")
-            record = run_spawn(self._ctx, reporter, token)
+            record = run_spawn(self._ctx, reporter, token, head_start)
         except (SpawnFailed, DeadlineExceeded, KubernetesError) as exc:
             message = _failure_message(exc, "spawn", self._ctx.config.lab.spawn_timeout)
             self._fail(reporter, message)

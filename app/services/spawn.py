@@ -7,6 +7,8 @@ import dataclasses
 import functools
 import logging
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from app.builders.lab import LabObjects, build_lab
@@ -23,6 +25,7 @@ from app.services.records import lab_record
 from app.services.registries import split_reference
 from app.services.reporter import Reporter
 from app.services.waiting import wait_namespace_gone, wait_pod_gone
+from app.storage.events import EventType
 from app.storage.kubernetes import KubernetesError, WatchExpired, is_ours
 from app.storage.registry import RegistryNotFound
 
@@ -44,6 +47,26 @@ class SpawnFailed(Exception):
     """The lab cannot start; the message says why in terms a user can act on."""
 
 
+@dataclass(frozen=True)
+class HeadStart:
+    """What the request that queued a spawn did for the worker running it at once: it
+    announced the start (``starting_events``) and learnt whether the user was provisioned."""
+
+    provisioned: bool
+
+
+STARTING_PROGRESS = 2
+
+
+def starting_message(spec: LabSpec) -> str:
+    return f"Starting a lab for {spec.username} with image {spec.image.name}"
+
+
+def starting_events(spec: LabSpec) -> list[tuple[EventType, str]]:
+    """The events announcing that a worker starts making the lab."""
+    return [(EventType.INFO, starting_message(spec)), (EventType.PROGRESS, str(STARTING_PROGRESS))]
+
+
 def spec_from_operation(ctx: LabContext, data: dict[str, Any]) -> LabSpec:
     options = LabOptions(**data["options"])
     image = image_from_json(data["image"])
@@ -59,7 +82,9 @@ def spec_from_operation(ctx: LabContext, data: dict[str, Any]) -> LabSpec:
     )
 
 
-def run_spawn(ctx: LabContext, reporter: Reporter, token: str) -> LabRecord:
+def run_spawn(
+    ctx: LabContext, reporter: Reporter, token: str, head_start: HeadStart | None = None
+) -> LabRecord:
     """Create the lab and wait until it is reachable; returns its running record."""
     operation = reporter.operation
     assert operation.spec is not None
@@ -72,16 +97,22 @@ def run_spawn(ctx: LabContext, reporter: Reporter, token: str) -> LabRecord:
     # rather than after looking for leftovers: a lab's namespace is almost always new, and
     # a new namespace holds nothing to clean up. Events are written alongside the calls
     # they announce, not before them: a write is a Redis round trip the spawn need not
-    # wait for.
+    # wait for. A spawn run at once by the worker that queued it (``head_start``) was
+    # announced, and its provisioning looked up, by the script that queued it.
     namespace_body = build_namespace(spec, namespace)
-    created, (copied, pull), provision, _ = concurrently(
+    calls: list[Callable[[], Any]] = [
         lambda: _try_create_namespace(ctx, namespace_body),
         lambda: _read_copied_secrets(ctx),
-        lambda: bool(config.lab.init_containers) and not ctx.labs.is_provisioned(spec.username),
-        lambda: reporter.info(
-            f"Starting a lab for {spec.username} with image {spec.image.name}", progress=2
-        ),
-    )
+    ]
+    provision = bool(config.lab.init_containers)
+    if head_start is not None:
+        provision = provision and not head_start.provisioned
+    else:
+        calls.append(lambda: provision and not ctx.labs.is_provisioned(spec.username))
+        calls.append(lambda: reporter.info(starting_message(spec), progress=STARTING_PROGRESS))
+    created, (copied, pull), *rest = concurrently(*calls)
+    if rest:
+        provision = rest[0]
     own_pod = not created and _take_over_namespace(ctx, reporter, namespace_body, pod_name)
     objects = build_lab(
         spec, config, token=token, copied_secrets=copied, pull_secret_data=pull, provision=provision

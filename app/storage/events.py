@@ -60,11 +60,11 @@ def entry_order(entry_id: str) -> tuple[int, int]:
 # The message is "user\nid\ntype\ndata": none of the first three can hold a newline, and
 # splitting it is cheaper on both sides than JSON (see ``parse_message``). Each script
 # takes ARGV channel, username, then (type, data, expire-seconds or 0) per event, from
-# ``first``; it returns the last entry's id.
+# ``first`` to ``last`` (the end of ARGV by default); it returns the last entry's id.
 ADD_AND_PUBLISH = """
-local function add_all(key, first)
+local function add_all(key, first, last)
   local channel, user, id = ARGV[first], ARGV[first + 1], false
-  for i = first + 2, #ARGV, 3 do
+  for i = first + 2, last or #ARGV, 3 do
     local kind, data, ttl = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
     id = redis.call('XADD', key, '*', 'type', kind, 'data', data)
     if ttl > 0 then

@@ -34,6 +34,8 @@ class StartOutcome:
     current: LabRecord | None = None
     leased: bool = False
     """The lease asked for with the operation was taken."""
+    provisioned: bool = False
+    """With the lease: the user was provisioned already (no need to ask again)."""
 
 
 @dataclass(frozen=True)
@@ -44,11 +46,15 @@ class LeaseClaim:
     ttl_ms: int
 
 
-# KEYS: lab record, operation, lab set, pending operations, token, event stream, lease.
+# KEYS: lab record, operation, lab set, pending operations, token, event stream, lease,
+# provisioned users.
 # ARGV: record JSON, operation JSON, username, queued-at score, token, token TTL seconds,
-# lease owner ("" takes none), lease TTL ms, then ``add_all``'s arguments for the stream's
-# first event. Returns the current record's JSON ("" if none) on a conflict, else 1 if the
-# lease was taken and 0 if not. A lab that is not ``LabStatus.FAILED`` is a conflict.
+# lease owner ("" takes none), lease TTL ms, how many of the following arguments are
+# ``add_all``'s for the stream's first events, those, then ``add_all``'s arguments for the
+# events to add only if the lease was taken (none at all for no such events). Returns the
+# current record's JSON ("" if none) on a conflict, else 0 if the lease was not taken, and
+# if it was, 1, plus 2 when the user was provisioned already. A lab that is not
+# ``LabStatus.FAILED`` is a conflict.
 _START_SPAWN = (
     ADD_AND_PUBLISH
     + """
@@ -68,9 +74,19 @@ local leased = 0
 if ARGV[7] ~= '' and redis.call('SET', KEYS[7], ARGV[7], 'NX', 'PX', ARGV[8]) then
   leased = 1
 end
+local rest = 10 + tonumber(ARGV[9])
 redis.call('DEL', KEYS[6])
-add_all(KEYS[6], 9)
-return leased
+add_all(KEYS[6], 10, rest - 1)
+if leased == 0 then
+  return 0
+end
+if #ARGV >= rest then
+  add_all(KEYS[6], rest)
+end
+if redis.call('SISMEMBER', KEYS[8], ARGV[3]) == 1 then
+  return 3
+end
+return 1
 """
 )
 
@@ -192,6 +208,7 @@ class LabStore:
         first_event: Announcement,
         token: str,
         lease: LeaseClaim | None = None,
+        if_leased: Announcement | None = None,
     ) -> StartOutcome:
         """Record a new lab and its spawn unless a lab that is not failed exists.
 
@@ -201,6 +218,8 @@ class LabStore:
         Kubernetes call). The user's delegated token is kept beside the operation (never
         in the record) so a worker that resumes the spawn can still create the lab's
         Secret; it expires with the operation's deadline and is deleted when it ends.
+        ``if_leased`` events are appended only if the lease was taken: the worker that
+        runs the spawn at once announces its start here rather than in a write of its own.
         """
         username = record.username
         keys = [
@@ -211,6 +230,7 @@ class LabStore:
             self._token(username),
             first_event.stream,
             self._lease(username),
+            self._provisioned,
         ]
         ttl = max(1, int(operation.deadline - operation.started) + 60)
         args: list[str | int | float] = [
@@ -222,13 +242,18 @@ class LabStore:
             ttl,
             lease.owner if lease is not None else "",
             lease.ttl_ms if lease is not None else 0,
+            len(first_event.args),
             *first_event.args,
+            *(if_leased.args if if_leased is not None else ()),
         ]
         result = self._start_spawn_script(keys=keys, args=args)
         if isinstance(result, str):
             current = LabRecord.from_json(json.loads(result)) if result else None
             return StartOutcome(StartResult.CONFLICT, current)
-        return StartOutcome(StartResult.STARTED, record, leased=bool(result))
+        code = int(result)
+        return StartOutcome(
+            StartResult.STARTED, record, leased=bool(code & 1), provisioned=bool(code & 2)
+        )
 
     def start_delete(
         self, username: str, operation: Operation, reset_events: Callable[[Pipeline], None]
