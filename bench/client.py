@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections import deque
 from dataclasses import dataclass
 
 import requests
@@ -68,8 +69,7 @@ class SpawnerClient:
                         # The service ends the stream right after its terminal event; reading
                         # to that end returns the connection to the pool for the next request,
                         # as a keep-alive client (JupyterHub's) does.
-                        for _ in chunks:
-                            pass
+                        deque(chunks, maxlen=0)
                         return outcome
                 if time.monotonic() > deadline:
                     break

@@ -49,11 +49,11 @@ class _HeadersWithBody:
 
 
 class OneWriteHTTPConnection(_HeadersWithBody, HTTPConnection):
-    pass
+    """urllib3's plain-HTTP connection, writing each request in one piece."""
 
 
 class OneWriteHTTPSConnection(_HeadersWithBody, HTTPSConnection):
-    pass
+    """urllib3's TLS connection, writing each request in one piece."""
 
 
 class _HTTPPool(urllib3.HTTPConnectionPool):
