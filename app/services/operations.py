@@ -231,16 +231,16 @@ class OperationRunner:
         try:
             if token is None:
                 raise SpawnFailed("the spawn's token expired before it could be used")
-            record = run_spawn(self._ctx, reporter, token, head_start)
+            spawned = run_spawn(self._ctx, reporter, token, head_start)
         except (SpawnFailed, DeadlineExceeded, KubernetesError) as exc:
             message = _failure_message(exc, "spawn", self._ctx.config.lab.spawn_timeout)
             self._fail(reporter, message)
             return
         announce = self._ctx.events.announcement(
             operation.username,
-            [(EventType.INFO, "The lab is running"), *_COMPLETE],
+            [*spawned.events, (EventType.INFO, "The lab is running"), *_COMPLETE],
         )
-        if labs.finish(operation, record, announce):
+        if labs.finish(operation, spawned.record, announce):
             logger.info("lab for %s is running", operation.username)
 
     def _delete(self, reporter: Reporter) -> None:

@@ -55,7 +55,17 @@ class HeadStart:
     provisioned: bool
 
 
+@dataclass(frozen=True)
+class Spawned:
+    """A running lab's record, and events of the spawn still to announce with it."""
+
+    record: LabRecord
+    events: list[tuple[EventType, str]]
+
+
 STARTING_PROGRESS = 2
+OBJECTS_CREATED = "Lab objects created; waiting for Kubernetes to start the lab"
+OBJECTS_CREATED_PROGRESS = 45
 
 
 def starting_message(spec: LabSpec) -> str:
@@ -84,7 +94,7 @@ def spec_from_operation(ctx: LabContext, data: dict[str, Any]) -> LabSpec:
 
 def run_spawn(
     ctx: LabContext, reporter: Reporter, token: str, head_start: HeadStart | None = None
-) -> LabRecord:
+) -> Spawned:
     """Create the lab and wait until it is reachable; returns its running record."""
     operation = reporter.operation
     assert operation.spec is not None
@@ -119,18 +129,25 @@ def run_spawn(
     )
     objects.pod["metadata"].setdefault("annotations", {})[OPERATION_ANNOTATION] = operation.id
     _create_objects(ctx, reporter, objects, pod_absent=not own_pod)
-    # The first look at the pod goes with the event announcing it.
-    pod, _ = concurrently(
-        lambda: ctx.kube.read_pod(namespace, pod_name),
-        lambda: reporter.info(
-            "Lab objects created; waiting for Kubernetes to start the lab", progress=45
-        ),
-    )
-    _wait_until_ready(ctx, reporter, namespace, pod_name, pod)
+    pod = ctx.kube.read_pod(namespace, pod_name)
+    announced: list[tuple[EventType, str]] = []
+    if pod is not None and judge(pod).ready:
+        # Ready at the first look: the objects' event goes out with the lab's last ones, in
+        # the script that records it running, rather than in a write of its own.
+        announced = [
+            (EventType.INFO, OBJECTS_CREATED),
+            (EventType.PROGRESS, str(OBJECTS_CREATED_PROGRESS)),
+        ]
+    else:
+        reporter.info(OBJECTS_CREATED, progress=OBJECTS_CREATED_PROGRESS)
+        _wait_until_ready(ctx, reporter, namespace, pod_name, pod)
     if provision:
         ctx.labs.mark_provisioned(spec.username)
 
-    return lab_record(spec, config, status=LabStatus.RUNNING, pod=PodState.PRESENT, reachable=True)
+    record = lab_record(
+        spec, config, status=LabStatus.RUNNING, pod=PodState.PRESENT, reachable=True
+    )
+    return Spawned(record, announced)
 
 
 def _pinned(ctx: LabContext, reporter: Reporter, spec: LabSpec) -> LabSpec:
