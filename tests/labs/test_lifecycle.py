@@ -43,6 +43,14 @@ def test_spawn_runs_a_lab_and_delete_removes_it(
     progress = [int(e.data) for e in events if e.type == "progress"]
     assert progress == sorted(progress) and progress[-1] == 100
     assert any("Started" in e.data or "running" in e.data for e in events if e.type == "info")
+    # Every step is announced, in order, whether the pod was ready at the first look (its
+    # objects' event then goes with the last ones) or had to be waited for.
+    infos = [e.data for e in events if e.type == "info"]
+    assert infos[0] == "Lab creation requested"
+    assert infos[1].startswith(f"Starting a lab for {user.username} with image ")
+    created = infos.index("Lab objects created; waiting for Kubernetes to start the lab")
+    assert created < infos.index("The lab is running") == len(infos) - 1
+    assert {2, 45, 100} <= set(progress)
 
     status = lab_client.get(f"/spawner/v1/labs/{user.username}", headers=admin_headers).get_json()
     assert status["status"] == "running"
