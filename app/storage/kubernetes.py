@@ -273,7 +273,7 @@ class KubernetesStorage:
         return self._delete("pods", namespace, name)
 
     def list_pods(self, namespace: str, label_selector: str) -> list[dict[str, Any]]:
-        return list(self._list("pods", namespace, label_selector=label_selector)["items"] or [])
+        return list(self._list("pods", namespace, label_selector=label_selector).get("items") or [])
 
     # Nodes ---------------------------------------------------------------------------
 
