@@ -22,7 +22,7 @@ from typing import Any
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
-from app.extensions import one_write
+from app.extensions import connections
 from app.storage.kubernetes import resource_path, send
 from devstack.kube.audit import AuditEntry
 
@@ -126,7 +126,7 @@ class Replayer:
     """
 
     def __init__(self, api_client: k8s.ApiClient) -> None:
-        one_write.install(api_client.rest_client.pool_manager)
+        connections.install(api_client.rest_client.pool_manager)
         self._api = api_client
 
     def replay(
@@ -195,11 +195,13 @@ class Replayer:
                     if line.strip() and _ready(json.loads(line).get("object") or {}):
                         return
         finally:
-            response.release_conn()
+            # Left early, the server still streams on this connection: never reuse it.
+            response.close()
 
     def delete_namespace(self, namespace: str) -> None:
         with contextlib.suppress(ApiException):
-            send(self._api, "DELETE", resource_path("namespaces", None, namespace))
+            # Read, so the connection goes back to the pool for the next replay.
+            send(self._api, "DELETE", resource_path("namespaces", None, namespace)).read()
 
 
 def _ready(pod: dict[str, Any]) -> bool:

@@ -258,9 +258,10 @@ def _latency(r: dict[str, Any]) -> list[str]:
         f"{calls.get('median')} (min {calls.get('min')}, max {calls.get('max')}); "
         f"{r.get('distinct_call_sequences')} distinct call sequence(s).",
         "",
-        "**Floor.** The calls of a reference spawn, replayed one after another with the real",
-        "`kubernetes` client into a fresh namespace after each timed spawn, so spawns and",
-        f"floor sample the machine alike ({floor.get('replays')} replays), take "
+        "**Floor.** The calls of a reference spawn (a usual one: its pod ready at the first",
+        "look, as the instant kubelet almost always has it), replayed one after another with",
+        "the real `kubernetes` client into a fresh namespace after each timed spawn, so spawns",
+        f"and floor sample the machine alike ({floor.get('replays')} replays), take "
         f"p50 {_fmt(_get(floor, 'api_ms', 'p50_ms'), ' ms')} "
         f"(min {_fmt(_get(floor, 'api_ms', 'min_ms'), ' ms')}); waits in watches "
         f"{_fmt(floor.get('watch_ms_median'), ' ms')}. p50 spawn = "

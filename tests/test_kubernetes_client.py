@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -165,3 +166,54 @@ def test_secrets_are_replaced_without_being_read(kube: KubernetesEmulator) -> No
     storage.apply("configmaps", config_map)
     storage.apply("configmaps", config_map)
     assert "get" in [e.verb for e in kube.audit.entries(resource="configmaps")]
+
+
+def _leave_a_watch_early(storage: Any, namespace: str, version: str) -> None:
+    """Watch from an earlier version, so an event is there at once, and stop after it; the
+    server would go on streaming for 30 s."""
+    for _ in storage.watch_pod(namespace, "lab", version, 30):
+        break
+
+
+@pytest.mark.parametrize("own_watch_client", [True, False])
+def test_a_watch_left_early_costs_requests_no_connection(
+    kube: KubernetesEmulator, own_watch_client: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A watch its reader leaves early has its connection closed. With watches on their
+    own client, requests keep every connection they had; sharing one client, the next
+    request has to connect again."""
+    from app.extensions import connections
+    from app.storage.kubernetes import KubernetesStorage
+
+    def client() -> DeadlineApiClient:
+        api = DeadlineApiClient(build_configuration(_config(mode="host", host=kube.url)), 5.0)
+        connections.install(api.rest_client.pool_manager)
+        return api
+
+    connects: list[int] = []
+    original = connections.KubernetesHTTPConnection.connect
+
+    def counting(self: Any) -> None:
+        connects.append(1)
+        original(self)
+
+    monkeypatch.setattr(connections.KubernetesHTTPConnection, "connect", counting)
+    storage = KubernetesStorage(client(), watches=client() if own_watch_client else None)
+    namespace = f"watch-pool-{str(own_watch_client).lower()}"
+    kube.store.create("namespaces", {"metadata": {"name": namespace}})
+    pod = kube.store.create(
+        "pods",
+        {
+            "metadata": {"name": "lab", "namespace": namespace},
+            "spec": {"containers": [{"name": "c", "image": "i"}]},
+        },
+    )
+    created = pod["metadata"]["resourceVersion"]
+    pod["metadata"]["labels"] = {"touched": "yes"}
+    kube.store.update("pods", pod)
+    assert storage.read_namespace(namespace) is not None
+    _leave_a_watch_early(storage, namespace, created)
+    connects.clear()
+    assert storage.read_namespace(namespace) is not None
+    assert storage.read_pod(namespace, "lab") is not None
+    assert len(connects) == (0 if own_watch_client else 1)

@@ -20,7 +20,7 @@ from kubernetes.config.config_exception import ConfigException
 from urllib3.util.retry import Retry
 
 from app.config import KubernetesConfig
-from app.extensions import one_write
+from app.extensions import connections
 
 USER_AGENT = "lab-spawner/1"
 """The ``User-Agent`` of every Kubernetes call the service makes."""
@@ -144,13 +144,24 @@ def _tune(configuration: k8s.Configuration) -> k8s.Configuration:
 
 
 class KubernetesExtension:
-    """Flask extension holding the process's Kubernetes ``ApiClient``."""
+    """Flask extension holding the process's Kubernetes ``ApiClient`` for requests, and a
+    second one for watches.
+
+    Watches have their own connections because a watch its reader leaves early (the pod
+    is ready, the namespace gone) leaves the server still streaming on the connection,
+    which urllib3 then closes. In a shared pool each such close took a live connection
+    from the requests: the next spawn's concurrent creates found too few and opened new
+    ones, resolving the API server's address each time (under gevent, in a thread pool).
+    """
 
     def init_app(self, app: Flask, config: KubernetesConfig) -> None:
         configuration = build_configuration(config)
-        client = DeadlineApiClient(configuration, config.request_timeout)
-        one_write.install(client.rest_client.pool_manager)
-        app.extensions["kubernetes"] = client
+        clients = []
+        for _ in ("requests", "watches"):
+            client = DeadlineApiClient(configuration, config.request_timeout)
+            connections.install(client.rest_client.pool_manager)
+            clients.append(client)
+        app.extensions["kubernetes"], app.extensions["kubernetes_watches"] = clients
 
     @property
     def api_client(self) -> DeadlineApiClient:

@@ -72,7 +72,9 @@ class LabsExtension:
     def init_app(self, app: Flask, config: Config) -> None:
         redis_client = app.extensions["redis"]
         prefix = config.redis.key_prefix
-        kube = KubernetesStorage(app.extensions["kubernetes"])
+        kube = KubernetesStorage(
+            app.extensions["kubernetes"], watches=app.extensions["kubernetes_watches"]
+        )
         image_store = ImageStore(redis_client, prefix)
         prepulls = PrepullStore(redis_client, prefix)
         registries = RegistryDirectory(config, kube)

@@ -52,16 +52,18 @@ _GREEN = _green()
 """Decided at import: the gevent worker patches ``threading`` before the app is imported."""
 
 
-def give_way() -> None:
+def give_way(turns: int = 1) -> None:
     """Let tasks started just now run up to their first wait before the caller goes on.
 
-    Under gevent the caller steps aside once; with threads, which run anyway, it does
-    nothing.
+    Under gevent the caller steps aside ``turns`` times, each time behind everything ready
+    then: a task that starts tasks of its own needs a second turn for them to run. With
+    threads, which run anyway, it does nothing.
     """
     if _GREEN:
         import gevent
 
-        gevent.sleep(0)
+        for _ in range(turns):
+            gevent.sleep(0)
 
 
 def concurrently(*calls: Callable[[], Any]) -> list[Any]:

@@ -113,7 +113,10 @@ class OperationRunner:
         Kubernetes call goes out without another Redis round trip, and before the caller
         (the spawn request) goes on to write its answer."""
         self._start(operation.username, _Claimed(operation, token, head_start))
-        give_way()
+        # Two turns: in the first the operation sends its first call and starts tasks for
+        # the calls beside it; in the second those send theirs. The answer (and the event
+        # stream the client opens next) then waits on the API server with them.
+        give_way(turns=2)
 
     def release_claim(self, username: str) -> None:
         """Give back a claim whose operation was not started (a conflict, or no lease)."""

@@ -168,8 +168,11 @@ def is_ours(obj: dict[str, Any]) -> bool:
 class KubernetesStorage:
     """Create, read, watch and delete the objects of labs."""
 
-    def __init__(self, api_client: k8s.ApiClient) -> None:
+    def __init__(self, api_client: k8s.ApiClient, watches: k8s.ApiClient | None = None) -> None:
+        """``watches``, if given, is the client watches are made with: its own connection
+        pool, so the connections watches leave closed are never those of requests."""
         self._api = api_client
+        self._watch_api = watches or api_client
 
     def _get(self, resource: str, namespace: str | None, name: str) -> dict[str, Any] | None:
         """The object, or None if it does not exist."""
@@ -323,7 +326,7 @@ class KubernetesStorage:
         or the process stops, rather than when the server ends the watch.
         """
         response = _open_watch(
-            self._api,
+            self._watch_api,
             resource_path("pods"),
             resource_version,
             timeout,
@@ -338,12 +341,21 @@ class KubernetesStorage:
         timeout: int,
         **selectors: str,
     ) -> Iterator[tuple[str, dict[str, Any]]]:
-        """Yield ``(type, object)`` until the server ends the watch after ``timeout``."""
-        response = _open_watch(self._api, path, resource_version, timeout, selectors)
+        """Yield ``(type, object)`` until the server ends the watch after ``timeout``.
+
+        A reader that stops early leaves the server still streaming on the connection, so
+        the connection is closed rather than released for another request.
+        """
+        response = _open_watch(self._watch_api, path, resource_version, timeout, selectors)
+        completed = False
         try:
             yield from _watch_events(response)
+            completed = True
         finally:
-            response.release_conn()
+            if completed:
+                response.release_conn()
+            else:
+                response.close()
 
 
 class Watch:

@@ -1,8 +1,12 @@
-"""Kubernetes requests leave in one write: headers and body together."""
+"""The Kubernetes client's connections: each request leaves in one write, headers and body
+together, and checking a kept-alive connection never hands control to gevent's loop."""
 
 from __future__ import annotations
 
+import json
 import socket
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -10,8 +14,8 @@ from typing import Any
 import pytest
 import urllib3
 
-from app.extensions import one_write
-from app.extensions.one_write import OneWriteHTTPConnection
+from app.extensions import connections
+from app.extensions.connections import KubernetesHTTPConnection
 
 
 class _Recording:
@@ -68,8 +72,8 @@ def server() -> Iterator[tuple[int, list[bytes]]]:
     listener.close()
 
 
-def _connection(port: int) -> tuple[OneWriteHTTPConnection, _Recording]:
-    conn = OneWriteHTTPConnection("127.0.0.1", port)
+def _connection(port: int) -> tuple[KubernetesHTTPConnection, _Recording]:
+    conn = KubernetesHTTPConnection("127.0.0.1", port)
     conn.connect()
     recording = _Recording(conn.sock)
     conn.sock = recording
@@ -104,9 +108,76 @@ def test_requests_without_a_body_or_with_an_empty_one_still_send_their_headers(
 def test_install_gives_a_pool_manager_these_connections(server: tuple[int, list[bytes]]) -> None:
     port, received = server
     manager = urllib3.PoolManager()
-    one_write.install(manager)
+    connections.install(manager)
     response = manager.request("POST", f"http://127.0.0.1:{port}/x", body=b"{}")
     assert response.status == 200
     pool = manager.connection_from_url(f"http://127.0.0.1:{port}/")
-    assert pool.ConnectionCls is OneWriteHTTPConnection
+    assert pool.ConnectionCls is KubernetesHTTPConnection
     assert received[-1].endswith(b"\r\n\r\n{}")
+
+
+def test_a_live_idle_connection_is_connected(server: tuple[int, list[bytes]]) -> None:
+    port, _ = server
+    conn, _ = _connection(port)
+    conn.request("GET", "/api/v1/namespaces/a")
+    assert conn.getresponse().status == 200
+    assert conn.is_connected
+
+
+def test_a_connection_the_server_closed_or_wrote_to_unasked_is_not() -> None:
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    unasked = KubernetesHTTPConnection("127.0.0.1", port)
+    unasked.connect()
+    peer, _ = listener.accept()
+    peer.sendall(b"HTTP/1.1 408 Request Timeout\r\n\r\n")
+    closed = KubernetesHTTPConnection("127.0.0.1", port)
+    closed.connect()
+    peer2, _ = listener.accept()
+    peer2.close()
+    try:
+        assert not unasked.is_connected
+        assert not closed.is_connected
+        assert not KubernetesHTTPConnection("127.0.0.1", port).is_connected
+    finally:
+        peer.close()
+        listener.close()
+
+
+_UNDER_GEVENT = """
+from gevent import monkey
+monkey.patch_all()
+import json, socket
+import gevent
+from app.extensions.connections import KubernetesHTTPConnection
+from urllib3.connection import HTTPConnection
+
+listener = socket.create_server(("127.0.0.1", 0))
+port = listener.getsockname()[1]
+found = {}
+for label, cls in (("ours", KubernetesHTTPConnection), ("urllib3", HTTPConnection)):
+    conn = cls("127.0.0.1", port)
+    conn.connect()
+    peer, _ = listener.accept()
+    ran = []
+    gevent.spawn(ran.append, 1)
+    found[label] = {"connected": conn.is_connected, "other_greenlet_ran": bool(ran)}
+    gevent.sleep(0)
+    peer.close()
+    found[label + "_after_close"] = gevent.wait([gevent.spawn(lambda: conn.is_connected)])[0].value
+print(json.dumps(found))
+"""
+
+
+def test_checking_a_connection_under_gevent_lets_nothing_else_run_first() -> None:
+    """urllib3's own check runs another ready greenlet before the request is written; ours
+    answers at once, and alike."""
+    done = subprocess.run(
+        [sys.executable, "-c", _UNDER_GEVENT], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert found["urllib3"] == {"connected": True, "other_greenlet_ran": True}
+    assert found["ours"] == {"connected": True, "other_greenlet_ran": False}
+    assert found["ours_after_close"] is False
+    assert found["urllib3_after_close"] is False
