@@ -7,8 +7,8 @@ header that no verified token backs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from app.errors import AuthenticationError, PermissionDeniedError
 from app.models.identity import Caller
@@ -24,6 +24,13 @@ USER_HEADER = "X-Auth-Request-User"
 TOKEN_HEADER = "X-Auth-Request-Token"  # noqa: S105 (a header name)
 
 
+class Headers(Protocol):
+    """What authentication reads of a request's headers: a ``dict``, or werkzeug's
+    ``Headers`` as they are (copying those walks the whole WSGI environ)."""
+
+    def get(self, key: str, /) -> str | None: ...
+
+
 @dataclass(frozen=True)
 class Grant:
     """One way to be allowed: a scope, and whether the path's user must be the caller."""
@@ -37,15 +44,15 @@ OWNER = Grant(EXEC_SCOPE, same_user=True)
 ANY_USER = Grant(EXEC_SCOPE)
 
 
-def bearer_token(headers: Mapping[str, str]) -> str | None:
+def bearer_token(headers: Headers) -> str | None:
     """The request's token: the ``Authorization`` bearer, else Gafaelfawr's header."""
-    authorization = headers.get("Authorization", "")
+    authorization = headers.get("Authorization") or ""
     scheme, _, value = authorization.partition(" ")
     if scheme.lower() == "bearer" and value.strip():
         return value.strip()
     if authorization:
         raise AuthenticationError("the Authorization header must be 'Bearer <token>'")
-    delegated = headers.get(TOKEN_HEADER, "").strip()
+    delegated = (headers.get(TOKEN_HEADER) or "").strip()
     return delegated or None
 
 
@@ -55,7 +62,7 @@ class AuthService:
     def __init__(self, gafaelfawr: GafaelfawrClient) -> None:
         self._gafaelfawr = gafaelfawr
 
-    def authenticate(self, headers: Mapping[str, str]) -> Caller:
+    def authenticate(self, headers: Headers) -> Caller:
         token = bearer_token(headers)
         if token is None:
             raise AuthenticationError("no token: send 'Authorization: Bearer <token>'")

@@ -26,7 +26,7 @@ def requires(*grants: Grant, user_arg: str = "username") -> Callable[[F], F]:
         @functools.wraps(view)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             service = AuthService(gafaelfawr_ext.client)
-            caller = service.authenticate(dict(request.headers))
+            caller = service.authenticate(request.headers)
             service.authorize(caller, grants, kwargs.get(user_arg))
             g.caller = caller
             return view(*args, **kwargs)
