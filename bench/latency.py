@@ -217,6 +217,11 @@ def run(workdir: Path, spawns: int = 50) -> dict[str, Any]:
             "failures": dict(failures),
             "latency": summary_ms(latencies),
             "delete_latency": summary_ms(deletes),
+            # A delete ends when the namespace is gone; the emulator keeps it terminating
+            # this long first, as a real cluster takes seconds emptying one.
+            "namespace_termination_ms": round(
+                bench.stack.kube.cluster.settings.namespace_termination_seconds * 1000, 1
+            ),
             "calls_per_spawn": {
                 "median": median(call_counts) if call_counts else None,
                 "min": min(call_counts, default=None),
