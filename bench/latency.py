@@ -8,11 +8,13 @@ first, so nothing is pulled and every process has its connections open.
 
 The floor is one reference spawn's calls replayed (``bench.floor``), once after each timed
 spawn: on a shared 2-core machine the floor itself moved by half between runs minutes
-apart, so a ratio is only meaningful between samples taken side by side.
+apart, so a ratio is only meaningful between samples taken side by side. The timing
+client's process replays it, a process of its own as the service's workers are.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -23,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.client import SpawnerClient
-from bench.floor import Call, Replay, Replayer, capture_objects
+from bench.floor import Call, Replay, capture_objects
 from bench.services import REPO_ROOT_TEXT, BenchStack, StackSettings, log_findings
 from bench.stats import median, ms, summary_ms
 
@@ -142,6 +144,7 @@ def run(workdir: Path, spawns: int = 50) -> dict[str, Any]:
                 "user": USER,
                 "token": tokens[USER],
                 "image": bench.image,
+                "kube_url": bench.stack.kube.url,
             }
         )
         try:
@@ -150,25 +153,25 @@ def run(workdir: Path, spawns: int = 50) -> dict[str, Any]:
             if isinstance(reference_calls, str):
                 return {"error": reference_calls}
             replay_calls, replay_objects = reference_calls
-            replayer = Replayer(bench.stack.kube.api_client())
+            timing.ask(
+                "reference "
+                + json.dumps(
+                    {
+                        "calls": [dataclasses.asdict(call) for call in replay_calls],
+                        "objects": replay_objects,
+                        "namespace": namespace,
+                    }
+                )
+            )
             # One untimed replay, so the client's connection and caches are warm.
-            _replay(bench, replayer, replay_calls, replay_objects, namespace, "benchfloor-warm")
+            _replay(bench, timing, "benchfloor-warm")
             # Spawns and replays take turns: both sample the machine in the same state.
             audit.clear()
             timed: list[dict[str, Any]] = []
             replays: list[Replay] = []
             for index in range(spawns):
                 timed.append(timing.ask("spawn"))
-                replays.append(
-                    _replay(
-                        bench,
-                        replayer,
-                        replay_calls,
-                        replay_objects,
-                        namespace,
-                        f"benchfloor-{index}",
-                    )
-                )
+                replays.append(_replay(bench, timing, f"benchfloor-{index}"))
         finally:
             timing.close()
         entries = audit.entries()
@@ -277,19 +280,15 @@ def _reference_spawn(
     return found
 
 
-def _replay(
-    bench: BenchStack,
-    replayer: Replayer,
-    calls: list[Call],
-    objects: dict[str, list[dict[str, Any]]],
-    namespace: str,
-    target: str,
-) -> Replay:
-    """One replay of the reference spawn into ``target``, cleaned up before returning."""
-    result = replayer.replay(calls, objects, namespace, target)
-    replayer.delete_namespace(target)
+def _replay(bench: BenchStack, timing: _TimingClient, target: str) -> Replay:
+    """One replay of the reference spawn into ``target`` by the timing client's process,
+    cleaned up before returning."""
+    answer = timing.ask(f"replay {target}")
     _wait_namespace_gone(bench, target)
-    return result
+    return Replay(
+        calls=[(label, seconds) for label, seconds in answer["calls"]],
+        watch_seconds=answer["watch_seconds"],
+    )
 
 
 def _floor(calls: list[Call], results: list[Replay]) -> dict[str, Any]:
