@@ -229,6 +229,11 @@ def run(workdir: Path, spawns: int = 50) -> dict[str, Any]:
                 "median": median(call_counts) if call_counts else None,
                 "min": min(call_counts, default=None),
                 "max": max(call_counts, default=None),
+                # Spawns by their number of calls: 10 when the pod was ready at the first
+                # look, more when it had to be watched.
+                "spawns_by_count": {
+                    str(count): spawns for count, spawns in sorted(Counter(call_counts).items())
+                },
             },
             "typical_calls": list(typical),
             "distinct_call_sequences": len(sequences),

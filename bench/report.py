@@ -264,7 +264,8 @@ def _latency(r: dict[str, Any]) -> list[str]:
         "cluster takes seconds emptying one): that much of every delete is the wait.",
         "",
         f"Failures: {r.get('failures') or 'none'}. Kubernetes calls per spawn: median "
-        f"{calls.get('median')} (min {calls.get('min')}, max {calls.get('max')}); "
+        f"{calls.get('median')} (min {calls.get('min')}, max {calls.get('max')}; spawns by "
+        f"number of calls: {calls.get('spawns_by_count')}); "
         f"{r.get('distinct_call_sequences')} distinct call sequence(s).",
         "",
         "**Floor.** The calls of a reference spawn (a usual one: its pod ready at the first",

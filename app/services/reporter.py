@@ -7,6 +7,7 @@ every write first checks that the operation still owns the user.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
 from app.models.lab import Operation
 from app.services.context import LabContext
@@ -55,12 +56,14 @@ class Reporter:
         if written is None:
             raise Superseded
 
-    def info(self, message: str, *, progress: int | None = None) -> None:
-        """An info event, and with ``progress`` a progress event after it (one write)."""
+    def info(self, message: str, *, progress: int | Sequence[int] = ()) -> None:
+        """An info event, and after it a progress event for each of ``progress`` that moves
+        the bar forward, in one write."""
         events = [(EventType.INFO, message)]
-        if progress is not None and progress > self._progress:
-            self._progress = progress
-            events.append((EventType.PROGRESS, str(progress)))
+        for percent in (progress,) if isinstance(progress, int) else progress:
+            if percent > self._progress:
+                self._progress = percent
+                events.append((EventType.PROGRESS, str(percent)))
         self._write(*events)
 
     def error(self, message: str) -> None:

@@ -34,13 +34,22 @@ logger = logging.getLogger(__name__)
 OPERATION_ANNOTATION = "lab-spawner.jupyter.org/operation"
 """Marks which operation created a pod, so a resumed spawn adopts its own pod."""
 
-_EVENT_PROGRESS = {"Scheduled": 55, "Pulling": 65, "Pulled": 75, "Created": 80, "Started": 90}
+SCHEDULED_PROGRESS = 55
+_EVENT_PROGRESS = {
+    "Scheduled": SCHEDULED_PROGRESS,
+    "Pulling": 65,
+    "Pulled": 75,
+    "Created": 80,
+    "Started": 90,
+}
 _PROVISIONING_PROGRESS = 60
 
 EVENT_POLL_SECONDS = 0.5
 """How often, at most, a changing pod makes the spawn list its namespace's Events (the
-Events carry the messages users see: scheduling, pulls, starts). A pod that is ready or has
-failed ends the waiting at once."""
+Events carry the messages users see: scheduling, pulls, starts). The first listing comes
+that long after the first look at the pod: one ready sooner has nothing to tell, and most
+are (an instant kubelet's in about a millisecond). A pod that fails is listed at once, for
+the Events that say why; one that is ready ends the waiting at once."""
 
 
 class SpawnFailed(Exception):
@@ -130,8 +139,9 @@ def run_spawn(
     objects.pod["metadata"].setdefault("annotations", {})[OPERATION_ANNOTATION] = operation.id
     _create_objects(ctx, reporter, objects, pod_absent=not own_pod)
     pod = ctx.kube.read_pod(namespace, pod_name)
+    first_look = judge(pod) if pod is not None else None
     announced: list[tuple[EventType, str]] = []
-    if pod is not None and judge(pod).ready:
+    if first_look is not None and first_look.ready:
         # Ready at the first look: the objects' event goes out with the lab's last ones, in
         # the script that records it running, rather than in a write of its own.
         announced = [
@@ -139,7 +149,13 @@ def run_spawn(
             (EventType.PROGRESS, str(OBJECTS_CREATED_PROGRESS)),
         ]
     else:
-        reporter.info(OBJECTS_CREATED, progress=OBJECTS_CREATED_PROGRESS)
+        # A pod scheduled already is announced as such in the same write.
+        reporter.info(
+            OBJECTS_CREATED,
+            progress=(OBJECTS_CREATED_PROGRESS, SCHEDULED_PROGRESS)
+            if first_look is not None and first_look.scheduled_on
+            else OBJECTS_CREATED_PROGRESS,
+        )
         _wait_until_ready(ctx, reporter, namespace, pod_name, pod)
     if provision:
         ctx.labs.mark_provisioned(spec.username)
@@ -300,7 +316,7 @@ class _EventFeed:
         self._pod = pod
         self._seen: set[tuple[str, int]] = set()
         self._pod_uid: str | None = None
-        self._last_poll = float("-inf")
+        self._last_poll = time.monotonic()
 
     def pod_uid(self, uid: str | None) -> None:
         self._pod_uid = uid
@@ -391,7 +407,7 @@ def _settled(reporter: Reporter, feed: _EventFeed, pod: dict[str, Any]) -> bool:
         # "The lab is running" is announced with the running record (``LabStore.finish``).
         return True
     if verdict.scheduled_on:
-        reporter.progress(55)
+        reporter.progress(SCHEDULED_PROGRESS)
     feed.poll(at_most_every=EVENT_POLL_SECONDS)
     return False
 
