@@ -55,9 +55,10 @@ _GREEN = _green()
 def give_way(turns: int = 1) -> None:
     """Let tasks started just now run up to their first wait before the caller goes on.
 
-    Under gevent the caller steps aside ``turns`` times, each time behind everything ready
-    then: a task that starts tasks of its own needs a second turn for them to run. With
-    threads, which run anyway, it does nothing.
+    Under gevent the caller steps aside ``turns`` times, each time behind the greenlets
+    already scheduled to run (not those waiting on sockets: see ``yield_to_io``); a task
+    that starts tasks of its own needs a second turn for them to run. With threads, which
+    run anyway, it does nothing.
     """
     if _GREEN:
         import gevent
