@@ -100,14 +100,21 @@ def test_a_dropped_stream_resumes_with_last_event_id(
     proxy: FaultProxy,
     lab_options: dict[str, str],
 ) -> None:
-    user.spawn(USER, lab_options)
-    through_proxy = LabSpawnerClient(proxy.url, stack_tokens[USER], backoff=0.05)
-    seen = []
-    for event in through_proxy.events(USER):
-        seen.append(event)
-        if len(seen) == 1:
-            proxy.cut()
-    through_proxy.close()
+    # The lab takes half a second to start, so the stream is cut while the spawn still
+    # runs: a spawn that had ended would replay every event in the first read.
+    settings = stack.kube.cluster.settings
+    start_seconds, settings.start_seconds = settings.start_seconds, 0.5
+    try:
+        user.spawn(USER, lab_options)
+        through_proxy = LabSpawnerClient(proxy.url, stack_tokens[USER], backoff=0.05)
+        seen = []
+        for event in through_proxy.events(USER):
+            seen.append(event)
+            if len(seen) == 1:
+                proxy.cut()
+        through_proxy.close()
+    finally:
+        settings.start_seconds = start_seconds
     assert seen[-1].type == "complete"
     # Nothing missed, nothing repeated: the same events as one uninterrupted replay.
     assert seen == list(user.events(USER))
