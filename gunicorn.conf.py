@@ -40,20 +40,24 @@ access_log_format = '%(h)s "%(r)s" %(s)s %(b)s %(M)sms'
 
 
 def post_worker_init(worker: Any) -> None:
-    """On SIGTERM, also end the worker's open event streams at once.
+    """Start the worker's background work, once the app is loaded in the forked worker.
 
-    gunicorn lets a stopping worker finish what it serves for up to ``graceful_timeout``;
-    event streams would use all of it. Their clients resume from ``Last-Event-ID`` on
-    another worker, so closing them costs nothing.
+    The app factory starts nothing (importing or testing the app must not), so the event
+    hub, the operation runner and the elected roles start here. On SIGTERM the worker
+    also ends its open event streams at once: gunicorn lets a stopping worker finish what
+    it serves for up to ``graceful_timeout``, and event streams would use all of it. Their
+    clients resume from ``Last-Event-ID`` on another worker, so closing them costs nothing.
     """
+    from app.extensions.labs import machinery_of, start_background
+
+    start_background(worker.wsgi)
+    machinery = machinery_of(worker.wsgi)
 
     def on_term(signum: int, frame: Any) -> None:
         worker.handle_exit(signum, frame)
-        labs = getattr(worker.wsgi, "extensions", {}).get("labs")
-        if labs is not None:
-            # Not from inside the handler, which gevent runs as an event loop callback where
-            # nothing may block (starting a thread waits for it): a greenlet does it next.
-            gevent.spawn(labs[1].hub.close_streams)
+        # Not from inside the handler, which gevent runs as an event loop callback where
+        # nothing may block (starting a thread waits for it): a greenlet does it next.
+        gevent.spawn(machinery.hub.close_streams)
 
     signal.signal(signal.SIGTERM, on_term)
     from app.web import socket_writes
@@ -82,12 +86,13 @@ GC_YOUNG_THRESHOLD = 20_000
 
 
 def worker_exit(server: Any, worker: Any) -> None:
-    """Stop the worker's background threads, so the leases it holds (elected watcher,
-    running operations) are released at once rather than left to expire."""
+    """Stop the worker's background work, so the leases it holds (elected roles, running
+    operations) are released at once rather than left to expire."""
     app = getattr(worker, "wsgi", None)
-    labs = getattr(app, "extensions", {}).get("labs") if app is not None else None
-    if labs is not None:
-        labs[1].stop()
+    if app is not None:
+        from app.extensions.labs import stop_background
+
+        stop_background(app)
 
 
 def on_starting(server: Any) -> None:

@@ -22,6 +22,8 @@ def build_app(config: Config | None = None) -> Flask:
 
     app = Flask(__name__)
     app.config["SPAWNER"] = config
+    # flask-sse subscribes the administrators' live feed here (``blueprints.admin``).
+    app.config["SSE_REDIS_URL"] = config.redis.url
     app.json.sort_keys = False  # type: ignore[attr-defined]
 
     redis_ext.init_app(app, config.redis)

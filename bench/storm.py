@@ -158,7 +158,7 @@ def _integrity(bench: BenchStack, users: list[str]) -> dict[str, Any]:
         "orphan_namespaces": sorted(namespaces - recorded_ns)[:10],
         "orphan_namespace_count": len(namespaces - recorded_ns),
         "orphan_pods": sum(c for ns, c in pods_by_ns.items() if ns not in recorded_ns),
-        "pending_operations": len(labs.pending_operations()),
+        "pending_operations": len(labs.workloads.pending()),
     }
 
 
@@ -170,7 +170,7 @@ def _wait_clean(bench: BenchStack, timeout: float = 60.0) -> dict[str, Any]:
             "namespaces": len(bench.lab_namespaces()),
             "pods": len(bench.lab_pods()),
             "lab_records": len(labs.usernames()),
-            "pending_operations": len(labs.pending_operations()),
+            "pending_operations": len(labs.workloads.pending()),
         }
         if not any(state.values()) or time.monotonic() - started > timeout:
             state["clean"] = not any(state.values())

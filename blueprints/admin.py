@@ -1,11 +1,14 @@
-"""Routes for administrators: the service's own state."""
+"""Routes for administrators: the service's own state, and its live feed."""
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, jsonify
+from collections.abc import Iterator
+
+from flask import Blueprint, Response, current_app, jsonify
+from flask_sse import sse
 
 from app.extensions import labs_ext
-from app.openapi import documented
+from app.openapi import Body, documented
 from app.schemas.admin import OperationStatusSchema
 from app.services.admin import operations_in_progress
 from app.services.auth import ADMIN
@@ -15,10 +18,48 @@ admin = Blueprint("admin", __name__, url_prefix="/spawner/v1")
 
 _operations_schema = OperationStatusSchema(many=True)
 
+ADMIN_FEED = Body(
+    description=(
+        "Server-sent events, live: `workload` when a workload's state changes (data: "
+        "`kind`, `name`, `status`; `deleted` when it is gone) and `prepull` after a "
+        "prepuller pass that started, finished or failed pulls (data: counts). A "
+        "subscriber sees what happens while it listens; nothing is replayed."
+    ),
+    schema={"type": "string"},
+    content_type="text/event-stream",
+    headers={"Cache-Control": "Always `no-cache`: the feed is live."},
+    example=(
+        ": live feed\n\n"
+        'event:workload\ndata:{"kind": "lab", "name": "rachel", "status": "running"}\n\n'
+    ),
+)
+
 
 @admin.get("/operations")
 @documented(responses={200: OperationStatusSchema(many=True)})
 @requires(ADMIN)
 def list_operations() -> Response:
     """Spawns and deletes in progress, with the worker running each."""
-    return jsonify(_operations_schema.dump(operations_in_progress(labs_ext.context)))
+    return jsonify(_operations_schema.dump(operations_in_progress(labs_ext.engine.store)))
+
+
+@admin.get("/admin/stream")
+@documented(responses={200: ADMIN_FEED})
+@requires(ADMIN)
+def admin_stream() -> Response:
+    """Live feed of workload state changes and prepull progress."""
+    channel = labs_ext.engine.store.feed_channel
+    app = current_app._get_current_object()  # type: ignore[attr-defined]
+
+    def feed() -> Iterator[str]:
+        # A comment first: the client gets its headers now, not at the first event.
+        yield ": live feed\n\n"
+        # flask-sse finds Redis through the app; the request may be long gone.
+        with app.app_context():
+            for message in sse.messages(channel=channel):
+                yield str(message)
+
+    response = Response(feed(), mimetype="text/event-stream")
+    response.headers["Cache-Control"] = "no-cache"
+    response.headers["X-Accel-Buffering"] = "no"
+    return response

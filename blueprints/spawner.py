@@ -31,6 +31,7 @@ from app.services.form import build_spawn_form
 from app.services.labs import LabService
 from app.storage.event_hub import Following
 from app.storage.events import Event
+from app.storage.labs import lab_ref
 from app.web.auth import current_caller, requires
 from app.web.bodies import load_body
 
@@ -43,7 +44,7 @@ _EVENT_ID = re.compile(r"^\d+-\d+$")
 
 
 def _service() -> LabService:
-    return LabService(labs_ext.context, labs_ext.runner)
+    return LabService(labs_ext.context, labs_ext.engine)
 
 
 def _check_username(username: str) -> None:
@@ -144,9 +145,10 @@ def lab_events(username: str) -> Response:
     after = request.headers.get("Last-Event-ID", "0-0").strip() or "0-0"
     if not _EVENT_ID.match(after):
         raise InvalidRequestError("Last-Event-ID is not an event id", field="Last-Event-ID")
-    following = labs_ext.hub.follow(username, after, ctx.config.operations.keepalive_seconds)
+    subject = lab_ref(username).key
+    following = labs_ext.hub.follow(subject, after, ctx.config.operations.keepalive_seconds)
     # A replay with events proves the stream exists; only an empty one needs asking.
-    if not following.replayed and not ctx.events.exists(username):
+    if not following.replayed and not ctx.events.exists(subject):
         following.close()
         raise NotFoundError(f"user {username} has no lab operation to follow")
     # Passed straight to the server: no per-chunk encoding and closing wrappers.

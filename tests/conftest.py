@@ -13,6 +13,7 @@ from flask.testing import FlaskClient
 
 from app import create_app
 from app.config import Config, parse_config
+from app.extensions.labs import start_background, stop_background
 from devstack.demo import demo_tokens, demo_users
 from devstack.gafaelfawr import GafaelfawrEmulator
 from devstack.kube import KubernetesEmulator
@@ -142,12 +143,14 @@ def config(
 
 @pytest.fixture
 def make_app() -> Iterator[Callable[[Config], Flask]]:
-    """Build apps from configs; their background workers stop when the test ends."""
+    """Build apps from configs and start their background work, as a server's worker
+    does after loading the app; it stops when the test ends."""
     apps: list[Flask] = []
 
     def make(config: Config) -> Flask:
         app = create_app(config)
         apps.append(app)
+        start_background(app)
         return app
 
     yield make
@@ -158,11 +161,6 @@ def make_app() -> Iterator[Callable[[Config], Flask]]:
 @pytest.fixture
 def app(config: Config, make_app: Callable[[Config], Flask]) -> Flask:
     return make_app(config)
-
-
-def stop_background(app: Flask) -> None:
-    """Stop the app's operation scanner so it does not outlive its test."""
-    app.extensions["labs"][1].stop()
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The scheduling helpers: calls at once, and stepping aside for other work under gevent."""
+"""Independent calls at once, and background tasks, with threads and under gevent."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from app.services.concurrency import concurrently
+from app.engine.concurrency import concurrently
 
 
 def test_concurrently_returns_results_in_order() -> None:
@@ -42,38 +42,30 @@ def test_concurrently_raises_the_first_error_once_every_call_ended() -> None:
 _UNDER_GEVENT = """
 from gevent import monkey
 monkey.patch_all()
-import json, socket
+import json
 import gevent
-from app.services import concurrency
+from app.engine.concurrency import concurrently, start_task
 
-found = {}
 ran = []
-concurrency.start_task(ran.append, "task", name="t")
-concurrency.give_way()
-found["task_ran_before_give_way_returned"] = ran == ["task"]
-
-for label, step in (("give_way", concurrency.give_way), ("yield_to_io", concurrency.yield_to_io)):
-    reader, writer = socket.socketpair()
-    seen = []
-    gevent.spawn(lambda: seen.append(reader.recv(10)))
-    gevent.sleep(0.01)  # the reader now waits on its socket
-    writer.send(b"ready")
-    step()
-    found[label] = bool(seen)
-    gevent.sleep(0.01)
+task = start_task(ran.append, "task", name="t")
+found = {"is_greenlet": isinstance(task, gevent.Greenlet), "ran_before_join": ran == ["task"]}
+task.join()
+found["ran_after_join"] = ran == ["task"]
+found["concurrently"] = concurrently(lambda: gevent.sleep(0.01) or 1, lambda: 2)
 print(json.dumps(found))
 """
 
 
-def test_under_gevent_only_yield_to_io_lets_ready_sockets_go_first() -> None:
-    """``give_way`` runs tasks started just now, but the caller comes back before the loop
-    looks at sockets; ``yield_to_io`` lets a greenlet whose data has arrived run first."""
+def test_under_gevent_tasks_are_greenlets_that_run_once_the_caller_waits() -> None:
+    """``start_task`` returns at once with a greenlet scheduled; the caller's next wait
+    runs it, and ``concurrently`` collects greenlets' results in order."""
     done = subprocess.run(
         [sys.executable, "-c", _UNDER_GEVENT], capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {
-        "task_ran_before_give_way_returned": True,
-        "give_way": False,
-        "yield_to_io": True,
+        "is_greenlet": True,
+        "ran_before_join": False,
+        "ran_after_join": True,
+        "concurrently": [1, 2],
     }

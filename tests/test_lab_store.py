@@ -1,4 +1,4 @@
-"""Starting a spawn in Redis: one script checks, records, queues and may take the lease."""
+"""The workload store's contracts: queueing a spawn or a delete, finishing, and repairs."""
 
 from __future__ import annotations
 
@@ -7,9 +7,11 @@ import time
 
 import redis
 
-from app.models.lab import LabRecord, LabStatus, Operation, OperationKind, PodState
+from app.engine.workload import Action, Operation, WorkloadRef
+from app.models.lab import LabRecord, LabStatus, PodState
 from app.storage.events import EventStore, EventType
-from app.storage.labs import LabStore, LeaseClaim, StartResult
+from app.storage.labs import LabStore, lab_ref, record_json
+from app.storage.workloads import DeleteQueued, WorkloadStore
 
 PREFIX = "t:"
 
@@ -28,114 +30,168 @@ def _record(username: str, status: LabStatus = LabStatus.STARTING) -> LabRecord:
     )
 
 
-def _operation(username: str) -> Operation:
+def _operation(ref: WorkloadRef, action: Action = Action.SPAWN) -> Operation:
     now = time.time()
     return Operation(
         id=f"op-{time.time_ns()}",
-        kind=OperationKind.SPAWN,
-        username=username,
+        ref=ref,
+        action=action,
         started=now,
         deadline=now + 60,
-        spec={},
+        spec={} if action is Action.SPAWN else None,
     )
 
 
-def _start(
-    labs: LabStore, events: EventStore, username: str, claim: LeaseClaim | None
-) -> tuple[Operation, StartResult, bool]:
-    operation = _operation(username)
-    first = events.announcement(username, [(EventType.INFO, "Lab creation requested")])
-    outcome = labs.start_spawn(_record(username), operation, first, "token-value", claim)
-    return operation, outcome.result, outcome.leased
+def _stores(client: redis.Redis) -> tuple[WorkloadStore, EventStore]:
+    return WorkloadStore(client, PREFIX), EventStore(client, PREFIX)
 
 
-def test_a_spawn_is_queued_with_its_lease_in_one_step(redis_client: redis.Redis) -> None:
-    labs, events = LabStore(redis_client, PREFIX), EventStore(redis_client, PREFIX)
-    events.append("ada", EventType.INFO, "an older operation's event")
-    operation, result, leased = _start(labs, events, "ada", LeaseClaim("worker-1", 5000))
-    assert (result, leased) == (StartResult.STARTED, True)
-    assert labs.lease_holder("ada") == "worker-1"
-    assert 0 < redis_client.pttl(f"{PREFIX}lease:ada") <= 5000
-    current, token = labs.operation_and_token("ada")
-    assert current is not None and current.id == operation.id
-    assert token == "token-value"
-    assert labs.usernames() == ["ada"]
-    assert labs.pending_operations() == ["ada"]
+def _queue_spawn(
+    store: WorkloadStore, events: EventStore, username: str, kept: str = "token-value"
+) -> tuple[Operation, bool, str | None]:
+    ref = lab_ref(username)
+    operation = _operation(ref)
+    first = events.announcement(ref.key, [(EventType.INFO, "Lab creation requested")])
+    queued = store.queue_spawn(
+        operation=operation, record=record_json(_record(username)), secret=kept, events=first
+    )
+    return operation, queued.queued, queued.current
+
+
+def test_a_spawn_is_recorded_and_queued_in_one_step(redis_client: redis.Redis) -> None:
+    store, events = _stores(redis_client)
+    ref = lab_ref("ada")
+    events.append(ref.key, EventType.INFO, "an older operation's event")
+    operation, queued, current = _queue_spawn(store, events, "ada")
+    assert (queued, current) == (True, None)
+    found = store.operation_and_secret(ref)
+    assert found.operation == operation
+    assert found.secret == "token-value"
+    # The secret expires a minute after the operation's deadline at the latest.
+    assert 0 < redis_client.ttl(store.secret_key(ref)) <= 120
+    assert store.names("lab") == ["ada"]
+    assert store.pending() == [ref]
+    labs = LabStore(redis_client, PREFIX)
     record = labs.get("ada")
     assert record is not None and record.status == LabStatus.STARTING
     assert labs.get_unless_busy("ada") == (record, True)
     assert labs.get_unless_busy("nobody") == (None, False)
     # The stream starts again: the older operation's event is gone.
-    assert [e.data for e in events.read("ada")] == ["Lab creation requested"]
+    assert [e.data for e in events.read(ref.key)] == ["Lab creation requested"]
+    # No lease is taken: the runner takes it when it starts the operation.
+    assert store.lease_holder(ref) is None
 
 
 def test_a_lab_that_is_not_failed_is_a_conflict_and_nothing_changes(
     redis_client: redis.Redis,
 ) -> None:
-    labs, events = LabStore(redis_client, PREFIX), EventStore(redis_client, PREFIX)
-    first, _, _ = _start(labs, events, "bo", None)
+    store, events = _stores(redis_client)
+    first, _, _ = _queue_spawn(store, events, "bo")
     before = {key: redis_client.dump(key) for key in redis_client.keys(f"{PREFIX}*")}
-    outcome = labs.start_spawn(
-        _record("bo"),
-        _operation("bo"),
-        events.announcement("bo", [(EventType.INFO, "again")]),
-        "other-token",
-        LeaseClaim("worker-2", 5000),
-    )
-    assert outcome.result is StartResult.CONFLICT and not outcome.leased
-    assert outcome.current is not None and outcome.current.status == LabStatus.STARTING
+    _, queued, current = _queue_spawn(store, events, "bo", kept="other-token")
+    assert not queued
+    assert current is not None and json.loads(current)["status"] == "starting"
     after = {key: redis_client.dump(key) for key in redis_client.keys(f"{PREFIX}*")}
     assert after == before
-    current = labs.operation("bo")
-    assert current is not None and current.id == first.id
-    assert labs.lease_holder("bo") is None
+    found = store.operation(lab_ref("bo"))
+    assert found is not None and found.id == first.id
 
 
-def test_a_failed_lab_is_replaced_and_a_held_lease_is_left_alone(
+def test_a_failed_lab_is_replaced_but_not_while_an_operation_is_queued(
     redis_client: redis.Redis,
 ) -> None:
-    labs, events = LabStore(redis_client, PREFIX), EventStore(redis_client, PREFIX)
-    failed = _record("cy", LabStatus.FAILED)
-    redis_client.set(f"{PREFIX}lab:cy", json.dumps(failed.to_json()))
-    redis_client.set(f"{PREFIX}lease:cy", "worker-old", px=5000)
-    _, result, leased = _start(labs, events, "cy", LeaseClaim("worker-new", 5000))
-    assert (result, leased) == (StartResult.STARTED, False)
-    assert labs.lease_holder("cy") == "worker-old"
-    record = labs.get("cy")
+    store, events = _stores(redis_client)
+    failed = record_json(_record("cy", LabStatus.FAILED))
+    redis_client.set(store.record_key(lab_ref("cy")), failed)
+    redis_client.set(store.operation_key(lab_ref("cy")), "{}")
+    _, queued, current = _queue_spawn(store, events, "cy")
+    assert (queued, current) == (False, failed)
+    redis_client.delete(store.operation_key(lab_ref("cy")))
+    _, queued, _ = _queue_spawn(store, events, "cy")
+    assert queued
+    record = LabStore(redis_client, PREFIX).get("cy")
     assert record is not None and record.status == LabStatus.STARTING
 
 
-def test_events_for_the_lease_holder_are_added_only_with_the_lease(
+def test_a_delete_supersedes_a_spawn_only_over_the_record_it_read(
     redis_client: redis.Redis,
 ) -> None:
-    labs, events = LabStore(redis_client, PREFIX), EventStore(redis_client, PREFIX)
-    starting = events.announcement("di", [(EventType.INFO, "Starting"), (EventType.PROGRESS, "2")])
-    first = events.announcement("di", [(EventType.INFO, "Lab creation requested")])
-    outcome = labs.start_spawn(
-        _record("di"), _operation("di"), first, "t", LeaseClaim("w", 5000), if_leased=starting
+    store, events = _stores(redis_client)
+    ref = lab_ref("di")
+    assert (
+        store.queue_delete(
+            operation=_operation(ref, Action.DELETE),
+            expect="{}",
+            record="{}",
+            events=events.announcement(ref.key, []),
+        )
+        is DeleteQueued.MISSING
     )
-    assert (outcome.leased, outcome.provisioned) == (True, False)
-    assert [e.data for e in events.read("di")] == ["Lab creation requested", "Starting", "2"]
-
-    # A lease held elsewhere: the worker holding it will announce the start itself.
-    redis_client.set(f"{PREFIX}lab:di", json.dumps(_record("di", LabStatus.FAILED).to_json()))
-    redis_client.delete(f"{PREFIX}op:di")
-    outcome = labs.start_spawn(
-        _record("di"), _operation("di"), first, "t", LeaseClaim("v", 5000), if_leased=starting
+    _queue_spawn(store, events, "di")
+    read = store.record(ref)
+    assert read is not None
+    terminating = record_json(_record("di", LabStatus.TERMINATING))
+    deletion = _operation(ref, Action.DELETE)
+    announce = events.announcement(ref.key, [(EventType.INFO, "Lab deletion requested")])
+    changed = store.queue_delete(
+        operation=deletion, expect=read + " ", record=terminating, events=announce
     )
-    assert (outcome.leased, outcome.provisioned) == (False, False)
-    assert [e.data for e in events.read("di")] == ["Lab creation requested"]
+    assert changed is DeleteQueued.CHANGED
+    assert store.record(ref) == read
+    queued = store.queue_delete(
+        operation=deletion, expect=read, record=terminating, events=announce
+    )
+    assert queued is DeleteQueued.QUEUED
+    assert store.record(ref) == terminating
+    assert store.operation(ref) == deletion
+    assert [e.data for e in events.read(ref.key)] == ["Lab deletion requested"]
+    again = store.queue_delete(
+        operation=_operation(ref, Action.DELETE),
+        expect=terminating,
+        record=terminating,
+        events=announce,
+    )
+    assert again is DeleteQueued.ALREADY
+    assert store.operation(ref) == deletion
 
 
-def test_the_lease_holder_learns_whether_the_user_was_provisioned(
+def test_finishing_stores_the_outcome_only_for_the_current_operation(
     redis_client: redis.Redis,
 ) -> None:
-    labs, events = LabStore(redis_client, PREFIX), EventStore(redis_client, PREFIX)
-    labs.mark_provisioned("ed")
-    first = events.announcement("ed", [(EventType.INFO, "Lab creation requested")])
-    outcome = labs.start_spawn(_record("ed"), _operation("ed"), first, "t", LeaseClaim("w", 5000))
-    assert (outcome.result, outcome.leased, outcome.provisioned) == (
-        StartResult.STARTED,
-        True,
-        True,
-    )
+    store, events = _stores(redis_client)
+    ref = lab_ref("ed")
+    spawn, _, _ = _queue_spawn(store, events, "ed")
+    running = record_json(_record("ed", LabStatus.RUNNING))
+    stale = _operation(ref)
+    closing = events.announcement(ref.key, [(EventType.COMPLETE, "")])
+    assert not store.finish(operation=stale, record=running, events=closing)
+    assert store.operation(ref) == spawn
+    assert store.finish(operation=spawn, record=running, events=closing)
+    assert store.record(ref) == running
+    assert store.operation_and_secret(ref).secret is None
+    assert store.pending() == []
+    assert [e.type for e in events.read(ref.key)] == [EventType.INFO, EventType.COMPLETE]
+    # A delete's outcome removes the lab from the kind's index too.
+    deletion = _operation(ref, Action.DELETE)
+    redis_client.set(store.operation_key(ref), json.dumps(deletion.to_json()))
+    assert store.finish(operation=deletion, record=None, events=None)
+    assert store.record(ref) is None and store.names("lab") == []
+
+
+def test_repairs_never_undo_an_operation_or_a_newer_record(redis_client: redis.Redis) -> None:
+    labs = LabStore(redis_client, PREFIX)
+    store, events = labs.workloads, EventStore(redis_client, PREFIX)
+    running = _record("fy", LabStatus.RUNNING)
+    assert labs.put_if_idle(running, None)
+    assert labs.get("fy") == running and labs.usernames() == ["fy"]
+    failed = _record("fy", LabStatus.FAILED)
+    # Not over a record it did not read.
+    assert not labs.put_if_idle(failed, None)
+    assert not labs.put_if_idle(failed, _record("fy", LabStatus.STARTING))
+    # Not while an operation runs.
+    redis_client.set(store.operation_key(lab_ref("fy")), "{}")
+    assert not labs.put_if_idle(failed, running)
+    redis_client.delete(store.operation_key(lab_ref("fy")))
+    assert labs.put_if_idle(failed, running)
+    assert labs.get("fy") == failed
+    assert events.read(lab_ref("fy").key) == []

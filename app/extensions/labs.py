@@ -1,132 +1,159 @@
-"""The per-process lab machinery: stores, the Kubernetes storage and the background workers."""
+"""The per-process machinery behind the routes: stores, the workload engine, the event hub,
+and the candidates for the elected roles (lab watcher, image refresher, prepuller).
+
+``init_app`` only builds it; nothing runs until ``start_background`` is called, by the
+server's worker hook (gunicorn's ``post_worker_init``) or by a test, so importing or
+building the app starts no thread and opens no connection.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import cast
 
 from flask import Flask, current_app
 
 from app.config import Config
+from app.engine.engine import Engine
+from app.engine.watcher import WorkloadWatcher
 from app.services.context import LabContext
 from app.services.image_refresh import ImageRefresher
 from app.services.images import ImageService
-from app.services.operations import OperationRunner
 from app.services.prepuller import Prepuller
 from app.services.registries import RegistryDirectory
-from app.services.watcher import LabWatcher
+from app.storage.admin_feed import AdminFeed
 from app.storage.event_hub import EventHub
 from app.storage.events import EventStore
 from app.storage.images import ImageStore
 from app.storage.kubernetes import KubernetesStorage
 from app.storage.labs import LabStore
 from app.storage.prepull import PrepullStore
+from app.workloads.lab import LabKind
+
+EXTENSION_KEY = "lab_spawner"
+"""Where the app keeps its ``Machinery`` (``app.extensions``)."""
 
 
-class LabWorkers:
-    """This process's background work: the operation runner, the event hub, and its
-    candidates for the elected roles (lab watcher, image refresher).
+@dataclass(frozen=True)
+class Machinery:
+    """This process's stores and background work, held together so whoever starts or
+    stops the process (or a test's app) does it with one call."""
 
-    Held together so whoever shuts the process (or a test's app) down stops all of them
-    with one ``stop``; ``submit`` is the runner's, for callers that only need to start work.
-    """
-
-    def __init__(
-        self,
-        runner: OperationRunner,
-        watcher: LabWatcher,
-        hub: EventHub,
-        images: ImageRefresher,
-        prepuller: Prepuller,
-        registries: RegistryDirectory,
-    ) -> None:
-        self.runner = runner
-        self.watcher = watcher
-        self.hub = hub
-        self.images = images
-        self.prepuller = prepuller
-        self.registries = registries
+    context: LabContext
+    engine: Engine
+    hub: EventHub
+    watcher: WorkloadWatcher
+    images: ImageRefresher
+    prepuller: Prepuller
+    registries: RegistryDirectory
 
     def start(self) -> None:
         self.hub.start()
-        self.runner.start()
+        self.engine.start()
         self.watcher.start()
         self.images.start()
         self.prepuller.start()
-
-    def submit(self, username: str) -> None:
-        self.runner.submit(username)
 
     def stop(self) -> None:
         # Elected roles first: they give their leases up, so another worker leads at once.
         self.watcher.stop()
         self.images.stop()
         self.prepuller.stop()
-        self.runner.stop()
+        self.engine.stop()
         self.hub.stop()
         self.registries.close()
 
 
+def build_machinery(app: Flask, config: Config) -> Machinery:
+    redis_client = app.extensions["redis"]
+    prefix = config.redis.key_prefix
+    kube = KubernetesStorage(
+        app.extensions["kubernetes"], watches=app.extensions["kubernetes_watches"]
+    )
+    image_store = ImageStore(redis_client, prefix)
+    prepulls = PrepullStore(redis_client, prefix)
+    registries = RegistryDirectory(config, kube)
+    labs = LabStore(redis_client, prefix)
+    events = EventStore(redis_client, prefix)
+    context = LabContext(
+        config=config,
+        labs=labs,
+        events=events,
+        kube=kube,
+        images=ImageService(config, image_store, prepulls),
+        registries=registries,
+        prepulls=prepulls,
+    )
+    operations = config.operations
+    kinds = [LabKind(context)]
+    engine = Engine(
+        store=labs.workloads,
+        events=events,
+        kinds=kinds,
+        lease_seconds=operations.lease_seconds,
+        scan_seconds=operations.scan_seconds,
+        max_concurrent=operations.max_concurrent,
+    )
+    hub = EventHub(redis_client, events)
+    hub.add_listener(image_store)
+    return Machinery(
+        context=context,
+        engine=engine,
+        hub=hub,
+        watcher=WorkloadWatcher(
+            store=labs.workloads,
+            kube=kube,
+            kinds=kinds,
+            config=config.watcher,
+            client=redis_client,
+            key_prefix=prefix,
+        ),
+        images=ImageRefresher(config, image_store, registries, redis_client),
+        prepuller=Prepuller(
+            config,
+            context.images,
+            kube,
+            prepulls,
+            redis_client,
+            feed=AdminFeed(redis_client, prefix),
+        ),
+        registries=registries,
+    )
+
+
+def machinery_of(app: Flask) -> Machinery:
+    return cast(Machinery, app.extensions[EXTENSION_KEY])
+
+
+def start_background(app: Flask) -> None:
+    """Start ``app``'s background work: the event hub, the runner's scanner and the
+    elected roles. Called once per server process, after it forked."""
+    machinery_of(app).start()
+
+
+def stop_background(app: Flask) -> None:
+    """Stop it, giving up the leases this process holds so others take over at once."""
+    machinery_of(app).stop()
+
+
 class LabsExtension:
-    """Builds the ``LabContext`` and starts this process's background workers."""
+    """Builds the ``Machinery`` of an app, and finds the current app's."""
 
     def init_app(self, app: Flask, config: Config) -> None:
-        redis_client = app.extensions["redis"]
-        prefix = config.redis.key_prefix
-        kube = KubernetesStorage(
-            app.extensions["kubernetes"], watches=app.extensions["kubernetes_watches"]
-        )
-        image_store = ImageStore(redis_client, prefix)
-        prepulls = PrepullStore(redis_client, prefix)
-        registries = RegistryDirectory(config, kube)
-        ctx = LabContext(
-            config=config,
-            labs=LabStore(redis_client, prefix),
-            events=EventStore(redis_client, prefix),
-            kube=kube,
-            images=ImageService(config, image_store, prepulls),
-            registries=registries,
-            prepulls=prepulls,
-        )
-        runner = OperationRunner(
-            ctx,
-            lease_seconds=config.operations.lease_seconds,
-            scan_seconds=config.operations.scan_seconds,
-            max_concurrent=config.operations.max_concurrent,
-        )
-        hub = EventHub(redis_client, ctx.events)
-        hub.add_listener(image_store)
-        refresher = ImageRefresher(config, image_store, registries, redis_client)
-        prepuller = Prepuller(config, ctx.images, kube, prepulls, redis_client)
-        workers = LabWorkers(
-            runner, LabWatcher(ctx, redis_client), hub, refresher, prepuller, registries
-        )
-        workers.start()
-        app.extensions["labs"] = (ctx, workers)
+        app.extensions[EXTENSION_KEY] = build_machinery(app, config)
+
+    @property
+    def machinery(self) -> Machinery:
+        return machinery_of(current_app)
 
     @property
     def context(self) -> LabContext:
-        return self._stored()[0]
+        return self.machinery.context
 
     @property
-    def runner(self) -> OperationRunner:
-        return self._stored()[1].runner
+    def engine(self) -> Engine:
+        return self.machinery.engine
 
     @property
     def hub(self) -> EventHub:
-        return self._stored()[1].hub
-
-    @property
-    def watcher(self) -> LabWatcher:
-        return self._stored()[1].watcher
-
-    @property
-    def images(self) -> ImageRefresher:
-        return self._stored()[1].images
-
-    @property
-    def prepuller(self) -> Prepuller:
-        return self._stored()[1].prepuller
-
-    @staticmethod
-    def _stored() -> tuple[LabContext, LabWorkers]:
-        return cast(tuple[LabContext, LabWorkers], current_app.extensions["labs"])
+        return self.machinery.hub

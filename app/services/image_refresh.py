@@ -25,10 +25,9 @@ from app.errors import ServiceError
 from app.images.catalog import build_image_set, build_simple_set, digest_candidates
 from app.models.images import ImageSet
 from app.services.leadership import ElectedWorker, Tenure
-from app.services.operations import worker_identity
 from app.services.registries import RegistryDirectory, split_reference
 from app.storage.images import ImageStore
-from app.storage.leader import RedisLease
+from app.storage.leader import RedisLease, worker_identity
 from app.storage.registry import RegistryNotFound, is_valid_tag
 
 logger = logging.getLogger(__name__)

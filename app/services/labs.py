@@ -6,36 +6,25 @@ never turn that into Kubernetes API load.
 
 from __future__ import annotations
 
-import time
-import uuid
-from typing import Any
+from dataclasses import replace
 
+from app.engine.engine import Engine
 from app.errors import ConflictError, InvalidRequestError, NotFoundError, PermissionDeniedError
 from app.models.identity import UserInfo, user_to_json
 from app.models.images import image_to_json
-from app.models.lab import (
-    LabOptions,
-    LabRecord,
-    LabSpec,
-    LabStatus,
-    Operation,
-    OperationKind,
-    PodState,
-    SpawnChoices,
-)
+from app.models.lab import LabOptions, LabRecord, LabSpec, LabStatus, PodState, SpawnChoices
 from app.services.context import LabContext
 from app.services.entitlements import allowed_sizes, size_refusal, spawn_refusal
-from app.services.operations import OperationRunner
-from app.services.records import lab_record
-from app.services.spawn import HeadStart, starting_events
 from app.storage.events import EventType
-from app.storage.labs import StartResult
+from app.storage.labs import lab_ref, parse_record, record_json
+from app.storage.workloads import DeleteQueued
+from app.workloads.lab.records import lab_record
 
 
 class LabService:
-    def __init__(self, ctx: LabContext, runner: OperationRunner) -> None:
+    def __init__(self, ctx: LabContext, engine: Engine) -> None:
         self._ctx = ctx
-        self._runner = runner
+        self._engine = engine
 
     # Reads ---------------------------------------------------------------------------
 
@@ -87,20 +76,6 @@ class LabService:
             reset_user_env=choices.reset_user_env,
         )
 
-        now = time.time()
-        operation = Operation(
-            id=uuid.uuid4().hex,
-            kind=OperationKind.SPAWN,
-            username=user.username,
-            started=now,
-            deadline=now + lab_config.spawn_timeout,
-            spec={
-                "user": user_to_json(user),
-                "options": chosen.as_dict(),
-                "image": image_to_json(image),
-                "env": env,
-            },
-        )
         spec = LabSpec(user=user, options=chosen, image=image, size=size, env=env)
         record = lab_record(
             spec,
@@ -109,53 +84,39 @@ class LabService:
             pod=PodState.MISSING,
             reachable=False,
         )
-
-        first_event = self._ctx.events.announcement(
-            user.username, [(EventType.INFO, "Lab creation requested")]
+        queued = self._engine.queue_spawn(
+            lab_ref(user.username),
+            record=record_json(record),
+            spec={
+                "user": user_to_json(user),
+                "options": chosen.as_dict(),
+                "image": image_to_json(image),
+                "env": env,
+            },
+            secret=token,
+            first_events=[(EventType.INFO, "Lab creation requested")],
         )
-        # This worker runs the spawn itself when it has room: it takes the lease with the
-        # operation, so nothing stands between the answer and the first Kubernetes call.
-        claim = self._runner.claim(user.username)
-        # Its start is announced with the operation, and it learns from the same script
-        # whether the user was provisioned: two Redis round trips fewer for the spawn.
-        starting = (
-            self._ctx.events.announcement(user.username, starting_events(spec))
-            if claim is not None
-            else None
-        )
-        outcome = self._ctx.labs.start_spawn(
-            record, operation, first_event, token, claim, if_leased=starting
-        )
-        if claim is not None and outcome.leased:
-            self._runner.run_claimed(operation, token, HeadStart(outcome.provisioned))
-        else:
-            if claim is not None:
-                self._runner.release_claim(user.username)
-            if outcome.result is StartResult.CONFLICT:
-                state = outcome.current.status.value if outcome.current else "busy"
-                raise ConflictError(
-                    f"user {user.username} already has a lab ({state}); delete it first"
-                )
-            self._runner.submit(user.username)
+        if not queued.queued:
+            state = parse_record(queued.current).status.value if queued.current else "busy"
+            raise ConflictError(
+                f"user {user.username} already has a lab ({state}); delete it first"
+            )
         return record
 
     # Delete --------------------------------------------------------------------------
 
     def delete(self, username: str) -> None:
-        now = time.time()
-        operation = Operation(
-            id=uuid.uuid4().hex,
-            kind=OperationKind.DELETE,
-            username=username,
-            started=now,
-            deadline=now + self._ctx.config.lab.delete_timeout,
+        """Start deleting the lab (a spawn under way is superseded); 404 if there is none."""
+        result = self._engine.queue_delete(
+            lab_ref(username),
+            terminating=_terminating,
+            first_events=[(EventType.INFO, "Lab deletion requested")],
         )
-
-        def reset_events(pipe: Any) -> None:
-            self._ctx.events.restart(pipe, username, "Lab deletion requested")
-
-        outcome = self._ctx.labs.start_delete(username, operation, reset_events)
-        if outcome.result is StartResult.MISSING:
+        if result is DeleteQueued.MISSING:
             raise NotFoundError(f"user {username} has no lab")
-        if outcome.result is StartResult.STARTED:
-            self._runner.submit(username)
+
+
+def _terminating(raw: str) -> str:
+    """The record of a lab being deleted: terminating, with no error left from before."""
+    record = replace(parse_record(raw), status=LabStatus.TERMINATING, error=None)
+    return record_json(record)

@@ -50,9 +50,9 @@ from app.images.placement import NodeImages, Placement, place, pull_reference, r
 from app.models.images import KnownImage
 from app.services.images import ImageService
 from app.services.leadership import ElectedWorker, Tenure
-from app.services.operations import worker_identity
+from app.storage.admin_feed import AdminFeed
 from app.storage.kubernetes import KubernetesError, KubernetesStorage
-from app.storage.leader import RedisLease
+from app.storage.leader import RedisLease, worker_identity
 from app.storage.prepull import PrepullStore, PullFailure, failure_key
 from app.timestamps import iso_utc, parse_iso
 
@@ -90,9 +90,11 @@ class Prepuller:
         store: PrepullStore,
         client: redis.Redis,
         *,
+        feed: AdminFeed | None = None,
         owner: str | None = None,
     ) -> None:
         self._config = config
+        self._feed = feed
         self._settings = config.prepuller
         self._images = images
         self._kube = kube
@@ -158,6 +160,7 @@ class Prepuller:
         status, everywhere = _status(sets, placements, nodes, failures, in_flight, now)
         self._store.save_status(status, everywhere)
         if report.started or report.finished or report.failed:
+            self._announce(report)
             logger.info(
                 "prepuller: %d pulls started, %d finished, %d failed; %d running, %d missing",
                 len(report.started),
@@ -167,6 +170,23 @@ class Prepuller:
                 report.missing,
             )
         return report
+
+    def _announce(self, report: PassReport) -> None:
+        """Tell the administrators' live feed what this pass changed."""
+        if self._feed is None:
+            return
+        self._feed.publish(
+            "prepull",
+            {
+                "started": len(report.started),
+                "finished": len(report.finished),
+                "failed": len(report.failed),
+                "running": report.in_flight,
+                "missing": report.missing,
+                "images": report.images,
+                "nodes": report.eligible,
+            },
+        )
 
     def _settle(
         self,

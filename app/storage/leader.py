@@ -10,20 +10,19 @@ can never extend or delete the lease of its successor.
 
 from __future__ import annotations
 
+import os
+import socket
+import uuid
+
 import redis
 
-_RENEW = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
-end
-return 0
-"""
-_RELEASE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
-end
-return 0
-"""
+from app.storage import scripts
+
+
+def worker_identity() -> str:
+    """A lease holder's name, unique per process: host, pid and a random suffix (pids
+    repeat across replicas)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
 class RedisLease:
@@ -34,8 +33,8 @@ class RedisLease:
         self.key = key
         self.owner = owner
         self.ttl_ms = max(1, int(ttl_seconds * 1000))
-        self._renew = client.register_script(_RENEW)
-        self._release = client.register_script(_RELEASE)
+        self._renew = scripts.load(client, "lease_renew")
+        self._release = scripts.load(client, "lease_release")
 
     def acquire(self) -> bool:
         """Take the lease if nobody holds it; True also when we hold it already.

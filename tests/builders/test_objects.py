@@ -12,7 +12,7 @@ from app.builders.names import SPEC_ANNOTATION
 from app.builders.record import lab_record, spec_from_annotation
 from app.config import Config
 from app.models.lab import LabStatus, PodState
-from app.services.records import lab_record as status_record
+from app.workloads.lab.records import lab_record as status_record
 from tests.builders.conftest import COPIED, PULL_DATA, TOKEN, WILE, make_config, make_spec
 
 

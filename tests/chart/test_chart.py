@@ -309,6 +309,7 @@ EXPECTED_SCOPES = {
     ("GET", "/spawner/v1/images"): {"all": ["admin:notebook"]},
     ("GET", "/spawner/v1/prepulls"): {"all": ["admin:notebook"]},
     ("GET", "/spawner/v1/operations"): {"all": ["admin:notebook"]},
+    ("GET", "/spawner/v1/admin/stream"): {"all": ["admin:notebook"]},
     ("GET", "/spawner/v1/openapi.json"): {"anonymous": True},
     ("GET", "/spawner/v1/docs"): {"anonymous": True},
 }

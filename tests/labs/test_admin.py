@@ -9,6 +9,7 @@ from typing import Any
 from flask import Flask
 
 from app.config import Config, parse_config
+from app.extensions.labs import machinery_of
 from devstack.kube import KubernetesEmulator
 from tests.conftest import simple_image
 from tests.labs.conftest import LabUser, read_events, spawn_body, wait_for
@@ -45,7 +46,7 @@ def test_operations_lists_the_running_spawn_and_its_worker(
         assert len(mine) == 1
         assert mine[0]["kind"] == "spawn"
         assert mine[0]["deadline"] > mine[0]["started"]
-        runner = app.extensions["labs"][1].runner
+        runner = machinery_of(app).engine.runner
         assert mine[0]["worker"] == runner.owner
         assert read_events(client, user.username, user.headers)[-1].type == "complete"
     finally:

@@ -18,6 +18,7 @@ from flask.testing import FlaskClient
 from markupsafe import escape
 
 from app.config import Config, parse_config
+from app.extensions.labs import machinery_of
 from devstack.demo import LAB_REPOSITORY, SIMPLE_REPOSITORY, demo_registry
 from devstack.gafaelfawr import GafaelfawrEmulator, GroupSpec, NotebookQuotaSpec, UserSpec
 from devstack.kube import KubernetesEmulator
@@ -97,7 +98,7 @@ def image_raw_config(
 
 
 def _refresh(app: Flask) -> None:
-    app.extensions["labs"][1].images.refresh_all()
+    machinery_of(app).images.refresh_all()
 
 
 @pytest.fixture
@@ -199,7 +200,7 @@ def test_refresher_uses_the_credentials_secret_and_caches_digests(
 ) -> None:
     # Counting requests: the elected refresher must not run a pass of its own meanwhile
     # (a new tenure, after a lease renewal lost on a busy machine, starts with one).
-    image_app.extensions["labs"][1].images.stop()
+    machinery_of(image_app).images.stop()
     registry.reset_requests()
     _refresh(image_app)
     requests = registry.requests

@@ -12,6 +12,7 @@ from kubernetes import client as k8s
 
 from app.builders.names import MANAGED_BY, MANAGED_BY_LABEL
 from app.config import Config, parse_config
+from app.extensions.labs import machinery_of
 from app.schemas.labs import LabStatusSchema
 from devstack.kube import KubernetesEmulator
 from tests.labs.conftest import BAD_IMAGE, IMAGE, LabUser, read_events, spawn_body
@@ -202,7 +203,7 @@ def test_status_reads_never_call_kubernetes(
     read_events(lab_client, user.username, user.headers)
     # The elected watcher may still be handling the spawn's last pod events, and may read
     # the pod to do so; it is not a status read, so it is stopped before counting.
-    lab_app.extensions["labs"][1].watcher.stop()
+    machinery_of(lab_app).watcher.stop()
     kube.audit.clear()
     for _ in range(20):
         assert (

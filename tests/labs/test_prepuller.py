@@ -3,6 +3,7 @@ emulator: eligibility, pulls, failures, new tags, new nodes, and the status rout
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -11,6 +12,8 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from app.config import Config, parse_config
+from app.extensions.labs import machinery_of
+from app.storage.admin_feed import admin_feed_channel
 from devstack.demo import LAB_REPOSITORY, demo_registry, demo_tokens
 from devstack.gafaelfawr import GafaelfawrEmulator
 from devstack.kube import KubernetesEmulator
@@ -91,7 +94,7 @@ def prepull_raw_config(
 @pytest.fixture
 def prepull_app(prepull_raw_config: dict[str, Any], make_app: Callable[[Config], Flask]) -> Flask:
     app = make_app(parse_config(prepull_raw_config))
-    app.extensions["labs"][1].images.refresh_all()
+    machinery_of(app).images.refresh_all()
     return app
 
 
@@ -208,7 +211,7 @@ def test_pulls_stay_within_their_bounds(
     unsubscribe = cluster.store.subscribe(observe)
     try:
         app = make_app(parse_config(prepull_raw_config))
-        app.extensions["labs"][1].images.refresh_all()
+        machinery_of(app).images.refresh_all()
         client = app.test_client()
 
         def done() -> Any:
@@ -269,7 +272,7 @@ def test_a_new_weekly_is_prepulled_and_then_offered_in_the_form(
     cluster.cluster.settings.pull_seconds_by_image["*:w_2024_45*"] = 1.0
     registry.add_tag(LAB_REPOSITORY, "w_2024_45", f"{LAB_REPOSITORY}:w_2024_45")
     try:
-        prepull_app.extensions["labs"][1].images.refresh_all()
+        machinery_of(prepull_app).images.refresh_all()
         client: FlaskClient = prepull_app.test_client()
 
         def radios() -> str:
@@ -332,7 +335,7 @@ def test_pods_of_a_previous_leader_are_adopted_or_removed(
     stray = build_pull_pod(["registry.test/old/image:gone"], "lab-1", config)
     cluster.store.create("pods", stray)
     app = make_app(config)
-    app.extensions["labs"][1].images.refresh_all()
+    machinery_of(app).images.refresh_all()
     wait_for(
         lambda: all(
             p["metadata"]["name"] != stray["metadata"]["name"] for p in _prepull_pods(cluster)
@@ -355,8 +358,39 @@ def test_status_before_any_pass_lists_everything_pending(
 ) -> None:
     prepull_raw_config["prepuller"]["enabled"] = False
     app = make_app(parse_config(prepull_raw_config))
-    app.extensions["labs"][1].images.refresh_all()
+    machinery_of(app).images.refresh_all()
     body = app.test_client().get("/spawner/v1/prepulls", headers=bearer(tokens["admin"])).get_json()
     assert body["updated"] is None and body["nodes"] == []
     pending = body["configs"][0]["images"]["pending"]
     assert [e["url"] for e in pending] == [_ref(registry, t) for t in PREPULLED]
+
+
+def test_the_administrators_feed_hears_of_every_pull(
+    prepull_raw_config: dict[str, Any],
+    make_app: Callable[..., Flask],
+    redis_client: Any,
+) -> None:
+    config = parse_config(prepull_raw_config)
+    listener = redis_client.pubsub()
+    listener.subscribe(admin_feed_channel(config.redis.key_prefix))
+    try:
+        app = make_app(config)
+        machinery_of(app).images.refresh_all()
+        client = app.test_client()
+
+        def get(path: str) -> Any:
+            return client.get(f"/spawner/v1{path}", headers=bearer(_admin_token())).get_json()
+
+        wait_for(lambda: _all_prepulled(get), timeout=30)
+        news = []
+        while (message := listener.get_message(timeout=0.5)) is not None:
+            if message["type"] == "message":
+                news.append(json.loads(message["data"]))
+    finally:
+        listener.close()
+    passes = [n["data"] for n in news if n["type"] == "prepull"]
+    # Five images on each of the two eligible nodes: every pull started and finished.
+    assert sum(p["started"] for p in passes) == 10
+    assert sum(p["finished"] for p in passes) == 10
+    assert sum(p["failed"] for p in passes) == 0
+    assert passes[-1]["missing"] == 0 and passes[-1]["nodes"] == 2

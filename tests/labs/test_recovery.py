@@ -20,13 +20,13 @@ from flask.testing import FlaskClient
 
 from app.builders.names import MANAGED_BY, MANAGED_BY_LABEL, USER_LABEL
 from app.config import Config, parse_config
+from app.engine.reconcile import Reconciler
+from app.engine.watcher import WorkloadWatcher
+from app.extensions.labs import machinery_of, stop_background
 from app.models.lab import LabRecord, LabStatus, PodState
 from app.services.context import LabContext
-from app.services.recovery import Reconciler
-from app.services.watcher import LabWatcher
 from devstack.gafaelfawr import GafaelfawrEmulator, GroupSpec
 from devstack.kube import KubernetesEmulator
-from tests.conftest import stop_background
 from tests.labs.conftest import LabUser, lab_config, read_events, spawn_body, wait_for
 from tests.support.redis_server import RedisServer
 
@@ -50,17 +50,17 @@ def watcher_app(lab_raw_config: dict[str, Any], make_app: Callable[[Config], Fla
     return make
 
 
-def watcher_of(app: Flask) -> LabWatcher:
-    watcher: LabWatcher = app.extensions["labs"][1].watcher
+def watcher_of(app: Flask) -> WorkloadWatcher:
+    watcher: WorkloadWatcher = machinery_of(app).watcher
     return watcher
 
 
 def context_of(app: Flask) -> LabContext:
-    ctx: LabContext = app.extensions["labs"][0]
+    ctx: LabContext = machinery_of(app).context
     return ctx
 
 
-def leading(app: Flask) -> LabWatcher:
+def leading(app: Flask) -> WorkloadWatcher:
     """Wait until the app's watcher leads and has finished its first reconcile.
 
     The reconcile starts only after the watch's first list, so from here on every
@@ -297,7 +297,8 @@ def test_leaked_namespace_is_deleted_only_when_seen_twice(
     )
     assert ctx.labs.put_if_idle(record, None)
 
-    reconciler = Reconciler(ctx)
+    machinery = machinery_of(app)
+    reconciler = Reconciler(ctx.labs.workloads, ctx.kube, machinery.engine.kinds.values())
     reconciler.run()
     assert f"nublado-{leaked}" in reconciler.suspects
     assert kube.store.get("namespaces", None, f"nublado-{leaked}") is not None
@@ -339,7 +340,7 @@ def test_watcher_never_touches_a_lab_during_a_spawn(
             return watcher.reconciles >= reconciles + 3
 
         wait_for(reconciled_during_spawn)
-        assert ctx.labs.operation(user.username) is not None, "the spawn ended too soon"
+        assert ctx.labs.has_operation(user.username), "the spawn ended too soon"
         assert not kube.store.list("pods", f"nublado-{user.username}")
         events = read_events(client, user.username, user.headers)
     finally:

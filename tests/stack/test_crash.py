@@ -58,7 +58,7 @@ def test_sigkill_mid_spawn_ends_with_one_running_lab(stack: LocalStack) -> None:
     # Wait until the pod exists and its image is being pulled, then kill the worker
     # holding the spawn's lease.
     _wait(lambda: stack.kube.store.get("pods", namespace, "nb-rachel-lab"))
-    holder = str(_wait(lambda: store.get("spawner:lease:rachel")))
+    holder = str(_wait(lambda: store.get("spawner:lease:lab:rachel")))
     pid = int(holder.split(":")[1])
     os.kill(pid, signal.SIGKILL)
 
@@ -80,7 +80,7 @@ def test_sigkill_mid_spawn_ends_with_one_running_lab(stack: LocalStack) -> None:
         if c["metadata"]["name"].startswith("nb-")
     )
     assert configmaps == ["nb-rachel-env", "nb-rachel-nss"]
-    _wait(lambda: store.get("spawner:lease:rachel") is None)
+    _wait(lambda: store.get("spawner:lease:lab:rachel") is None)
     # The killed worker was replaced by gunicorn.
     assert stack.spawner_process is not None and stack.spawner_process.poll() is None
 

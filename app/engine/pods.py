@@ -1,8 +1,9 @@
-"""Read a lab pod's status the way a person would: is it up, still coming, or stuck?
+"""Read a workload's pod the way a person would: is it up, still coming, or stuck?
 
-A spawn must fail within seconds when the pod cannot succeed (an image that cannot be
-pulled, no node that fits, a crash loop), not sit until the deadline. These rules turn the
-pod's conditions and container states into that verdict.
+The engine's fast-failure classification: a spawn must fail within seconds when its pod
+cannot succeed (an image that cannot be pulled, no node that fits, a crash loop, a failed
+provisioning container), not sit until the deadline. These rules turn the pod's conditions
+and container states into that verdict, worded for the workload the pod serves.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ _CONFIG_FAILURES = {"CreateContainerConfigError", "CreateContainerError", "RunCo
 
 @dataclass(frozen=True)
 class PodVerdict:
-    """``ready`` (lab reachable), ``failure`` (a message a user can act on), or neither."""
+    """``ready`` (the workload can be reached), ``failure`` (a message a user can act on),
+    or neither."""
 
     ready: bool = False
     failure: str | None = None
@@ -31,7 +33,7 @@ def _condition(pod: dict[str, Any], kind: str) -> dict[str, Any] | None:
     return None
 
 
-def _container_failure(statuses: list[dict[str, Any]], init: bool) -> str | None:
+def _container_failure(statuses: list[dict[str, Any]], init: bool, noun: str) -> str | None:
     for status in statuses:
         name = status.get("name", "?")
         state = status.get("state") or {}
@@ -42,7 +44,7 @@ def _container_failure(statuses: list[dict[str, Any]], init: bool) -> str | None
             image = status.get("image", "")
             return f"cannot pull image {image}: {reason}" + (f": {detail}" if detail else "")
         if reason == "CrashLoopBackOff":
-            what = "provisioning container" if init else "lab container"
+            what = "provisioning container" if init else f"{noun} container"
             return f"the {what} {name} keeps crashing (CrashLoopBackOff)" + (
                 f": {detail}" if detail else ""
             )
@@ -58,21 +60,22 @@ def _container_failure(statuses: list[dict[str, Any]], init: bool) -> str | None
     return None
 
 
-def judge(pod: dict[str, Any]) -> PodVerdict:
-    """Decide what the pod's current status means for the spawn waiting on it."""
+def judge(pod: dict[str, Any], noun: str = "lab") -> PodVerdict:
+    """Decide what the pod's current status means for the spawn waiting on it; ``noun``
+    names the workload in the failure messages."""
     status = pod.get("status") or {}
     phase = status.get("phase")
     node = pod.get("spec", {}).get("nodeName")
     if phase in ("Failed", "Succeeded"):
         reason = status.get("reason") or status.get("message") or phase
-        return PodVerdict(failure=f"the lab pod stopped ({phase}): {reason}", scheduled_on=node)
+        return PodVerdict(failure=f"the {noun} pod stopped ({phase}): {reason}", scheduled_on=node)
     scheduled = _condition(pod, "PodScheduled")
     unschedulable = scheduled and scheduled.get("status") == "False"
     if unschedulable and scheduled.get("reason") == "Unschedulable":  # type: ignore[union-attr]
         message = scheduled.get("message") or "no node can run it"  # type: ignore[union-attr]
-        return PodVerdict(failure=f"the lab cannot be scheduled: {message}")
-    failure = _container_failure(status.get("initContainerStatuses") or [], init=True)
-    failure = failure or _container_failure(status.get("containerStatuses") or [], init=False)
+        return PodVerdict(failure=f"the {noun} cannot be scheduled: {message}")
+    failure = _container_failure(status.get("initContainerStatuses") or [], True, noun)
+    failure = failure or _container_failure(status.get("containerStatuses") or [], False, noun)
     if failure:
         return PodVerdict(failure=failure, scheduled_on=node)
     initialized = (_condition(pod, "Initialized") or {}).get("status") == "True"

@@ -1,4 +1,4 @@
-"""Run independent Kubernetes calls at once, and start background tasks without waiting.
+"""Run independent Kubernetes calls at once, and start background tasks.
 
 A spawn's reads at the start and its creates after the namespace do not depend on each
 other; issued together they cost the slowest call instead of the sum. Threads here are
@@ -50,40 +50,6 @@ def start_task(target: Callable[..., Any], *args: Any, name: str) -> Task:
 
 _GREEN = _green()
 """Decided at import: the gevent worker patches ``threading`` before the app is imported."""
-
-
-def give_way(turns: int = 1) -> None:
-    """Let tasks started just now run up to their first wait before the caller goes on.
-
-    Under gevent the caller steps aside ``turns`` times, each time behind the greenlets
-    already scheduled to run (not those waiting on sockets: see ``yield_to_io``); a task
-    that starts tasks of its own needs a second turn for them to run. With threads, which
-    run anyway, it does nothing.
-    """
-    if _GREEN:
-        import gevent
-
-        for _ in range(turns):
-            gevent.sleep(0)
-
-
-def yield_to_io() -> None:
-    """Let greenlets whose I/O is ready run before the caller goes on.
-
-    ``give_way`` (a sleep of 0) runs the caller again before the event loop polls for
-    I/O. A timer already due when the loop has polled runs before the sockets found ready
-    (libev invokes what it queued last first), so the caller sleeps for a little longer
-    than one turn of the loop. With threads it does nothing.
-    """
-    if _GREEN:
-        import gevent
-
-        gevent.sleep(_AFTER_READY_IO)
-
-
-_AFTER_READY_IO = 0.0005
-"""Seconds: longer than a turn of the loop that finds sockets ready; short enough for
-work that only has to come after them."""
 
 
 def concurrently(*calls: Callable[[], Any]) -> list[Any]:

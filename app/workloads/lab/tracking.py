@@ -1,15 +1,7 @@
-"""Bring Redis back in line with Kubernetes: judge one lab, or reconcile all of them.
+"""How labs' records follow their pods between operations (see ``app.engine.tracking``).
 
-Kubernetes is the truth about what exists; Redis is what every worker answers from. Drift
-appears when something happens outside an operation (a pod deleted by hand, evicted, or a
-node lost) or when Redis loses its data. The watcher applies single changes as they are
-seen; the reconcile compares everything now and then, rebuilding lost records from the spec
-annotation on each pod and removing namespaces nothing refers to any more.
-
-One rule makes both safe against operations running on other workers: read Redis first,
-then Kubernetes, then write with ``LabStore.put_if_idle`` expecting what was read. Any
-operation that starts or finishes after the Redis read changes the record or holds the
-operation key, so the write is refused and the operation's own outcome stands.
+A running lab fails when its pod is gone or has stopped for good; a lab Redis forgot is
+rebuilt from the spec annotation on its pod, so losing Redis never loses a running lab.
 """
 
 from __future__ import annotations
@@ -29,10 +21,11 @@ from app.builders.names import (
 )
 from app.builders.record import spec_from_annotation
 from app.config.models import Config
+from app.engine.pods import judge
+from app.engine.tracking import PodTracking
 from app.models.lab import LabRecord, LabStatus, PodState
-from app.services.context import LabContext
-from app.services.pod_state import judge
-from app.services.records import lab_record
+from app.storage.labs import parse_record, record_json
+from app.workloads.lab.records import lab_record
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +36,25 @@ DELETED_ERROR = "the lab pod was deleted outside the spawner"
 _TERMINAL_PHASES = ("Failed", "Succeeded")
 
 
-# Judging one lab ---------------------------------------------------------------------
+class LabTracking(PodTracking):
+    """Labs' pods and namespaces, judged against lab records."""
+
+    selector = LAB_POD_SELECTOR
+    owns_namespaces = True
+
+    def __init__(self, config: Config) -> None:
+        self._config = config
+
+    def owner(self, obj: dict[str, Any]) -> str | None:
+        return lab_user(obj, self._config.namespace_prefix)
+
+    def assess(self, record: str, pod: dict[str, Any] | None) -> str | None:
+        update = assess(parse_record(record), pod)
+        return record_json(update) if update is not None else None
+
+    def rebuild(self, pod: dict[str, Any]) -> str | None:
+        record = rebuild_record(pod, self._config)
+        return record_json(record) if record is not None else None
 
 
 def lab_user(obj: dict[str, Any], namespace_prefix: str) -> str | None:
@@ -159,87 +170,3 @@ def rebuild_record(pod: dict[str, Any], config: Config) -> LabRecord | None:
         reachable=status is LabStatus.RUNNING,
         error=error,
     )
-
-
-# Reconciling all labs ----------------------------------------------------------------
-
-
-class Reconciler:
-    """Compares all of Redis with all of Kubernetes and repairs the difference.
-
-    One instance lives for one leadership tenure: the namespaces it suspects of being
-    leaked are remembered between its runs, and only a namespace suspected by two
-    consecutive runs is deleted, so a namespace caught between a spawn's first steps and
-    its record is never removed.
-    """
-
-    def __init__(self, ctx: LabContext) -> None:
-        self._ctx = ctx
-        self._suspects: set[str] = set()
-
-    @property
-    def suspects(self) -> frozenset[str]:
-        """Namespaces seen leaked once, to be deleted if the next run sees them again."""
-        return frozenset(self._suspects)
-
-    def run(self) -> None:
-        labs, kube = self._ctx.labs, self._ctx.kube
-        prefix = self._ctx.config.namespace_prefix
-        # Redis first, then Kubernetes (see the module docstring).
-        records = labs.records()
-        busy = set(labs.pending_operations())
-        pods, _ = kube.list_lab_pods(LAB_POD_SELECTOR)
-        namespaces = kube.list_lab_namespaces()
-
-        pods_by_user: dict[str, dict[str, Any]] = {}
-        for pod in pods:
-            username = lab_user(pod, prefix)
-            if username is not None:
-                pods_by_user[username] = pod
-
-        for username, pod in pods_by_user.items():
-            if username in busy:
-                continue
-            record = records.get(username)
-            if record is None:
-                self._rebuild(pod)
-            else:
-                self._repair(record, pod)
-        for username, record in records.items():
-            if username not in busy and username not in pods_by_user:
-                self._repair(record, None)
-        self._collect_leaks(namespaces, set(records) | busy | set(pods_by_user))
-
-    def _rebuild(self, pod: dict[str, Any]) -> None:
-        record = rebuild_record(pod, self._ctx.config)
-        if record is not None and self._ctx.labs.put_if_idle(record, None):
-            logger.info("rebuilt the lost record of %s's lab (%s)", record.username, record.status)
-
-    def _repair(self, record: LabRecord, pod: dict[str, Any] | None) -> None:
-        update = assess(record, pod)
-        if update is not None and self._ctx.labs.put_if_idle(update, record):
-            logger.warning(
-                "lab of %s is now %s (pod %s): %s",
-                update.username,
-                update.status,
-                update.pod,
-                update.error or "in step with Kubernetes",
-            )
-
-    def _collect_leaks(self, namespaces: list[dict[str, Any]], accounted: set[str]) -> None:
-        prefix = self._ctx.config.namespace_prefix
-        seen: dict[str, str] = {}
-        for namespace in namespaces:
-            username = lab_user(namespace, prefix)
-            if username is None or username in accounted or is_deleting(namespace):
-                continue
-            seen[namespace["metadata"]["name"]] = username
-        doomed = set(seen) & self._suspects
-        self._suspects = set(seen) - doomed
-        for name in sorted(doomed):
-            username = seen[name]
-            # A spawn may have begun since this run read Redis: look once more.
-            if self._ctx.labs.get(username) or self._ctx.labs.operation(username):
-                continue
-            logger.warning("deleting namespace %s: no lab, record or operation uses it", name)
-            self._ctx.kube.delete_namespace(name)

@@ -1,0 +1,83 @@
+"""What a kind of workload plugs into the engine.
+
+The engine runs operations: it queues them atomically, leases them to one worker, resumes
+them when that worker dies, bounds them by a deadline, writes their events and records
+their outcome. A kind says what its operations do. It declares:
+
+- its **record**: the JSON text the engine stores and the routes serve. It has a
+  ``status`` field; ``failed`` lets a new spawn replace the workload, ``terminating`` is what
+  a delete sets (see ``WorkloadStore``);
+- its **steps**: ``spawn`` and ``delete`` run idempotently from the top (a worker that
+  resumes an operation runs them again), report through ``run.reporter``, and return the
+  record to keep;
+- its **readiness and failures**: a step raises ``StepFailed`` with a message a user can
+  act on as soon as it knows the workload cannot come up (see ``app.engine.pods`` for
+  pods), never waiting for the deadline;
+- its **timeouts**, and the record a failed operation leaves;
+- its **tracking** (``PodTracking``): how to find its pods and judge them, so that the
+  engine's elected watcher and reconcile keep its records in step with Kubernetes and
+  rebuild them when Redis lost them.
+
+Adding a kind is one package under ``app/workloads/`` with a ``WorkloadKind`` subclass,
+registered where the engine is built (``app.extensions.workloads``).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+from app.engine.reporter import Reporter
+from app.engine.tracking import PodTracking
+from app.engine.workload import Action, Operation
+from app.storage.events import EventType
+
+
+class StepFailed(Exception):
+    """The operation cannot succeed; the message says why in terms a user can act on."""
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run of an operation, as its steps see it."""
+
+    operation: Operation
+    reporter: Reporter
+    secret: str | None
+    """The secret queued with the operation (a spawn's token), None once it expired."""
+
+
+@dataclass(frozen=True)
+class Finished:
+    """A successful operation's outcome: the workload's record to keep (None removes it),
+    and events to announce with it, before the engine's closing ``progress 100`` and
+    ``complete``."""
+
+    record: str | None
+    events: list[tuple[EventType, str]] = field(default_factory=list)
+
+
+class WorkloadKind(ABC):
+    """A kind of workload: its name, timeouts, steps and failed record."""
+
+    name: str
+    """The kind's name in workload references, Redis keys and event subjects."""
+
+    tracking: PodTracking | None = None
+    """How its records follow its pods between operations; None: they need not."""
+
+    @abstractmethod
+    def timeout(self, action: Action) -> float:
+        """Seconds an operation doing ``action`` may take in all, from when it is queued."""
+
+    @abstractmethod
+    def spawn(self, run: Run) -> Finished:
+        """Bring the workload up, and return its record once it is ready."""
+
+    @abstractmethod
+    def delete(self, run: Run) -> Finished:
+        """Take the workload down, and return what remains (usually nothing)."""
+
+    @abstractmethod
+    def failed_record(self, run: Run, message: str) -> str | None:
+        """The record to keep after ``run`` failed with ``message``; None keeps none."""

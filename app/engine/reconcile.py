@@ -1,0 +1,135 @@
+"""Bring Redis back in line with Kubernetes: every workload of every tracked kind at once.
+
+One rule makes this safe against operations running on other workers: read Redis first,
+then Kubernetes, then write with ``WorkloadStore.put_if_idle`` expecting what was read. Any
+operation that starts or finishes after the Redis read changes the record or holds the
+operation key, so the write is refused and the operation's own outcome stands.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from app.engine.kind import WorkloadKind
+from app.engine.tracking import PodTracking
+from app.engine.workload import WorkloadRef
+from app.storage.kubernetes import KubernetesStorage
+from app.storage.workloads import WorkloadStore
+
+logger = logging.getLogger(__name__)
+
+
+def is_deleting(obj: dict[str, Any]) -> bool:
+    return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
+
+
+def log_repair(ref: WorkloadRef, record: str) -> None:
+    """Say what a repair wrote: the record's status, and its error if it has one."""
+    fields = json.loads(record)
+    logger.warning(
+        "%s is now %s: %s",
+        ref.key,
+        fields.get("status"),
+        fields.get("error") or "in step with Kubernetes",
+    )
+
+
+def tracked(kinds: Iterable[WorkloadKind]) -> list[tuple[str, PodTracking]]:
+    """The kinds whose records follow their pods, with how."""
+    return [(kind.name, kind.tracking) for kind in kinds if kind.tracking is not None]
+
+
+class Reconciler:
+    """Compares all of Redis with all of Kubernetes and repairs the difference.
+
+    One instance lives for one leadership tenure: the namespaces it suspects of being
+    leaked are remembered between its runs, and only a namespace suspected by two
+    consecutive runs is deleted, so a namespace caught between a spawn's first steps and
+    its record is never removed.
+    """
+
+    def __init__(
+        self, store: WorkloadStore, kube: KubernetesStorage, kinds: Iterable[WorkloadKind]
+    ) -> None:
+        self._store = store
+        self._kube = kube
+        self._tracked = tracked(kinds)
+        self._suspects: dict[str, set[str]] = {}
+
+    @property
+    def suspects(self) -> frozenset[str]:
+        """Namespaces seen leaked once, to be deleted if the next run sees them again."""
+        return frozenset(name for names in self._suspects.values() for name in names)
+
+    def run(self) -> None:
+        pending = self._store.pending()
+        for kind, tracking in self._tracked:
+            self._run_kind(kind, tracking, {ref.name for ref in pending if ref.kind == kind})
+
+    def _run_kind(self, kind: str, tracking: PodTracking, busy: set[str]) -> None:
+        # Redis first, then Kubernetes (see the module docstring).
+        records = self._store.records(kind)
+        pods, _ = self._kube.list_lab_pods(tracking.selector)
+        namespaces = self._kube.list_lab_namespaces() if tracking.owns_namespaces else []
+
+        pods_by_name: dict[str, dict[str, Any]] = {}
+        for pod in pods:
+            name = tracking.owner(pod)
+            if name is not None:
+                pods_by_name[name] = pod
+        for name, pod in pods_by_name.items():
+            if name not in busy:
+                self._repair(WorkloadRef(kind, name), tracking, records.get(name), pod)
+        for name, record in records.items():
+            if name not in busy and name not in pods_by_name:
+                self._repair(WorkloadRef(kind, name), tracking, record, None)
+        if tracking.owns_namespaces:
+            accounted = set(records) | busy | set(pods_by_name)
+            self._collect_leaks(kind, tracking, namespaces, accounted)
+
+    def _repair(
+        self,
+        ref: WorkloadRef,
+        tracking: PodTracking,
+        record: str | None,
+        pod: dict[str, Any] | None,
+    ) -> None:
+        if record is None:
+            assert pod is not None
+            rebuilt = tracking.rebuild(pod)
+            if rebuilt is not None and self._store.put_if_idle(
+                ref=ref, record=rebuilt, expect=None
+            ):
+                logger.info("rebuilt the lost record of %s", ref.key)
+            return
+        update = tracking.assess(record, pod)
+        if update is not None and self._store.put_if_idle(ref=ref, record=update, expect=record):
+            log_repair(ref, update)
+
+    def _collect_leaks(
+        self,
+        kind: str,
+        tracking: PodTracking,
+        namespaces: list[dict[str, Any]],
+        accounted: set[str],
+    ) -> None:
+        seen: dict[str, str] = {}
+        for namespace in namespaces:
+            name = tracking.owner(namespace)
+            if name is None or name in accounted or is_deleting(namespace):
+                continue
+            seen[namespace["metadata"]["name"]] = name
+        suspects = self._suspects.get(kind, set())
+        doomed = set(seen) & suspects
+        self._suspects[kind] = set(seen) - doomed
+        for leaked in sorted(doomed):
+            ref = WorkloadRef(kind, seen[leaked])
+            # A spawn may have begun since this run read Redis: look once more.
+            found = self._store.record_and_busy(ref)
+            if found.record is not None or found.busy:
+                continue
+            logger.warning("deleting namespace %s: no record or operation uses it", leaked)
+            self._kube.delete_namespace(leaked)

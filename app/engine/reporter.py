@@ -1,0 +1,82 @@
+"""The one way an operation's steps tell the world how it goes: its events.
+
+Every write first checks, in the same Redis script, that the operation is still its
+workload's current one: a spawn superseded by a delete must not write into the delete's
+fresh event stream. Writes past the operation's deadline are refused too, so steps that
+report regularly also stop on time.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from app.engine.workload import Operation, WorkloadRef
+from app.storage.events import EventStore, EventType
+from app.storage.workloads import WorkloadStore
+
+
+class Superseded(Exception):
+    """Another operation replaced this one; stop quietly."""
+
+
+class DeadlineExceeded(Exception):
+    """The operation ran out of time."""
+
+
+class Reporter:
+    """Event writer and guard for one operation."""
+
+    def __init__(self, operation: Operation, *, store: WorkloadStore, events: EventStore) -> None:
+        self.operation = operation
+        self._store = store
+        self._events = events
+        self._progress = 0
+
+    @property
+    def ref(self) -> WorkloadRef:
+        return self.operation.ref
+
+    def remaining(self) -> float:
+        """Seconds left before the operation's deadline."""
+        return self.operation.deadline - time.time()
+
+    def check(self) -> None:
+        """Raise if the operation was superseded or is past its deadline."""
+        current = self._store.operation(self.ref)
+        if current is None or current.id != self.operation.id:
+            raise Superseded
+        if self.remaining() <= 0:
+            raise DeadlineExceeded
+
+    def info(self, message: str, *, progress: int | Sequence[int] = ()) -> None:
+        """An info event, and after it a progress event for each of ``progress`` that moves
+        the bar forward, in one write."""
+        events = [(EventType.INFO, message)]
+        for percent in (progress,) if isinstance(progress, int) else progress:
+            if percent > self._progress:
+                self._progress = percent
+                events.append((EventType.PROGRESS, str(percent)))
+        self._write(events)
+
+    def error(self, message: str) -> None:
+        """A problem the operation works around; a failure ends it through the runner."""
+        self._write([(EventType.ERROR, message)])
+
+    def progress(self, percent: int) -> None:
+        """Move the progress bar forward; it never goes back."""
+        if percent > self._progress:
+            self._progress = percent
+            self._write([(EventType.PROGRESS, str(percent))])
+
+    def _write(self, events: list[tuple[EventType, str]]) -> None:
+        if self.remaining() <= 0:
+            raise DeadlineExceeded
+        written = self._events.append_if_current(
+            self.ref.key,
+            events,
+            self._store.operation_key(self.ref),
+            self.operation.id,
+        )
+        if written is None:
+            raise Superseded

@@ -1,0 +1,39 @@
+"""What a kind tells the engine so that its records follow Kubernetes between operations.
+
+Kubernetes is the truth about what exists; Redis is what every worker answers from. Drift
+appears when something happens outside an operation (a pod deleted by hand, evicted, a
+node lost) or when Redis loses its data. The engine's elected watcher applies single
+changes as it sees them, and its reconcile compares everything now and then; both ask the
+kind what a pod means for its record.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+
+class PodTracking(ABC):
+    """How the engine finds a kind's pods and judges them against its records."""
+
+    selector: str
+    """A label selector for every pod of the kind, in any namespace, and nothing else."""
+
+    owns_namespaces: bool = False
+    """Whether each workload of the kind has a namespace of its own, which the reconcile
+    deletes once nothing refers to it any more."""
+
+    @abstractmethod
+    def owner(self, obj: dict[str, Any]) -> str | None:
+        """The name of the workload a pod (or namespace) of the kind belongs to; None for
+        an object that carries the kind's labels but is not where its workload's would be."""
+
+    @abstractmethod
+    def assess(self, record: str, pod: dict[str, Any] | None) -> str | None:
+        """The record that ``pod`` (None: no pod) calls for, or None if ``record`` is right.
+        Only asked about workloads no operation is working on."""
+
+    @abstractmethod
+    def rebuild(self, pod: dict[str, Any]) -> str | None:
+        """A record from the pod alone, for a workload Redis has forgotten; None when the
+        pod cannot tell (or is going away anyway)."""

@@ -1,0 +1,251 @@
+"""The elected watcher: keeps Redis in step with what happens to workloads' pods.
+
+Exactly one worker across all processes and replicas leads (a ``RedisLease``). The leader
+runs a cluster-wide watch of each tracked kind's pods and a periodic reconcile beside them:
+
+- A watch applies each change outside an operation as it happens (for labs: a lab whose
+  pod is deleted, or stops for good, becomes ``failed``). A 410 Gone (the watch fell too
+  far behind) is answered by listing again and reconciling at once, since changes may have
+  been missed in between; each watch request ends after ``watchSeconds`` and is reopened
+  from the last resourceVersion seen, so a silently dead connection cannot go unnoticed
+  for long.
+- The reconcile (``reconcile.Reconciler``) runs when the tenure starts and every
+  ``reconcileSeconds``, rebuilding lost records and repairing whatever the watch missed.
+
+Changes are never applied to a workload while an operation runs for it: the operation owns
+it until it finishes, and its outcome is what was asked for.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+
+from app.config.models import WatcherConfig
+from app.engine.kind import WorkloadKind
+from app.engine.reconcile import Reconciler, log_repair, tracked
+from app.engine.tracking import PodTracking
+from app.engine.workload import WorkloadRef
+from app.services.leadership import ElectedWorker, Tenure
+from app.storage.kubernetes import KubernetesError, KubernetesStorage, WatchExpired
+from app.storage.leader import RedisLease, worker_identity
+from app.storage.workloads import WorkloadStore
+
+logger = logging.getLogger(__name__)
+
+LEASE_NAME = "lab-watcher"
+"""The role's lease (its name predates other kinds of workload; replicas agree on it)."""
+_MAX_BACKOFF_SECONDS = 30.0
+
+
+@dataclass
+class _Cursor:
+    """Where a watch resumes: None means list again first."""
+
+    version: str | None = None
+
+
+class WorkloadWatcher:
+    """This process's candidate for the watcher role; ``start`` it once, ``stop`` at exit."""
+
+    def __init__(
+        self,
+        *,
+        store: WorkloadStore,
+        kube: KubernetesStorage,
+        kinds: Iterable[WorkloadKind],
+        config: WatcherConfig,
+        client: redis.Redis,
+        key_prefix: str,
+        owner: str | None = None,
+    ) -> None:
+        self._store = store
+        self._kube = kube
+        self._kinds = list(kinds)
+        self._config = config
+        lease = RedisLease(
+            client,
+            f"{key_prefix}leader:{LEASE_NAME}",
+            owner or worker_identity(),
+            config.lease_seconds,
+        )
+        self.lease_key = lease.key
+        self._election = ElectedWorker(lease, self._lead, name=LEASE_NAME)
+        self._count_lock = threading.Lock()
+        self._reconciles = 0
+
+    @property
+    def owner(self) -> str:
+        return self._election.owner
+
+    @property
+    def is_leader(self) -> bool:
+        return self._election.is_leader
+
+    @property
+    def reconciles(self) -> int:
+        """Reconciles completed by this process, under any tenure (tests await it)."""
+        with self._count_lock:
+            return self._reconciles
+
+    def start(self) -> None:
+        self._election.start()
+
+    def stop(self) -> None:
+        self._election.stop()
+
+    # Leading -------------------------------------------------------------------------
+
+    def _lead(self, tenure: Tenure) -> None:
+        """Watch each tracked kind's pods, and reconcile once every watch has listed."""
+        wake = threading.Event()
+        tenure.on_end(wake.set)
+        watches = []
+        listed = []
+        for kind, tracking in tracked(self._kinds):
+            first_list = threading.Event()
+            listed.append(first_list)
+            watches.append(
+                threading.Thread(
+                    target=self._watch_kind,
+                    args=(tenure, kind, tracking, first_list, wake),
+                    name=f"{LEASE_NAME}-{kind}",
+                    daemon=True,
+                )
+            )
+        for watch in watches:
+            watch.start()
+        try:
+            # The reconcile starts after the first lists, so its first run sees everything
+            # the watches will not report.
+            for first_list in listed:
+                tenure.on_end(first_list.set)
+            for first_list in listed:
+                first_list.wait()
+            self._reconcile_loop(tenure, wake)
+        finally:
+            tenure.end()
+            for watch in watches:
+                watch.join()
+
+    def _watch_kind(
+        self,
+        tenure: Tenure,
+        kind: str,
+        tracking: PodTracking,
+        first_list: threading.Event,
+        wake: threading.Event,
+    ) -> None:
+        cursor = _Cursor()
+        failures = 0
+        try:
+            while not tenure.ended:
+                try:
+                    if cursor.version is None:
+                        _, cursor.version = self._kube.list_lab_pods(tracking.selector)
+                        if first_list.is_set():
+                            wake.set()  # Changes may have been missed: reconcile now.
+                        first_list.set()
+                    started = time.monotonic()
+                    if (
+                        self._watch(tenure, kind, tracking, cursor)
+                        or time.monotonic() - started >= 1
+                    ):
+                        failures = 0
+                    else:
+                        # Closed at once with nothing to say (a proxy or an API server
+                        # shedding load): pause rather than reconnect in a tight loop.
+                        tenure.wait(1)
+                except WatchExpired:
+                    logger.info("%s pod watch expired; listing again", kind)
+                    cursor.version = None
+                except (KubernetesError, redis.RedisError) as exc:
+                    failures += 1
+                    delay = min(_MAX_BACKOFF_SECONDS, 0.5 * 2**failures)
+                    logger.warning("%s pod watch failed (%s); retrying in %gs", kind, exc, delay)
+                    tenure.wait(delay)
+        except Exception:
+            logger.exception("%s pod watch stopped; giving the role up", kind)
+        finally:
+            # Whatever ends one watch ends the tenure: a successor starts afresh.
+            tenure.end()
+
+    def _watch(self, tenure: Tenure, kind: str, tracking: PodTracking, cursor: _Cursor) -> int:
+        """Follow one watch request from ``cursor``, advancing it past applied events.
+
+        An event whose handling failed (Redis or the API unreachable) leaves the cursor
+        before it, so the next request delivers it again. Returns how many events came.
+        """
+        assert cursor.version is not None
+        stream = self._kube.open_lab_pod_watch(
+            tracking.selector, cursor.version, self._config.watch_seconds
+        )
+        undo = tenure.on_end(stream.cancel)
+        count = 0
+        try:
+            for change, pod in stream:
+                count += 1
+                if tenure.ended:
+                    break
+                if change != "BOOKMARK":
+                    self._apply_safely(kind, tracking, change, pod)
+                version = (pod.get("metadata") or {}).get("resourceVersion")
+                if version:
+                    cursor.version = str(version)
+        finally:
+            undo()
+        return count
+
+    def _apply_safely(
+        self, kind: str, tracking: PodTracking, change: str, pod: dict[str, Any]
+    ) -> None:
+        try:
+            self._apply(kind, tracking, change, pod)
+        except (KubernetesError, redis.RedisError):
+            raise
+        except Exception:
+            # A pod this code cannot make sense of must not stop the watch for every
+            # other workload; the reconcile looks at it again later.
+            meta = pod.get("metadata") or {}
+            logger.exception(
+                "cannot apply a change of pod %s/%s", meta.get("namespace"), meta.get("name")
+            )
+
+    def _apply(self, kind: str, tracking: PodTracking, change: str, pod: dict[str, Any]) -> None:
+        name = tracking.owner(pod)
+        if name is None:
+            return
+        ref = WorkloadRef(kind, name)
+        found = self._store.record_and_busy(ref)
+        if found.record is None or found.busy:
+            return  # Nothing to keep in step (the reconcile rebuilds), or an operation owns it.
+        if tracking.assess(found.record, None if change == "DELETED" else pod) is None:
+            return
+        # The event may predate an operation that has finished since (a spawn replacing a
+        # failed lab deletes the old pod): judge the pod as Kubernetes has it now.
+        meta = pod["metadata"]
+        update = tracking.assess(found.record, self._kube.read_pod(meta["namespace"], meta["name"]))
+        if update is not None and self._store.put_if_idle(
+            ref=ref, record=update, expect=found.record
+        ):
+            log_repair(ref, update)
+
+    def _reconcile_loop(self, tenure: Tenure, wake: threading.Event) -> None:
+        reconciler = Reconciler(self._store, self._kube, self._kinds)
+        while not tenure.ended:
+            wake.clear()
+            try:
+                reconciler.run()
+                with self._count_lock:
+                    self._reconciles += 1
+            except (KubernetesError, redis.RedisError) as exc:
+                logger.warning("reconcile skipped: %s", exc)
+            except Exception:
+                logger.exception("reconcile failed")
+            wake.wait(self._config.reconcile_seconds)

@@ -1,0 +1,268 @@
+"""Workloads' records, operations, leases and operation secrets in Redis, for every kind.
+
+The engine's one storage contract. Records are kept as the JSON text their kind wrote (a
+lab's is its status body, served as stored); the store reads one field of them only, in
+its scripts: ``status``, where ``failed`` may be replaced by a new spawn and
+``terminating`` is set by a delete's caller. Every state change that must not race
+(queueing an operation, finishing one, a watcher's repair) is one Lua script from ``lua/``,
+so two workers or replicas can never both start a spawn of the same workload or overwrite
+each other's outcome.
+
+Keys, with the configured prefix in front: ``<kind>:<name>`` (record), ``<kind>s`` (the
+kind's names), ``op:<kind>:<name>``, ``lease:<kind>:<name>``, ``secret:<kind>:<name>``, and
+``ops``, the pending operations of every kind ordered by when they were queued.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import cast
+
+import redis
+
+from app.engine.workload import Operation, WorkloadRef
+from app.storage import scripts
+from app.storage.admin_feed import admin_feed_channel
+from app.storage.events import Announcement
+from app.storage.leader import RedisLease
+
+
+@dataclass(frozen=True)
+class SpawnQueued:
+    """What ``queue_spawn`` did: ``queued``, or refused because of ``current`` (the
+    record that is not failed, or None when only an operation still stood in the way)."""
+
+    queued: bool
+    current: str | None = None
+
+
+class DeleteQueued(StrEnum):
+    """What ``queue_delete`` did."""
+
+    QUEUED = "queued"
+    MISSING = "missing"
+    """There is no such workload."""
+    ALREADY = "already"
+    """It is terminating already."""
+    CHANGED = "changed"
+    """Its record changed since the caller read it: read again and retry."""
+
+
+@dataclass(frozen=True)
+class OperationAndSecret:
+    """A workload's current operation and the secret kept beside it (a spawn's token)."""
+
+    operation: Operation | None
+    secret: str | None
+
+
+@dataclass(frozen=True)
+class RecordAndBusy:
+    """A workload's record, and whether an operation is under way for it."""
+
+    record: str | None
+    busy: bool
+
+
+class WorkloadStore:
+    """All Redis state about workloads except their event streams."""
+
+    def __init__(self, client: redis.Redis, key_prefix: str) -> None:
+        self._redis = client
+        self._p = key_prefix
+        self.feed_channel = admin_feed_channel(key_prefix)
+        """Every record change is announced here, in the same step (``AdminFeed``)."""
+        self._queue_spawn = scripts.load(client, "queue_spawn")
+        self._queue_delete = scripts.load(client, "queue_delete")
+        self._finish = scripts.load(client, "finish_operation")
+        self._put_if_idle = scripts.load(client, "put_if_idle")
+
+    # Keys ----------------------------------------------------------------------------
+
+    def record_key(self, ref: WorkloadRef) -> str:
+        return f"{self._p}{ref.kind}:{ref.name}"
+
+    def index_key(self, kind: str) -> str:
+        return f"{self._p}{kind}s"
+
+    def operation_key(self, ref: WorkloadRef) -> str:
+        return f"{self._p}op:{ref.key}"
+
+    def lease_key(self, ref: WorkloadRef) -> str:
+        return f"{self._p}lease:{ref.key}"
+
+    def secret_key(self, ref: WorkloadRef) -> str:
+        return f"{self._p}secret:{ref.key}"
+
+    @property
+    def pending_key(self) -> str:
+        return f"{self._p}ops"
+
+    # Reads ---------------------------------------------------------------------------
+
+    def record(self, ref: WorkloadRef) -> str | None:
+        raw = self._redis.get(self.record_key(ref))
+        return str(raw) if raw else None
+
+    def names(self, kind: str) -> list[str]:
+        """The names of every workload of ``kind`` with a record, sorted."""
+        return sorted(cast(set[str], self._redis.smembers(self.index_key(kind))))
+
+    def records(self, kind: str) -> dict[str, str]:
+        """Every record of ``kind`` by name, in two round trips however many there are."""
+        names = self.names(kind)
+        if not names:
+            return {}
+        keys = [self.record_key(WorkloadRef(kind, name)) for name in names]
+        raws = cast(list[str | None], self._redis.mget(keys))
+        return {name: raw for name, raw in zip(names, raws, strict=True) if raw}
+
+    def record_and_busy(self, ref: WorkloadRef) -> RecordAndBusy:
+        """In one round trip: a watcher asks both for every change it sees."""
+        raw, operation = cast(
+            list[str | None], self._redis.mget(self.record_key(ref), self.operation_key(ref))
+        )
+        return RecordAndBusy(raw or None, operation is not None)
+
+    def operation(self, ref: WorkloadRef) -> Operation | None:
+        raw = self._redis.get(self.operation_key(ref))
+        return Operation.from_json(json.loads(raw)) if raw else None
+
+    def operation_and_secret(self, ref: WorkloadRef) -> OperationAndSecret:
+        """In one round trip: a worker picking a spawn up needs both before it starts."""
+        raw, secret = cast(
+            list[str | None], self._redis.mget(self.operation_key(ref), self.secret_key(ref))
+        )
+        operation = Operation.from_json(json.loads(raw)) if raw else None
+        return OperationAndSecret(operation, str(secret) if secret else None)
+
+    def pending(self) -> list[WorkloadRef]:
+        """Workloads with an operation queued or under way, oldest first."""
+        members = cast(list[str], self._redis.zrange(self.pending_key, 0, -1))
+        return [WorkloadRef.from_key(member) for member in members]
+
+    def lease(self, ref: WorkloadRef, owner: str, ttl_seconds: float) -> RedisLease:
+        """The lease that decides which worker runs ``ref``'s operations."""
+        return RedisLease(self._redis, self.lease_key(ref), owner, ttl_seconds)
+
+    def lease_holder(self, ref: WorkloadRef) -> str | None:
+        value = self._redis.get(self.lease_key(ref))
+        return str(value) if value else None
+
+    # Queueing operations -------------------------------------------------------------
+
+    def queue_spawn(
+        self,
+        *,
+        operation: Operation,
+        record: str,
+        secret: str | None,
+        events: Announcement,
+    ) -> SpawnQueued:
+        """Record a new workload and queue its spawn, unless one exists that has not failed
+        (or an operation is still queued for it).
+
+        One atomic step: the check, the record, the queued operation, its ``secret`` (kept
+        beside the operation, never in the record, so a worker that resumes the spawn can
+        still use it; it expires a minute after the operation's deadline and goes when the
+        operation ends) and the restarted event stream with ``events``.
+        """
+        ref = operation.ref
+        ttl = max(1, int(operation.deadline - operation.started) + 60)
+        reply = cast(
+            list[int | str],
+            self._queue_spawn(
+                keys=[
+                    self.record_key(ref),
+                    self.operation_key(ref),
+                    self.index_key(ref.kind),
+                    self.pending_key,
+                    self.secret_key(ref),
+                    events.stream,
+                ],
+                args=[
+                    record,
+                    json.dumps(operation.to_json()),
+                    ref.kind,
+                    ref.name,
+                    ref.key,
+                    operation.started,
+                    secret or "",
+                    ttl,
+                    self.feed_channel,
+                    *events.args,
+                ],
+            ),
+        )
+        if int(reply[0]) == 1:
+            return SpawnQueued(queued=True)
+        return SpawnQueued(queued=False, current=str(reply[1]) or None)
+
+    def queue_delete(
+        self, *, operation: Operation, expect: str, record: str, events: Announcement
+    ) -> DeleteQueued:
+        """Replace the record read as ``expect`` with ``record`` (the kind's terminating
+        record) and queue the deletion, superseding a spawn under way, with a new event
+        stream starting with ``events``."""
+        ref = operation.ref
+        reply = self._queue_delete(
+            keys=[
+                self.record_key(ref),
+                self.operation_key(ref),
+                self.pending_key,
+                events.stream,
+            ],
+            args=[
+                expect,
+                record,
+                json.dumps(operation.to_json()),
+                ref.kind,
+                ref.name,
+                ref.key,
+                operation.started,
+                self.feed_channel,
+                *events.args,
+            ],
+        )
+        return DeleteQueued(str(reply))
+
+    # Outcomes ------------------------------------------------------------------------
+
+    def finish(
+        self, *, operation: Operation, record: str | None, events: Announcement | None
+    ) -> bool:
+        """End ``operation``: store ``record`` (None removes the workload), dequeue it, drop
+        its secret and append ``events``, in one atomic step. False, and nothing changed,
+        when the operation was superseded meanwhile."""
+        ref = operation.ref
+        keys = [
+            self.operation_key(ref),
+            self.record_key(ref),
+            self.index_key(ref.kind),
+            self.secret_key(ref),
+            self.pending_key,
+            events.stream if events is not None else "",
+        ]
+        args: list[str | int] = [
+            operation.id,
+            record if record is not None else "",
+            ref.kind,
+            ref.name,
+            ref.key,
+            self.feed_channel,
+            *(events.args if events is not None else []),
+        ]
+        return bool(self._finish(keys=keys, args=args))
+
+    def put_if_idle(self, *, ref: WorkloadRef, record: str, expect: str | None) -> bool:
+        """Write ``record`` only while no operation runs for ``ref`` and its record is still
+        ``expect`` (None: there is none). Repairs use it, so they never undo an operation's
+        outcome: any operation that started or ended since the caller read changes one."""
+        return bool(
+            self._put_if_idle(
+                keys=[self.record_key(ref), self.operation_key(ref), self.index_key(ref.kind)],
+                args=[record, expect or "", ref.kind, ref.name, self.feed_channel],
+            )
+        )

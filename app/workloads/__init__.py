@@ -1,0 +1,1 @@
+"""The kinds of workload the engine runs, one package each (see ``app.engine.kind``)."""
