@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from flask import Blueprint, Response, current_app, jsonify
-from flask_sse import sse
 
 from app.extensions import labs_ext
 from app.openapi import Body, documented
 from app.schemas.admin import OperationStatusSchema
-from app.services.admin import operations_in_progress
+from app.services.admin import follow_feed, operations_in_progress
 from app.services.auth import ADMIN
 from app.web.auth import requires
 
@@ -48,18 +45,9 @@ def list_operations() -> Response:
 @requires(ADMIN)
 def admin_stream() -> Response:
     """Live feed of workload state changes and prepull progress."""
-    channel = labs_ext.engine.store.feed_channel
     app = current_app._get_current_object()  # type: ignore[attr-defined]
-
-    def feed() -> Iterator[str]:
-        # A comment first: the client gets its headers now, not at the first event.
-        yield ": live feed\n\n"
-        # flask-sse finds Redis through the app; the request may be long gone.
-        with app.app_context():
-            for message in sse.messages(channel=channel):
-                yield str(message)
-
-    response = Response(feed(), mimetype="text/event-stream")
+    feed = follow_feed(app, labs_ext.engine.store)
+    response = Response(feed, mimetype="text/event-stream")
     response.headers["Cache-Control"] = "no-cache"
     response.headers["X-Accel-Buffering"] = "no"
     return response

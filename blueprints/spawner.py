@@ -31,7 +31,6 @@ from app.services.form import build_spawn_form
 from app.services.labs import LabService
 from app.storage.event_hub import Following
 from app.storage.events import Event
-from app.storage.labs import lab_ref
 from app.web.auth import current_caller, requires
 from app.web.bodies import load_body
 
@@ -141,15 +140,11 @@ def delete_lab(username: str) -> tuple[Response, int]:
 @requires(OWNER, ADMIN)
 def lab_events(username: str) -> Response:
     """Server-sent events of the current operation: replay, then follow until it ends."""
-    ctx = labs_ext.context
     after = request.headers.get("Last-Event-ID", "0-0").strip() or "0-0"
     if not _EVENT_ID.match(after):
         raise InvalidRequestError("Last-Event-ID is not an event id", field="Last-Event-ID")
-    subject = lab_ref(username).key
-    following = labs_ext.hub.follow(subject, after, ctx.config.operations.keepalive_seconds)
-    # A replay with events proves the stream exists; only an empty one needs asking.
-    if not following.replayed and not ctx.events.exists(subject):
-        following.close()
+    following = _service().follow_events(username, after)
+    if following is None:
         raise NotFoundError(f"user {username} has no lab operation to follow")
     # Passed straight to the server: no per-chunk encoding and closing wrappers.
     response = Response(

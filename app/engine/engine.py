@@ -1,4 +1,5 @@
-"""The engine's front door for services: queue an operation, and hand it to the runner.
+"""The engine's front door for services: queue an operation and hand it to the runner,
+and follow an operation's events.
 
 A service validates a request and decides what the workload will be; the engine records
 the workload and queues its operation in one atomic step, then hands it to this process's
@@ -15,6 +16,7 @@ from typing import Any
 from app.engine.kind import WorkloadKind
 from app.engine.runner import OperationRunner
 from app.engine.workload import Action, Operation, WorkloadRef
+from app.storage.event_hub import EventHub, Following
 from app.storage.events import EventStore, EventType
 from app.storage.workloads import DeleteQueued, SpawnQueued, WorkloadStore
 
@@ -27,6 +29,7 @@ class Engine:
         *,
         store: WorkloadStore,
         events: EventStore,
+        hub: EventHub,
         kinds: Iterable[WorkloadKind],
         lease_seconds: float,
         scan_seconds: float,
@@ -34,6 +37,7 @@ class Engine:
     ) -> None:
         self.store = store
         self.events = events
+        self._hub = hub
         self.kinds = {kind.name: kind for kind in kinds}
         self.runner = OperationRunner(
             store=store,
@@ -94,6 +98,16 @@ class Engine:
         if result is DeleteQueued.QUEUED:
             self.runner.submit(ref)
         return result
+
+    def follow(self, ref: WorkloadRef, *, after: str, idle_seconds: float) -> Following | None:
+        """Follow the events of ``ref``'s current (or last) operation from after ``after``:
+        the replay, then live events until a terminal one. None when it has none."""
+        following = self._hub.follow(ref.key, after, idle_seconds)
+        # A replay with events proves the stream exists; only an empty one needs asking.
+        if not following.replayed and not self.events.exists(ref.key):
+            following.close()
+            return None
+        return following
 
     def _operation(
         self, ref: WorkloadRef, action: Action, spec: dict[str, Any] | None

@@ -78,24 +78,24 @@ def build_machinery(app: Flask, config: Config) -> Machinery:
     context = LabContext(
         config=config,
         labs=labs,
-        events=events,
         kube=kube,
         images=ImageService(config, image_store, prepulls),
         registries=registries,
         prepulls=prepulls,
     )
     operations = config.operations
+    hub = EventHub(redis_client, events)
+    hub.add_listener(image_store)
     kinds = [LabKind(context)]
     engine = Engine(
         store=labs.workloads,
         events=events,
+        hub=hub,
         kinds=kinds,
         lease_seconds=operations.lease_seconds,
         scan_seconds=operations.scan_seconds,
         max_concurrent=operations.max_concurrent,
     )
-    hub = EventHub(redis_client, events)
-    hub.add_listener(image_store)
     return Machinery(
         context=context,
         engine=engine,

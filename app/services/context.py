@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from app.config import Config
 from app.services.images import ImageService
 from app.services.registries import RegistryDirectory
-from app.storage.events import EventStore
 from app.storage.kubernetes import KubernetesStorage
 from app.storage.labs import LabStore
 from app.storage.prepull import PrepullStore
@@ -21,7 +20,6 @@ from app.storage.prepull import PrepullStore
 class LabContext:
     config: Config
     labs: LabStore
-    events: EventStore
     kube: KubernetesStorage
     images: ImageService
     registries: RegistryDirectory

@@ -15,6 +15,7 @@ from app.models.images import image_to_json
 from app.models.lab import LabOptions, LabRecord, LabSpec, LabStatus, PodState, SpawnChoices
 from app.services.context import LabContext
 from app.services.entitlements import allowed_sizes, size_refusal, spawn_refusal
+from app.storage.event_hub import Following
 from app.storage.events import EventType
 from app.storage.labs import lab_ref, parse_record, record_json
 from app.storage.workloads import DeleteQueued
@@ -102,6 +103,15 @@ class LabService:
                 f"user {user.username} already has a lab ({state}); delete it first"
             )
         return record
+
+    def follow_events(self, username: str, after: str) -> Following | None:
+        """The events of the lab's current (or last) operation after ``after``; None when
+        the user has had no operation lately."""
+        return self._engine.follow(
+            lab_ref(username),
+            after=after,
+            idle_seconds=self._ctx.config.operations.keepalive_seconds,
+        )
 
     # Delete --------------------------------------------------------------------------
 

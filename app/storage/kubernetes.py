@@ -312,13 +312,6 @@ class KubernetesStorage:
             field_selector=f"metadata.name={name}",
         )
 
-    def watch_lab_pods(
-        self, label_selector: str, resource_version: str, timeout: int
-    ) -> Iterator[tuple[str, dict[str, Any]]]:
-        return self._watch(
-            resource_path("pods"), resource_version, timeout, label_selector=label_selector
-        )
-
     def open_lab_pod_watch(self, label_selector: str, resource_version: str, timeout: int) -> Watch:
         """Start watching lab pods in every namespace; the stream can be cancelled.
 
