@@ -125,9 +125,21 @@ def _wait_namespace_gone(bench: BenchStack, namespace: str, timeout: float = 30.
         time.sleep(0.002)
 
 
-def run(workdir: Path, spawns: int = 50) -> dict[str, Any]:
-    settings = StackSettings(workers=2, nodes=3, pull_seconds=0.0, cache_images=True)
-    with BenchStack(workdir / "latency", settings) as bench:
+def run(
+    workdir: Path, spawns: int = 50, api_latency: float = 0.0, start_seconds: float = 0.0
+) -> dict[str, Any]:
+    """``api_latency``: seconds each Kubernetes call waits, as on a real control plane;
+    ``start_seconds``: the kubelet's time to start a lab's containers."""
+    settings = StackSettings(
+        workers=2,
+        nodes=3,
+        pull_seconds=0.0,
+        start_seconds=start_seconds,
+        api_latency=api_latency,
+        cache_images=True,
+    )
+    where = f"latency-{api_latency * 1000:g}ms-{start_seconds:g}s"
+    with BenchStack(workdir / where, settings) as bench:
         warm_users = [USER] + [f"bench-warm-{i}" for i in range(2, bench.settings.nodes + 1)]
         tokens = bench.add_users(warm_users)
         client = SpawnerClient(bench.url, bench.admin_token)
@@ -216,6 +228,8 @@ def run(workdir: Path, spawns: int = 50) -> dict[str, Any]:
         typical = sequences.most_common(1)[0][0] if sequences else ()
         return {
             "spawns": spawns,
+            "api_latency_ms": api_latency * 1000,
+            "kubelet_start_seconds": start_seconds,
             "completed": len(latencies),
             "failures": dict(failures),
             "latency": summary_ms(latencies),

@@ -41,7 +41,7 @@ def _mib(kib: Any) -> str:
 def summary_line(name: str, result: dict[str, Any]) -> str:
     if "error" in result:
         return f"   {name}: ERROR {result['error']}"
-    if name == "latency":
+    if name.startswith("latency"):
         return (
             f"   spawn p50 {_fmt(_get(result, 'latency', 'p50_ms'), ' ms')}, "
             f"p95 {_fmt(_get(result, 'latency', 'p95_ms'), ' ms')}; floor "
@@ -49,7 +49,7 @@ def summary_line(name: str, result: dict[str, Any]) -> str:
             f"{_fmt(_get(result, 'floor', 'calls'))} calls; ratio "
             f"{_fmt(result.get('ratio_p50_to_floor'), '', 2)}; failures {result.get('failures')}"
         )
-    if name == "storm":
+    if name.startswith("storm"):
         spawn = result.get("spawn") or {}
         integrity = result.get("integrity_after_spawn") or {}
         return (
@@ -196,6 +196,75 @@ def _overview(results: dict[str, Any]) -> list[str]:
     if memory:
         rows.append(f"| Memory per worker (RSS) | {memory} | | |")
     return [*rows, ""]
+
+
+_REALISTIC_ROWS: list[tuple[str, str, tuple[str, ...], str, int]] = [
+    ("Spawn p50", "latency", ("latency", "p50_ms"), " ms", 1),
+    ("Spawn p95", "latency", ("latency", "p95_ms"), " ms", 1),
+    ("Floor (the spawn's calls replayed), p50", "latency", ("floor", "api_ms", "p50_ms"), " ms", 1),
+    ("Spawn p50 / floor", "latency", ("ratio_p50_to_floor",), "", 2),
+    ("Delete p50", "latency", ("delete_latency", "p50_ms"), " ms", 1),
+    ("Storm: every spawn complete", "storm", ("spawn", "total_seconds"), " s", 2),
+    ("Storm: a POST answered, p50", "storm", ("spawn", "request_answered", "p50_ms"), " ms", 1),
+    ("Storm: one user's spawn, p50", "storm", ("spawn", "per_user", "p50_ms"), " ms", 1),
+    ("Storm: delete all", "storm", ("delete", "total_seconds"), " s", 2),
+]
+"""Rows of the realistic-latency table: label, benchmark, keys into its result, unit,
+digits. The instant-API column reads ``<benchmark>``, the other ``<benchmark>_5ms``."""
+
+
+def _realistic(results: dict[str, Any]) -> list[str]:
+    """The same benchmarks with an instant API and with a realistic one, and with a slow
+    kubelet; beside them, when the run was compared with an earlier one, that run's."""
+    b = results["benchmarks"]
+    if not any(name.endswith("_5ms") or name.endswith("_slow_kubelet") for name in b):
+        return []
+    before = (results.get("compared_with") or {}).get("benchmarks") or {}
+    latency_ms = _get(b, "latency_5ms", "api_latency_ms") or _get(b, "storm_5ms", "api_latency_ms")
+    head = ["", "Instant API", f"API at {_fmt(latency_ms, ' ms', 0)} a call"]
+    if before:
+        head += ["Instant API, before", f"{_fmt(latency_ms, ' ms', 0)}, before"]
+    lines = [
+        "## Realistic latency",
+        "",
+        "The emulator answers a call in about a millisecond; a real API server takes a few.",
+        "The same benchmarks with every Kubernetes call delayed (`--api-latency-ms`), so that",
+        "what a user would feel is judged where the calls cost what they cost in a cluster.",
+    ]
+    if before:
+        compared = results["compared_with"]
+        code = (compared.get("code") or {}).get("commit")
+        lines.append(
+            f"The `before` columns are `{compared.get('file')}` (code {code}, "
+            f"{compared.get('date')})."
+        )
+    lines += ["", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for label, name, keys, unit, digits in _REALISTIC_ROWS:
+        cells = [label]
+        sources = [b, b] + ([before, before] if before else [])
+        names = [name, f"{name}_5ms"] * (2 if before else 1)
+        for source, key in zip(sources, names, strict=True):
+            cells.append(_fmt(_get(source.get(key) or {}, *keys), unit, digits))
+        lines.append("| " + " | ".join(cells) + " |")
+    slow = b.get("latency_slow_kubelet")
+    if slow and "error" not in slow:
+        start = slow.get("kubelet_start_seconds") or 0
+        p50 = _get(slow, "latency", "p50_ms")
+        over = p50 - start * 1000 if isinstance(p50, (int, float)) else None
+        lines += [
+            "",
+            f"With a kubelet taking {_fmt(start, ' s', 0)} to start a lab, and the API at "
+            f"{_fmt(slow.get('api_latency_ms'), ' ms', 0)} a call, {slow.get('spawns')} spawns: "
+            f"p50 {_fmt(p50, ' ms')}, p95 {_fmt(_get(slow, 'latency', 'p95_ms'), ' ms')}, "
+            f"so {_fmt(over, ' ms')} of a spawn is not the kubelet's start (p50).",
+        ]
+        slow_before = before.get("latency_slow_kubelet") or {}
+        if slow_before and "error" not in slow_before:
+            lines.append(
+                f"Before: p50 {_fmt(_get(slow_before, 'latency', 'p50_ms'), ' ms')}, p95 "
+                f"{_fmt(_get(slow_before, 'latency', 'p95_ms'), ' ms')}."
+            )
+    return [*lines, ""]
 
 
 def _memory_rows(b: dict[str, Any]) -> str:
@@ -537,6 +606,7 @@ def markdown(results: dict[str, Any]) -> str:
         "",
         *_machine(results),
         *_overview(results),
+        *_realistic(results),
     ]
     cores = results["machine"].get("cores") or 2
     sections = {

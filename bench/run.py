@@ -24,7 +24,18 @@ from bench import latency, machine, prepull, report, status, storm, streams
 
 BENCH_DIR = Path(__file__).resolve().parent
 RESULTS_DIR = BENCH_DIR / "results"
-ALL = ("latency", "storm", "status", "streams", "prepull")
+ALL = (
+    "latency",
+    "latency_5ms",
+    "latency_slow_kubelet",
+    "storm",
+    "storm_5ms",
+    "status",
+    "streams",
+    "prepull",
+)
+"""``_5ms``: at a realistic API latency (``--api-latency-ms``); ``_slow_kubelet``: that
+latency and a kubelet taking ``--slow-start-seconds`` to start a lab."""
 
 
 def _code_version() -> dict[str, Any]:
@@ -99,6 +110,30 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--pull-seconds", type=float, default=0.5, help="simulated pull time (prepull)"
     )
     parser.add_argument(
+        "--api-latency-ms",
+        type=float,
+        default=5.0,
+        help="milliseconds each Kubernetes call waits (latency_5ms, storm_5ms, slow kubelet)",
+    )
+    parser.add_argument(
+        "--slow-start-seconds",
+        type=float,
+        default=2.0,
+        help="the kubelet's start time (latency_slow_kubelet)",
+    )
+    parser.add_argument(
+        "--slow-spawns", type=int, default=10, help="sequential spawns (latency_slow_kubelet)"
+    )
+    parser.add_argument(
+        "--compare",
+        type=Path,
+        help="a previous result file (bench/results/*.json) to show beside this run",
+    )
+    parser.add_argument(
+        "--label",
+        help="names the results file <date>-<machine>-<label>.json, kept beside the daily one",
+    )
+    parser.add_argument(
         "--no-write", action="store_true", help="print only; leave results files alone"
     )
     return parser.parse_args(argv)
@@ -111,9 +146,18 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         print(f"unknown benchmark(s): {', '.join(unknown)}; choose from {', '.join(ALL)}")
         return 2
+    api_latency = args.api_latency_ms / 1000
     runners: dict[str, Callable[[Path], dict[str, Any]]] = {
         "latency": lambda w: latency.run(w, spawns=args.spawns),
+        "latency_5ms": lambda w: latency.run(w, spawns=args.spawns, api_latency=api_latency),
+        "latency_slow_kubelet": lambda w: latency.run(
+            w,
+            spawns=args.slow_spawns,
+            api_latency=api_latency,
+            start_seconds=args.slow_start_seconds,
+        ),
         "storm": lambda w: storm.run(w, users=args.storm_users),
+        "storm_5ms": lambda w: storm.run(w, users=args.storm_users, api_latency=api_latency),
         "status": lambda w: status.run(
             w,
             records=args.records,
@@ -152,11 +196,20 @@ def main(argv: list[str] | None = None) -> int:
             print(report.summary_line(name, result), flush=True)
     results["duration_seconds"] = round(time.monotonic() - started, 1)
     _carry_over(results, chosen, machine.tag(description))
+    if args.compare is not None:
+        before = json.loads(args.compare.read_text(encoding="utf-8"))
+        results["compared_with"] = {
+            "file": args.compare.name,
+            "code": before.get("code"),
+            "date": before.get("date"),
+            "benchmarks": before.get("benchmarks") or {},
+        }
     print(report.summary(results))
     if not args.no_write:
         RESULTS_DIR.mkdir(parents=True, exist_ok=True)
         day = results["date"][:10]
-        path = RESULTS_DIR / f"{day}-{machine.tag(description)}.json"
+        label = f"-{args.label}" if args.label else ""
+        path = RESULTS_DIR / f"{day}-{machine.tag(description)}{label}.json"
         path.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
         (BENCH_DIR / "RESULTS.md").write_text(report.markdown(results), encoding="utf-8")
         print(f"wrote bench/results/{path.name} and bench/RESULTS.md")

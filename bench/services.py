@@ -186,6 +186,10 @@ class StackSettings:
     worker_connections: int | None = None
     nodes: int = 3
     pull_seconds: float = 0.0
+    start_seconds: float = 0.0
+    """The kubelet's time to start a lab's containers."""
+    api_latency: float = 0.0
+    """Seconds each Kubernetes API request waits (0: the emulator's own speed)."""
     cache_images: bool = True
     config_overrides: dict[str, Any] = field(default_factory=dict)
 
@@ -201,6 +205,8 @@ class BenchStack:
             workers=settings.workers,
             nodes=0,
             pull_seconds=settings.pull_seconds,
+            start_seconds=settings.start_seconds,
+            api_latency=settings.api_latency,
             config_overrides=settings.config_overrides,
         )
         self.stack = LocalStack(options)

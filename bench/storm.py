@@ -179,10 +179,13 @@ def _wait_clean(bench: BenchStack, timeout: float = 60.0) -> dict[str, Any]:
         time.sleep(0.2)
 
 
-def run(workdir: Path, users: int = 500) -> dict[str, Any]:
+def run(workdir: Path, users: int = 500, api_latency: float = 0.0) -> dict[str, Any]:
+    """``api_latency``: seconds each Kubernetes call waits, as on a real control plane."""
     nodes = max(3, math.ceil(users / LABS_PER_NODE))
-    settings = StackSettings(workers=2, nodes=nodes, pull_seconds=0.0, cache_images=True)
-    with BenchStack(workdir / "storm", settings) as bench:
+    settings = StackSettings(
+        workers=2, nodes=nodes, pull_seconds=0.0, cache_images=True, api_latency=api_latency
+    )
+    with BenchStack(workdir / f"storm-{api_latency * 1000:g}ms", settings) as bench:
         assert bench.service is not None
         names = [f"storm-{index:04d}" for index in range(users)]
         tokens = bench.add_users(names)
@@ -217,6 +220,7 @@ def run(workdir: Path, users: int = 500) -> dict[str, Any]:
         clean = _wait_clean(bench)
         return {
             "users": users,
+            "api_latency_ms": api_latency * 1000,
             "workers": 2,
             "nodes": nodes,
             "spawn": _summarize(spawned),

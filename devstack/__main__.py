@@ -20,6 +20,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--nodes", type=int, default=3)
     parser.add_argument("--state-dir", type=Path, default=REPO_ROOT / ".devstack")
+    parser.add_argument(
+        "--api-latency-ms",
+        type=float,
+        default=float(os.environ.get("DEVSTACK_API_LATENCY_MS", 0)),
+        help="milliseconds each Kubernetes API call waits, as on a real control plane",
+    )
+    parser.add_argument(
+        "--start-seconds",
+        type=float,
+        default=float(os.environ.get("DEVSTACK_START_SECONDS", 0)),
+        help="seconds the emulated kubelet takes to start a lab's containers",
+    )
     args = parser.parse_args(argv)
 
     options = StackOptions(
@@ -28,6 +40,8 @@ def main(argv: list[str] | None = None) -> int:
         spawner_port=args.port,
         workers=args.workers,
         nodes=args.nodes,
+        api_latency=args.api_latency_ms / 1000,
+        start_seconds=args.start_seconds,
     )
     stack = LocalStack(options)
     stopping = threading.Event()

@@ -46,6 +46,10 @@ class StackOptions:
     workers: int = 2
     nodes: int = 3
     pull_seconds: float = 0.5
+    start_seconds: float = 0.0
+    """How long the kubelet takes to start a pod's containers once its image is there."""
+    api_latency: float = 0.0
+    """Seconds each Kubernetes API request waits before it is handled."""
     extra_env: dict[str, str] = field(default_factory=dict)
     config_overrides: dict[str, Any] = field(default_factory=dict)
     """Merged into the service configuration, section by section."""
@@ -62,8 +66,10 @@ class LocalStack:
         self.kube = KubernetesEmulator(
             settings=ClusterSettings(
                 pull_seconds=self.options.pull_seconds,
+                start_seconds=self.options.start_seconds,
                 image_digest_resolver=self.registry.digest_for_reference,
-            )
+            ),
+            api_latency=self.options.api_latency,
         )
         self.gafaelfawr = GafaelfawrEmulator(
             users=demo_users(), tokens=list(demo_tokens().values())

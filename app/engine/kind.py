@@ -19,7 +19,7 @@ their outcome. A kind says what its operations do. It declares:
   rebuild them when Redis lost them.
 
 Adding a kind is one package under ``app/workloads/`` with a ``WorkloadKind`` subclass,
-registered where the engine is built (``app.extensions.workloads``).
+registered where the engine is built (``build_machinery`` in ``app.extensions.labs``).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from typing import Any
 @dataclass(frozen=True, order=True)
 class WorkloadRef:
     """Names one workload: its kind ("lab") and its name within the kind (a lab's is its
-    user's name; other kinds name theirs ``<user>.<name>``)."""
+    user's name)."""
 
     kind: str
     name: str

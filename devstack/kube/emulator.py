@@ -32,7 +32,10 @@ class KubernetesEmulator(StartStop):
         port: int = 0,
         settings: ClusterSettings | None = None,
         watch_history: int = 10000,
+        api_latency: float = 0.0,
     ) -> None:
+        """``api_latency``: seconds each API request waits before it is handled, as on a
+        real control plane (see ``api_latency`` below); 0 for tests."""
         self.store = Store()
         self._hub = WatchHub(self.store, watch_history)
         self.audit = AuditLog()
@@ -40,13 +43,24 @@ class KubernetesEmulator(StartStop):
         self.cluster = Cluster(self.store, settings if settings is not None else ClusterSettings())
         handlers = Handlers(self.store, shared_validator(), Defaulter())
         control = ControlApi(self.audit, self.faults, lambda: self.cluster)
-        self.app = ApiServer(self.store, self._hub, handlers, self.audit, self.faults, control)
+        self.app = ApiServer(
+            self.store, self._hub, handlers, self.audit, self.faults, control, latency=api_latency
+        )
         self._server = ServerThread(self.app, port=port)
         self._running = False
 
     @property
     def url(self) -> str:
         return self._server.url
+
+    @property
+    def api_latency(self) -> float:
+        """Seconds each API request waits before it is handled; settable while running."""
+        return self.app.latency
+
+    @api_latency.setter
+    def api_latency(self, seconds: float) -> None:
+        self.app.latency = max(0.0, seconds)
 
     @property
     def open_watches(self) -> int:

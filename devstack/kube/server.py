@@ -13,6 +13,7 @@ import json
 import logging
 import select
 import socket
+import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 from urllib.parse import parse_qsl
@@ -70,7 +71,13 @@ class ApiServer:
         audit: AuditLog,
         faults: RequestFaults,
         control: WsgiApp | None = None,
+        *,
+        latency: float = 0.0,
     ) -> None:
+        self.latency = latency
+        """Seconds every API request waits before it is handled (the control API's do not):
+        a real API server answers in milliseconds, not in the emulator's fraction of one.
+        Read at each request, so it can be changed while the server runs."""
         self._store = store
         self._hub = hub
         self._handlers = handlers
@@ -83,6 +90,8 @@ class ApiServer:
         path: str = environ.get("PATH_INFO", "") or "/"
         if self._control is not None and path.startswith(CONTROL_PREFIX):
             return self._control(environ, start_response)
+        if self.latency > 0:
+            time.sleep(self.latency)
         method: str = environ["REQUEST_METHOD"]
         query = dict(parse_qsl(environ.get("QUERY_STRING", ""), keep_blank_values=True))
         watch = query.get("watch", "").lower() in ("true", "1")

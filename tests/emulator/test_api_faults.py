@@ -176,3 +176,26 @@ def test_nodes_and_pod_faults_over_http(
     assert wait_until(lambda: waiting_reason() in ("ErrImagePull", "ImagePullBackOff"))
     assert requests.delete(f"{emulator.url}/_emulator/pod-faults", timeout=5).status_code == 200
     assert requests.put(f"{emulator.url}/_emulator/nothing", json={}, timeout=5).status_code == 404
+
+
+def test_api_latency_is_a_setting_that_faults_leave_alone() -> None:
+    """The realistic control plane of benchmarks and ``make run``: every API call waits,
+    whatever faults are armed or cleared."""
+    with KubernetesEmulator(api_latency=0.05) as kube:
+        client = kube.api_client()
+        try:
+            core_v1 = CoreV1Api(client)
+            kube.faults.clear()
+            for call in (core_v1.list_namespace, core_v1.get_api_resources):
+                start = time.monotonic()
+                call()
+                assert time.monotonic() - start >= 0.05
+            kube.api_latency = 0.1
+            start = time.monotonic()
+            core_v1.create_namespace({"metadata": {"name": "slow"}})
+            assert time.monotonic() - start >= 0.1
+            assert kube.api_latency == 0.1
+            kube.api_latency = -1
+            assert kube.api_latency == 0.0
+        finally:
+            client.close()
