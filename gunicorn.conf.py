@@ -60,9 +60,6 @@ def post_worker_init(worker: Any) -> None:
         gevent.spawn(machinery.hub.close_streams)
 
     signal.signal(signal.SIGTERM, on_term)
-    from app.web import socket_writes
-
-    socket_writes.install()
     _freeze_startup_objects()
 
 

@@ -22,7 +22,6 @@ from typing import Any
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
-from app.extensions import connections
 from app.storage.kubernetes import resource_path, send
 from devstack.kube.audit import AuditEntry
 
@@ -120,13 +119,11 @@ class Replayer:
     """Makes audited calls again with the real client, against the emulator.
 
     Each call goes the way the service sends its own (``app.storage.kubernetes.send``:
-    the client's ``ApiClient`` without its generated endpoint methods, each request in one
-    write), so the floor and the spawn pay the same client costs and differ only by what
-    the service does.
+    the client's ``ApiClient`` without its generated endpoint methods), so the floor and
+    the spawn pay the same client costs and differ only by what the service does.
     """
 
     def __init__(self, api_client: k8s.ApiClient) -> None:
-        connections.install(api_client.rest_client.pool_manager)
         self._api = api_client
 
     def replay(

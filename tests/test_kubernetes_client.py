@@ -13,7 +13,7 @@ from kubernetes.config.config_exception import ConfigException
 from urllib3.exceptions import MaxRetryError, ReadTimeoutError
 
 from app.config import KubernetesConfig
-from app.extensions.kubernetes import DeadlineApiClient, ThrottledRefresh, build_configuration
+from app.extensions.kubernetes import DeadlineApiClient, build_configuration
 from devstack.kube import KubernetesEmulator
 
 
@@ -58,43 +58,11 @@ def test_kubeconfig_mode(kube: KubernetesEmulator, tmp_path: Path) -> None:
     )
     configuration = build_configuration(_config(mode="kubeconfig", kubeconfig=str(path)))
     assert configuration.host == kube.url
-    # The loader's per-request refresh is throttled, and the token still goes out.
-    assert isinstance(configuration.refresh_api_key_hook, ThrottledRefresh)
+    # The loader's token goes out with every request.
     assert configuration.auth_settings()["BearerToken"]["value"] == "Bearer t"
     core = k8s.CoreV1Api(DeadlineApiClient(configuration, 5.0))
     for _ in range(3):
         assert isinstance(core.list_namespace().items, list)
-    # Refreshing made the loader install its hook again: the throttle is still in front.
-    assert isinstance(configuration.refresh_api_key_hook, ThrottledRefresh)
-
-
-def test_a_loader_hook_that_reinstalls_itself_stays_throttled() -> None:
-    configuration = k8s.Configuration()
-    runs: list[str] = []
-
-    def loader_hook(target: k8s.Configuration) -> None:
-        # What both of the client's loaders do on every refresh.
-        runs.append("refresh")
-        target.refresh_api_key_hook = loader_hook
-
-    configuration.refresh_api_key_hook = ThrottledRefresh(loader_hook, 3600)
-    for _ in range(5):
-        configuration.refresh_api_key_hook(configuration)
-    assert runs == ["refresh"]
-    assert isinstance(configuration.refresh_api_key_hook, ThrottledRefresh)
-
-
-def test_credential_refresh_runs_at_most_once_a_period() -> None:
-    configuration = k8s.Configuration()
-    calls: list[k8s.Configuration] = []
-    hourly = ThrottledRefresh(calls.append, 3600)
-    for _ in range(5):
-        hourly(configuration)
-    assert calls == [configuration]
-    every_time = ThrottledRefresh(calls.append, 0)
-    every_time(configuration)
-    every_time(configuration)
-    assert len(calls) == 3
 
 
 @pytest.mark.usefixtures("no_ambient_kubeconfig")
@@ -182,22 +150,22 @@ def test_a_watch_left_early_costs_requests_no_connection(
     """A watch its reader leaves early has its connection closed. With watches on their
     own client, requests keep every connection they had; sharing one client, the next
     request has to connect again."""
-    from app.extensions import connections
+    from urllib3.connection import HTTPConnection
+
     from app.storage.kubernetes import KubernetesStorage
 
     def client() -> DeadlineApiClient:
-        api = DeadlineApiClient(build_configuration(_config(mode="host", host=kube.url)), 5.0)
-        connections.install(api.rest_client.pool_manager)
-        return api
+        return DeadlineApiClient(build_configuration(_config(mode="host", host=kube.url)), 5.0)
 
     connects: list[int] = []
-    original = connections.KubernetesHTTPConnection.connect
+    original = HTTPConnection.connect
 
     def counting(self: Any) -> None:
         connects.append(1)
         original(self)
 
-    monkeypatch.setattr(connections.KubernetesHTTPConnection, "connect", counting)
+    # Counting only: every connection the client opens is one of urllib3's.
+    monkeypatch.setattr(HTTPConnection, "connect", counting)
     storage = KubernetesStorage(client(), watches=client() if own_watch_client else None)
     namespace = f"watch-pool-{str(own_watch_client).lower()}"
     kube.store.create("namespaces", {"metadata": {"name": namespace}})

@@ -1,9 +1,11 @@
-"""The service's Redis client: its pool's ready check answers like redis-py's own."""
+"""The service's Redis client: one bounded pool with the configured timeouts."""
 
 from __future__ import annotations
 
+import redis
+
 from app.config.models import RedisConfig
-from app.extensions.redis import ReadyCheckParser, build_redis
+from app.extensions.redis import build_redis
 from tests.support.redis_server import RedisServer
 
 
@@ -17,22 +19,22 @@ def _config(url: str) -> RedisConfig:
     )
 
 
-def test_the_ready_check_tells_idle_from_unread_connections(redis_server: RedisServer) -> None:
+def test_the_pool_is_bounded_and_every_connection_has_its_timeouts(
+    redis_server: RedisServer,
+) -> None:
     client = build_redis(_config(redis_server.url))
-    assert client.ping()
-    connection = client.connection_pool.get_connection()
-    try:
-        parser = connection._parser
-        assert isinstance(parser, ReadyCheckParser)
-        assert connection.can_read() is False
-        # A reply nobody read yet: the pool must not hand this connection out as clean.
-        connection.send_command("PING")
-        assert connection.can_read(timeout=1.0) is True
-        assert connection.read_response() == "PONG"
-        assert connection.can_read() is False
-    finally:
-        client.connection_pool.release(connection)
-    # Commands go on working through the pool.
+    pool = client.connection_pool
+    assert isinstance(pool, redis.BlockingConnectionPool)
+    assert pool.max_connections == 4
+    kwargs = pool.connection_kwargs
+    assert (kwargs["socket_timeout"], kwargs["socket_connect_timeout"]) == (3.0, 1.0)
+    assert kwargs["decode_responses"] is True
     client.set("t:ready", "yes")
     assert client.get("t:ready") == "yes"
+    # At the limit a command waits for a free connection instead of failing at once.
+    held = [pool.get_connection() for _ in range(4)]
+    pool.release(held.pop())
+    assert client.ping()
+    for connection in held:
+        pool.release(connection)
     client.close()

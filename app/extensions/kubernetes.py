@@ -8,8 +8,6 @@ configured timeout to every call that does not pass its own (watches pass a long
 from __future__ import annotations
 
 import os
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -20,7 +18,6 @@ from kubernetes.config.config_exception import ConfigException
 from urllib3.util.retry import Retry
 
 from app.config import KubernetesConfig
-from app.extensions import connections
 
 USER_AGENT = "lab-spawner/1"
 """The ``User-Agent`` of every Kubernetes call the service makes."""
@@ -96,44 +93,7 @@ def build_configuration(config: KubernetesConfig) -> k8s.Configuration:
     return _tune(configuration)
 
 
-CREDENTIAL_REFRESH_SECONDS = 10.0
-"""How often the loaded credentials are re-applied (see ``ThrottledRefresh``)."""
-
-
-class ThrottledRefresh:
-    """The loader's credential refresh, run at most once every ``seconds``.
-
-    Both loaders install a hook that the client runs before every request, and each run
-    re-applies the whole loaded configuration (setting the host re-reads every proxy
-    variable from the environment): about 90 microseconds a call, a millisecond of CPU per
-    spawn, for credentials that change far less often. The in-cluster token file is re-read
-    once a minute and a kubeconfig's exec token five minutes before it expires, so ten
-    seconds late is never too late.
-
-    Each run of a loader's hook installs a new hook in its place; that one is kept as the
-    hook to run next time, and the throttle put back in front of it.
-    """
-
-    def __init__(self, hook: Callable[[k8s.Configuration], None], seconds: float) -> None:
-        self._hook = hook
-        self._seconds = seconds
-        self._due = float("-inf")
-
-    def __call__(self, configuration: k8s.Configuration) -> None:
-        now = time.monotonic()
-        if now >= self._due:
-            self._due = now + self._seconds
-            self._hook(configuration)
-            installed = configuration.refresh_api_key_hook
-            if installed is not self and installed is not None:
-                self._hook = installed
-                configuration.refresh_api_key_hook = self
-
-
 def _tune(configuration: k8s.Configuration) -> k8s.Configuration:
-    hook = configuration.refresh_api_key_hook
-    if hook is not None:
-        configuration.refresh_api_key_hook = ThrottledRefresh(hook, CREDENTIAL_REFRESH_SECONDS)
     # gevent workers run many requests concurrently in one process; the default pool
     # (5 x CPUs) would make them queue for a connection.
     configuration.connection_pool_maxsize = 64
@@ -156,12 +116,10 @@ class KubernetesExtension:
 
     def init_app(self, app: Flask, config: KubernetesConfig) -> None:
         configuration = build_configuration(config)
-        clients = []
-        for _ in ("requests", "watches"):
-            client = DeadlineApiClient(configuration, config.request_timeout)
-            connections.install(client.rest_client.pool_manager)
-            clients.append(client)
-        app.extensions["kubernetes"], app.extensions["kubernetes_watches"] = clients
+        app.extensions["kubernetes"] = DeadlineApiClient(configuration, config.request_timeout)
+        app.extensions["kubernetes_watches"] = DeadlineApiClient(
+            configuration, config.request_timeout
+        )
 
     @property
     def api_client(self) -> DeadlineApiClient:

@@ -11,22 +11,20 @@ be missed, so on reconnecting the hub tells every stream to re-read from where i
 The same subscription carries other channels for other listeners (the image store learns
 of new image lists this way), so a process holds one subscribed connection in all.
 
-The subscription is read straight from its socket with hiredis: a broadcast arrives as
-thousands of messages at once, and redis-py's pub/sub reader spent more on each message
-(health checks, retry wrappers, a socket poll) than the hub spends delivering it.
+A broadcast arrives as thousands of messages at once; the subscription hands them over in
+batches, so each stream is woken once for whatever arrived together.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import socket
 import threading
+import uuid
 from collections import deque
 from collections.abc import Callable, Generator
-from typing import Any, Protocol, cast
+from typing import Protocol, cast
 
-import hiredis
 import redis
 
 from app.storage.events import TERMINAL, Event, EventStore, entry_order, parse_message
@@ -39,71 +37,60 @@ HEALTH_SECONDS = 30.0
 
 
 class _Subscription:
-    """One subscribed connection, read directly: messages come back in batches.
+    """One subscribed connection (redis-py's ``PubSub``); messages come back in batches.
 
     redis-py opens the connection (authentication, protocol, database, TLS as configured)
-    and sends SUBSCRIBE; after that, the socket carries nothing but replies and pushes, which
-    one hiredis reader parses without a Python call per message.
+    and parses the replies (with hiredis when installed). A broadcast arrives as thousands
+    of messages at once: after the first, whatever else is already there is read without
+    waiting, up to ``BATCH`` messages, so a burst is handed over in few rounds.
     """
 
+    BATCH = 1000
+
     def __init__(self, client: redis.Redis, channels: list[str], health_seconds: float) -> None:
-        connection: Any = client.connection_pool.make_connection()
-        self._connection = connection
-        self._reader = hiredis.Reader(encoding="utf-8", errors="replace")
+        self._pubsub = client.pubsub()
+        self._health_seconds = health_seconds
         self._pinged = False
-        self._confirmations = 0
-        self._channels = len(channels)
         try:
-            connection.connect()
-            connection.send_command("SUBSCRIBE", *channels)
-            # Not public API: redis-py keeps the connected socket here (pinned in
-            # requirements).
-            sock = connection._sock
-            if sock is None:
-                raise redis.ConnectionError("the subscription connection has no socket")
-            self._sock: socket.socket = sock
-            self._sock.settimeout(health_seconds)
-            while self._confirmations < self._channels:
+            self._pubsub.subscribe(*channels)
+            confirmed = 0
+            while confirmed < len(channels):
                 # Wait for the confirmations: only from then on is nothing published missed.
-                self.messages()
+                message = self._pubsub.get_message(timeout=health_seconds)
+                if message is None:
+                    raise redis.ConnectionError("Redis did not confirm the subscription")
+                if message["type"] == "subscribe":
+                    confirmed += 1
         except BaseException:
-            with contextlib.suppress(redis.RedisError, OSError):
-                connection.disconnect()
+            self._pubsub.close()
             raise
 
     def messages(self) -> list[tuple[str, str]]:
-        """The ``(channel, payload)`` of the messages that arrived; waits for at least one
-        read (an empty list after a subscribe confirmation or a PING's answer)."""
+        """The ``(channel, payload)`` of the messages that arrived; waits up to the health
+        period for the first (an empty list after a quiet period or a PING's answer)."""
         try:
-            data = self._sock.recv(262144)
-        except TimeoutError:
-            if self._pinged:
-                raise redis.ConnectionError("the subscription stopped answering") from None
-            self._pinged = True
-            self._sock.sendall(b"*1\r\n$4\r\nPING\r\n")
-            return []
+            first = self._pubsub.get_message(timeout=self._health_seconds)
+            if first is None:
+                if self._pinged:
+                    raise redis.ConnectionError("the subscription stopped answering")
+                self._pinged = True
+                self._pubsub.ping()
+                return []
+            self._pinged = False
+            batch = [first]
+            while len(batch) < self.BATCH:
+                message = self._pubsub.get_message(timeout=0)
+                if message is None:
+                    break
+                batch.append(message)
         except OSError as exc:
             raise redis.ConnectionError(f"the subscription failed: {exc}") from None
-        if not data:
-            raise redis.ConnectionError("Redis closed the subscription")
-        self._pinged = False
-        self._reader.feed(data)
-        payloads: list[tuple[str, str]] = []
-        while (reply := self._reader.gets()) is not False:
-            if isinstance(reply, hiredis.ReplyError):
-                raise redis.ConnectionError(f"the subscription was refused: {reply}")
-            if isinstance(reply, list) and len(reply) == 3:
-                if reply[0] == "message":
-                    payloads.append((reply[1], reply[2]))
-                elif reply[0] == "subscribe":
-                    self._confirmations += 1
-        return payloads
+        return [(str(m["channel"]), str(m["data"])) for m in batch if m["type"] == "message"]
 
     def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self._sock.shutdown(socket.SHUT_RDWR)
+        """Close the connection (from the thread that reads it: ``PubSub`` is not shared)."""
         with contextlib.suppress(redis.RedisError, OSError):
-            self._connection.disconnect()
+            self._pubsub.close()
 
 
 class _Flag(Protocol):
@@ -252,6 +239,8 @@ class EventHub:
         self._closing = False
         self._thread: threading.Thread | None = None
         self._listeners: dict[str, ChannelListener] = {}
+        self._wake_channel = f"{events.channel}:wake:{uuid.uuid4().hex}"
+        """This hub's own channel: a message there only wakes its listener."""
 
     def add_listener(self, listener: ChannelListener) -> None:
         """Also subscribe to ``listener.channel`` (before ``start``)."""
@@ -263,10 +252,11 @@ class EventHub:
 
     def stop(self) -> None:
         self._stopping.set()
-        subscription = self._subscription
-        if subscription is not None:
-            # Ends the listener's blocking read at once.
-            subscription.close()
+        if self._subscription is not None:
+            # Wakes the listener's blocking read, so it sees it must stop and closes its
+            # connection itself.
+            with contextlib.suppress(redis.RedisError):
+                self._client.publish(self._wake_channel, "stop")
         if self._thread is not None:
             self._thread.join(timeout=5)
 
@@ -385,9 +375,8 @@ class EventHub:
     def _listen(self) -> None:
         while not self._stopping.is_set():
             try:
-                self._subscription = _Subscription(
-                    self._client, [self._events.channel, *self._listeners], self._health_seconds
-                )
+                channels = [self._events.channel, self._wake_channel, *self._listeners]
+                self._subscription = _Subscription(self._client, channels, self._health_seconds)
                 for listener in self._listeners.values():
                     listener.on_subscription(True)
                 self._subscriptions += 1
@@ -396,6 +385,8 @@ class EventHub:
                 events_channel = self._events.channel
                 while not self._stopping.is_set():
                     for channel, payload in self._subscription.messages():
+                        if channel == self._wake_channel:
+                            continue
                         if channel != events_channel:
                             self._listeners[channel].on_message(payload)
                             continue
