@@ -48,18 +48,20 @@ def post_worker_init(worker: Any) -> None:
     it serves for up to ``graceful_timeout``, and event streams would use all of it. Their
     clients resume from ``Last-Event-ID`` on another worker, so closing them costs nothing.
     """
-    from app.extensions.labs import machinery_of, start_background
+    from app.extensions.labs import find_machinery
 
-    start_background(worker.wsgi)
-    machinery = machinery_of(worker.wsgi)
+    # Another app under these settings (the benchmarks' bare route) has none.
+    machinery = find_machinery(worker.wsgi)
+    if machinery is not None:
+        machinery.start()
 
-    def on_term(signum: int, frame: Any) -> None:
-        worker.handle_exit(signum, frame)
-        # Not from inside the handler, which gevent runs as an event loop callback where
-        # nothing may block (starting a thread waits for it): a greenlet does it next.
-        gevent.spawn(machinery.hub.close_streams)
+        def on_term(signum: int, frame: Any) -> None:
+            worker.handle_exit(signum, frame)
+            # Not from inside the handler, which gevent runs as an event loop callback
+            # where nothing may block (starting a thread waits for it): a greenlet does it.
+            gevent.spawn(machinery.hub.close_streams)
 
-    signal.signal(signal.SIGTERM, on_term)
+        signal.signal(signal.SIGTERM, on_term)
     _freeze_startup_objects()
 
 
@@ -85,11 +87,11 @@ GC_YOUNG_THRESHOLD = 20_000
 def worker_exit(server: Any, worker: Any) -> None:
     """Stop the worker's background work, so the leases it holds (elected roles, running
     operations) are released at once rather than left to expire."""
-    app = getattr(worker, "wsgi", None)
-    if app is not None:
-        from app.extensions.labs import stop_background
+    from app.extensions.labs import find_machinery
 
-        stop_background(app)
+    machinery = find_machinery(getattr(worker, "wsgi", None))
+    if machinery is not None:
+        machinery.stop()
 
 
 def on_starting(server: Any) -> None:

@@ -26,7 +26,7 @@ import requests
 
 from app.models.lab import LabRecord, LabStatus, PodState
 from app.storage.events import EventStore, EventType
-from app.storage.labs import LabStore
+from app.storage.labs import LabStore, lab_ref
 from bench.services import (
     RECONCILE_OUT_OF_THE_WAY,
     REPO_ROOT_TEXT,
@@ -55,7 +55,7 @@ def _prepare(bench: BenchStack, users: list[str]) -> None:
             quotas={},
         )
         labs.put_if_idle(record, expect=None)
-        events.append(user, EventType.INFO, "Lab creation requested")
+        events.append(lab_ref(user).key, EventType.INFO, "Lab creation requested")
 
 
 def _broadcast(
@@ -73,7 +73,7 @@ def _broadcast(
     events = EventStore(client, bench.key_prefix)
     pipe = client.pipeline(transaction=False)
     for user in users:
-        events.append(user, kind, data, pipe=pipe)
+        events.append(lab_ref(user).key, kind, data, pipe=pipe)
     pipe.load_scripts()
     pool = client.connection_pool
     connection = pool.get_connection()

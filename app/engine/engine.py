@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from app.engine.kind import WorkloadKind
-from app.engine.runner import OperationRunner
+from app.engine.runner import HandOff, OperationRunner
 from app.engine.workload import Action, Operation, WorkloadRef
 from app.storage.event_hub import EventHub, Following
 from app.storage.events import EventStore, EventType
@@ -66,9 +66,13 @@ class Engine:
             record=record,
             secret=secret,
             events=self.events.announcement(ref.key, first_events),
+            lease=self.runner.lease_request(),
         )
         if queued.queued:
-            self.runner.submit(ref)
+            # With the lease taken in the same step, this worker's runner starts from what
+            # was just written, with no Redis round trip before its first Kubernetes call.
+            handoff = HandOff(operation, secret) if queued.leased else None
+            self.runner.submit(ref, handoff)
         return queued
 
     def queue_delete(

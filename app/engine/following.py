@@ -48,23 +48,32 @@ class PodToFollow:
     progress: PodProgress = field(default_factory=PodProgress)
 
 
-def follow_until_ready(kube: KubernetesStorage, reporter: Reporter, pod: PodToFollow) -> None:
-    """Return once the pod is ready; raise ``StepFailed`` as soon as it cannot become so."""
+def follow_until_ready(
+    kube: KubernetesStorage,
+    reporter: Reporter,
+    pod: PodToFollow,
+    first_look: dict[str, Any] | None,
+) -> None:
+    """Return once the pod is ready; raise ``StepFailed`` as soon as it cannot become so.
+
+    ``first_look`` is the pod as the caller just read it (None: it is gone), so that read
+    can go out beside the caller's other work.
+    """
     feed = _EventFeed(kube, reporter, pod)
     version: str | None = None
     first = True
     while True:
         if not first:
             reporter.check()
-        first = False
         if version is None:
-            current = kube.read_pod(pod.namespace, pod.name)
+            current = first_look if first else kube.read_pod(pod.namespace, pod.name)
             if current is None:
                 raise StepFailed(f"the {pod.noun} pod was deleted while starting")
             feed.pod_uid(current["metadata"].get("uid"))
             if _settled(reporter, feed, pod, current):
                 return
             version = current["metadata"]["resourceVersion"]
+        first = False
         timeout = max(1, min(2, int(reporter.remaining())))
         try:
             for kind, changed in kube.watch_pod(pod.namespace, pod.name, version, timeout):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import redis
 
@@ -24,12 +25,21 @@ from app.engine.workload import Action, Operation, WorkloadRef
 from app.storage.events import EventStore, EventType
 from app.storage.kubernetes import KubernetesError
 from app.storage.leader import RedisLease, worker_identity
-from app.storage.workloads import WorkloadStore
+from app.storage.workloads import LeaseRequest, WorkloadStore
 
 logger = logging.getLogger(__name__)
 
 _COMPLETE = [(EventType.PROGRESS, "100"), (EventType.COMPLETE, "")]
 """The events that end a successful operation, announced with its final record."""
+
+
+@dataclass(frozen=True)
+class HandOff:
+    """An operation its caller queued together with this runner's lease on the workload
+    (``lease_request``): it runs at once, without asking Redis for what was just written."""
+
+    operation: Operation
+    secret: str | None
 
 
 class OperationRunner:
@@ -74,9 +84,14 @@ class OperationRunner:
         if self._scanner is not None:
             self._scanner.join(timeout=5)
 
-    def submit(self, ref: WorkloadRef) -> None:
+    def lease_request(self) -> LeaseRequest:
+        """The lease a caller asks for with an operation it queues, for ``submit``'s
+        ``handoff``."""
+        return LeaseRequest(self.owner, int(self._lease_seconds * 1000))
+
+    def submit(self, ref: WorkloadRef, handoff: HandOff | None = None) -> None:
         """Run ``ref``'s operations here, unless another worker has them; if a task here
-        already does, it looks once more before it ends."""
+        already does, it looks once more before it ends (and takes the lease again)."""
         if ref.kind not in self._kinds:
             raise ValueError(f"no workload kind {ref.kind!r} is registered")
         with self._active_lock:
@@ -84,7 +99,7 @@ class OperationRunner:
                 self._active[ref] = True
                 return
             self._active[ref] = False
-        start_task(self._run_workload, ref, name=f"op-{ref.key}")
+        start_task(self._run_workload, ref, handoff, name=f"op-{ref.key}")
 
     # Finding work --------------------------------------------------------------------
 
@@ -101,17 +116,37 @@ class OperationRunner:
             except Exception:
                 logger.exception("operation scan failed")
 
-    def _run_workload(self, ref: WorkloadRef) -> None:
+    def _run_workload(self, ref: WorkloadRef, handoff: HandOff | None) -> None:
         lease = self._store.lease(ref, self.owner, self._lease_seconds)
         try:
+            look = True
+            if handoff is not None:
+                look = self._run_handoff(ref, lease, handoff)
             while True:
-                self._run_while_available(ref, lease)
+                if look:
+                    self._run_while_available(ref, lease)
                 if self._done(ref):
                     return
+                look = True
         except Exception:
             logger.exception("running operations of %s failed", ref.key)
             with self._active_lock:
                 self._active.pop(ref, None)
+
+    def _run_handoff(self, ref: WorkloadRef, lease: RedisLease, handoff: HandOff) -> bool:
+        """Run the handed-off operation, whose lease this task holds, if a slot is free (if
+        not, the lease goes back for a worker with room). True if another operation may
+        be waiting."""
+        if self._slots.acquire(blocking=False):
+            try:
+                self._run_while_leased(ref, lease, handoff)
+            finally:
+                lease.release()
+                self._slots.release()
+        else:
+            lease.release()
+        # One queued while we let go would otherwise wait for the scanner.
+        return self._store.operation(ref) is not None
 
     def _run_while_available(self, ref: WorkloadRef, lease: RedisLease) -> None:
         """Run the workload's operations while this worker can take their lease."""
@@ -119,7 +154,7 @@ class OperationRunner:
             # A stopping worker leaves what is pending to the others.
             while not self._stopping.is_set() and lease.acquire():
                 try:
-                    self._run_while_leased(ref, lease)
+                    self._run_while_leased(ref, lease, None)
                 finally:
                     lease.release()
                 # An operation queued while we were letting go would otherwise wait
@@ -136,7 +171,7 @@ class OperationRunner:
             self._active.pop(ref, None)
             return True
 
-    def _run_while_leased(self, ref: WorkloadRef, lease: RedisLease) -> None:
+    def _run_while_leased(self, ref: WorkloadRef, lease: RedisLease, first: HandOff | None) -> None:
         lost = threading.Event()
         done = threading.Event()
 
@@ -149,6 +184,10 @@ class OperationRunner:
         start_task(heartbeat, name=f"lease-{ref.key}")
         try:
             while not lost.is_set() and not self._stopping.is_set():
+                if first is not None:
+                    self._execute(first.operation, first.secret)
+                    first = None
+                    continue
                 queued = self._store.operation_and_secret(ref)
                 if queued.operation is None:
                     return

@@ -125,6 +125,14 @@ def machinery_of(app: Flask) -> Machinery:
     return cast(Machinery, app.extensions[EXTENSION_KEY])
 
 
+def find_machinery(app: object) -> Machinery | None:
+    """The machinery of ``app`` if it is an app of this service (for server hooks, which may
+    load another WSGI application under the same settings)."""
+    extensions = getattr(app, "extensions", None)
+    found = extensions.get(EXTENSION_KEY) if isinstance(extensions, dict) else None
+    return found if isinstance(found, Machinery) else None
+
+
 def start_background(app: Flask) -> None:
     """Start ``app``'s background work: the event hub, the runner's scanner and the
     elected roles. Called once per server process, after it forked."""

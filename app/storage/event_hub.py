@@ -4,15 +4,16 @@ Each open server-sent-event stream could block in its own ``XREAD`` on its own R
 connection, but then a worker holding 2,000 streams holds 2,000 Redis connections and reads
 every event 2,000 times. Instead every append publishes the event itself (see
 ``EventStore``), this hub, one per process, receives each once, and hands it to the local
-streams following that user: no Redis read per stream per event. A stream replays what came
+streams following that workload: no Redis read per stream per event. A stream replays what came
 before it opened from the stream itself; while the subscription is reconnecting, events can
 be missed, so on reconnecting the hub tells every stream to re-read from where it is.
 
 The same subscription carries other channels for other listeners (the image store learns
 of new image lists this way), so a process holds one subscribed connection in all.
 
-A broadcast arrives as thousands of messages at once; the subscription hands them over in
-batches, so each stream is woken once for whatever arrived together.
+A broadcast arrives as thousands of messages at once: the hub hands them over one by one
+without yielding while they are already read, so each stream is woken once and sends whatever
+arrived together.
 """
 
 from __future__ import annotations
@@ -37,15 +38,13 @@ HEALTH_SECONDS = 30.0
 
 
 class _Subscription:
-    """One subscribed connection (redis-py's ``PubSub``); messages come back in batches.
+    """One subscribed connection (redis-py's ``PubSub``), read one message at a time.
 
     redis-py opens the connection (authentication, protocol, database, TLS as configured)
-    and parses the replies (with hiredis when installed). A broadcast arrives as thousands
-    of messages at once: after the first, whatever else is already there is read without
-    waiting, up to ``BATCH`` messages, so a burst is handed over in few rounds.
+    and parses the replies (with hiredis when installed). A message already read from the
+    socket comes back without waiting, so a burst is handed over message by message
+    without yielding in between, and each stream then sends whatever arrived together.
     """
-
-    BATCH = 1000
 
     def __init__(self, client: redis.Redis, channels: list[str], health_seconds: float) -> None:
         self._pubsub = client.pubsub()
@@ -65,27 +64,24 @@ class _Subscription:
             self._pubsub.close()
             raise
 
-    def messages(self) -> list[tuple[str, str]]:
-        """The ``(channel, payload)`` of the messages that arrived; waits up to the health
-        period for the first (an empty list after a quiet period or a PING's answer)."""
+    def next_message(self) -> tuple[str, str] | None:
+        """The next message's ``(channel, payload)``; waits up to the health period for it.
+        None after a quiet period (a PING goes out; silent as long again, the subscription
+        is given up) or for anything that is not a message (a PING's answer)."""
         try:
-            first = self._pubsub.get_message(timeout=self._health_seconds)
-            if first is None:
-                if self._pinged:
-                    raise redis.ConnectionError("the subscription stopped answering")
-                self._pinged = True
-                self._pubsub.ping()
-                return []
-            self._pinged = False
-            batch = [first]
-            while len(batch) < self.BATCH:
-                message = self._pubsub.get_message(timeout=0)
-                if message is None:
-                    break
-                batch.append(message)
+            message = self._pubsub.get_message(timeout=self._health_seconds)
         except OSError as exc:
             raise redis.ConnectionError(f"the subscription failed: {exc}") from None
-        return [(str(m["channel"]), str(m["data"])) for m in batch if m["type"] == "message"]
+        if message is None:
+            if self._pinged:
+                raise redis.ConnectionError("the subscription stopped answering")
+            self._pinged = True
+            self._pubsub.ping()
+            return None
+        self._pinged = False
+        if message["type"] != "message":
+            return None
+        return str(message["channel"]), str(message["data"])
 
     def close(self) -> None:
         """Close the connection (from the thread that reads it: ``PubSub`` is not shared)."""
@@ -169,7 +165,7 @@ class _Sweeper:
 
 
 class Following:
-    """One open stream of a user's events (see ``EventHub.follow``): iterate it for
+    """One open stream of a workload's events (see ``EventHub.follow``): iterate it for
     batches, and close it when done, whether or not it was iterated."""
 
     def __init__(
@@ -180,7 +176,7 @@ class Following:
     ) -> None:
         self._batches = batches
         self.replayed = replayed
-        """The replay found events: the user's stream exists."""
+        """The replay found events: the stream exists."""
         self._release = release
         self._closed = False
 
@@ -281,8 +277,8 @@ class EventHub:
         with self._lock:
             return sum(len(w) for w in self._waiters.values())
 
-    def follow(self, username: str, after: str, idle_seconds: float) -> Following:
-        """Start following ``username``'s events after ``after``: registered, and the
+    def follow(self, subject: str, after: str, idle_seconds: float) -> Following:
+        """Start following ``subject``'s events after ``after``: registered, and the
         replay read, by the time this returns (``Following.replayed`` tells a stream with
         a past from one that may not exist, without asking Redis again).
 
@@ -296,7 +292,7 @@ class EventHub:
         """
         waiter = _Waiter(self._new_flag())
         with self._lock:
-            self._waiters.setdefault(username, set()).add(waiter)
+            self._waiters.setdefault(subject, set()).add(waiter)
             sweeper = self._sweepers.get(idle_seconds)
             if sweeper is None:
                 sweeper = self._sweepers[idle_seconds] = _Sweeper(idle_seconds, self._stopping)
@@ -305,22 +301,22 @@ class EventHub:
         def release() -> None:
             sweeper.discard(waiter)
             with self._lock:
-                waiting = self._waiters.get(username)
+                waiting = self._waiters.get(subject)
                 if waiting is not None:
                     waiting.discard(waiter)
                     if not waiting:
-                        del self._waiters[username]
+                        del self._waiters[subject]
 
         try:
-            backlog: list[Event] = self._events.read(username, after)
+            backlog: list[Event] = self._events.read(subject, after)
         except BaseException:
             release()
             raise
-        batches = self._batches(username, entry_order(after), waiter, backlog)
+        batches = self._batches(subject, entry_order(after), waiter, backlog)
         return Following(batches, bool(backlog), release)
 
     def _batches(
-        self, username: str, cursor: tuple[int, int], waiter: _Waiter, backlog: list[Event]
+        self, subject: str, cursor: tuple[int, int], waiter: _Waiter, backlog: list[Event]
     ) -> Generator[list[Event] | None, None, None]:
         while True:
             batch: list[Event] = []
@@ -343,7 +339,7 @@ class EventHub:
             if waiter.resync:
                 waiter.resync = False
                 waiter.pending.clear()
-                backlog = self._events.read(username, "{}-{}".format(*cursor))
+                backlog = self._events.read(subject, "{}-{}".format(*cursor))
                 continue
             backlog = []
             while waiter.pending:
@@ -357,9 +353,9 @@ class EventHub:
                 continue
             waiter.flag.wait()
 
-    def _deliver(self, username: str, event: Event) -> None:
+    def _deliver(self, subject: str, event: Event) -> None:
         with self._lock:
-            waiting = self._waiters.get(username)
+            waiting = self._waiters.get(subject)
             waiters = tuple(waiting) if waiting else ()
         for waiter in waiters:
             waiter.pending.append(event)
@@ -384,15 +380,16 @@ class EventHub:
                 self._resync_all()
                 events_channel = self._events.channel
                 while not self._stopping.is_set():
-                    for channel, payload in self._subscription.messages():
-                        if channel == self._wake_channel:
-                            continue
-                        if channel != events_channel:
-                            self._listeners[channel].on_message(payload)
-                            continue
-                        username, event = parse_message(payload)
+                    received = self._subscription.next_message()
+                    if received is None:
+                        continue
+                    channel, payload = received
+                    if channel == events_channel:
+                        subject, event = parse_message(payload)
                         if event is not None:
-                            self._deliver(username, event)
+                            self._deliver(subject, event)
+                    elif channel != self._wake_channel:
+                        self._listeners[channel].on_message(payload)
             except redis.RedisError as exc:
                 self._drop_subscription()
                 if self._stopping.is_set():

@@ -31,11 +31,21 @@ from app.storage.leader import RedisLease
 
 @dataclass(frozen=True)
 class SpawnQueued:
-    """What ``queue_spawn`` did: ``queued``, or refused because of ``current`` (the
-    record that is not failed, or None when only an operation still stood in the way)."""
+    """What ``queue_spawn`` did: ``queued`` (and with the lease asked for, if ``leased``),
+    or refused because of ``current`` (the record that is not failed, or None when only an
+    operation still stood in the way)."""
 
     queued: bool
+    leased: bool = False
     current: str | None = None
+
+
+@dataclass(frozen=True)
+class LeaseRequest:
+    """A lease to take with an operation, if nobody holds it: its holder and duration."""
+
+    owner: str
+    ttl_ms: int
 
 
 class DeleteQueued(StrEnum):
@@ -160,6 +170,7 @@ class WorkloadStore:
         record: str,
         secret: str | None,
         events: Announcement,
+        lease: LeaseRequest | None = None,
     ) -> SpawnQueued:
         """Record a new workload and queue its spawn, unless one exists that has not failed
         (or an operation is still queued for it).
@@ -167,7 +178,8 @@ class WorkloadStore:
         One atomic step: the check, the record, the queued operation, its ``secret`` (kept
         beside the operation, never in the record, so a worker that resumes the spawn can
         still use it; it expires a minute after the operation's deadline and goes when the
-        operation ends) and the restarted event stream with ``events``.
+        operation ends), the restarted event stream with ``events`` and, with ``lease``, the
+        workload's lease for the worker that will run the operation at once.
         """
         ref = operation.ref
         ttl = max(1, int(operation.deadline - operation.started) + 60)
@@ -181,6 +193,7 @@ class WorkloadStore:
                     self.pending_key,
                     self.secret_key(ref),
                     events.stream,
+                    self.lease_key(ref),
                 ],
                 args=[
                     record,
@@ -192,12 +205,14 @@ class WorkloadStore:
                     secret or "",
                     ttl,
                     self.feed_channel,
+                    lease.owner if lease is not None else "",
+                    lease.ttl_ms if lease is not None else 0,
                     *events.args,
                 ],
             ),
         )
         if int(reply[0]) == 1:
-            return SpawnQueued(queued=True)
+            return SpawnQueued(queued=True, leased=int(reply[1]) == 1)
         return SpawnQueued(queued=False, current=str(reply[1]) or None)
 
     def queue_delete(

@@ -99,8 +99,11 @@ def run_spawn(ctx: LabContext, run: Run) -> LabRecord:
     )
     objects.pod["metadata"].setdefault("annotations", {})[OPERATION_ANNOTATION] = run.operation.id
     _create_objects(ctx, reporter, objects, pod_absent=not own_pod)
-    reporter.info(OBJECTS_CREATED, progress=OBJECTS_CREATED_PROGRESS)
-    follow_until_ready(ctx.kube, reporter, PodToFollow(namespace, pod_name))
+    _, first_look = concurrently(
+        lambda: reporter.info(OBJECTS_CREATED, progress=OBJECTS_CREATED_PROGRESS),
+        lambda: ctx.kube.read_pod(namespace, pod_name),
+    )
+    follow_until_ready(ctx.kube, reporter, PodToFollow(namespace, pod_name), first_look)
     if unprovisioned:
         # Only now: the provisioning container is idempotent and ran to its end.
         ctx.labs.mark_provisioned(spec.username)
