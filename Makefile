@@ -1,12 +1,13 @@
 # The two commands a newcomer needs: `make run` (the service on the local stack) and
-# `make test` (the whole suite). Everything else is set up by the targets themselves.
+# `make test` (lint, the docs and the whole suite). Everything else is set up by the targets
+# themselves.
 
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint pytest setup redis-server bench clean hub
+.PHONY: run test lint docs pytest setup redis-server bench clean hub
 
 $(STAMP): requirements.txt requirements-dev.txt client/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -53,10 +54,14 @@ lint: setup
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
+# The documentation site; a warning (a broken link or reference) fails the build.
+docs: $(STAMP)
+	$(BIN)/sphinx-build -q -W --keep-going -b html docs docs/_build/html
+
 pytest: setup
 	$(BIN)/pytest
 
-test: lint pytest
+test: lint docs pytest
 
 # JupyterHub with the lab spawner, against the stack `make run` started (in another terminal).
 hub: setup
@@ -69,4 +74,4 @@ bench: setup
 	$(BIN)/python -m bench.run
 
 clean:
-	rm -rf $(VENV) .devstack .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .devstack .pytest_cache .mypy_cache .ruff_cache docs/_build

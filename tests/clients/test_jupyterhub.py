@@ -1,6 +1,6 @@
 """End to end: a real JupyterHub, with configurable-http-proxy, spawning labs through the service.
 
-JupyterHub (pip) runs ``hub/jupyterhub_config.py``, the configuration the README shows, with
+JupyterHub (pip) runs ``hub/jupyterhub_config.py``, the configuration the docs show, with
 ``LabSpawner`` and ``GafaelfawrTokenAuthenticator``; its proxy is the npm configurable-http-proxy
 that ``make setup`` installs. The test acts as a user would: logs in with a Gafaelfawr token,
 opens the spawn page, then drives JupyterHub's REST API with a JupyterHub token of the user's.
