@@ -82,6 +82,8 @@ def spec_from_annotation(value: str) -> LabSpec:
                 memory=int(limits["memory"]),
                 cpu_request=float(requests["cpu"]),
                 memory_request=int(requests["memory"]),
+                # Who may choose a size is a question for new spawns, not this running lab.
+                groups=(),
             ),
             env=dict(data["env"]),
         )

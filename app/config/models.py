@@ -1,4 +1,7 @@
-"""The validated configuration, as typed objects the rest of the service reads."""
+"""The validated configuration, as typed objects the rest of the service reads.
+
+No field has a default here: the schemas (``app.schemas.config``) are the one place that says
+what an unset key means, and they build these objects."""
 
 from __future__ import annotations
 
@@ -50,7 +53,7 @@ class LabSize:
     memory: int
     cpu_request: float
     memory_request: int
-    groups: tuple[str, ...] = ()
+    groups: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -160,7 +163,7 @@ class SimpleImage:
 
     url: str
     name: str
-    digest: str | None = None
+    digest: str | None
 
 
 @dataclass(frozen=True)
@@ -177,17 +180,17 @@ class PrepullConfig:
 
     name: str
     type: SourceType
-    registry: str | None = None
-    repository: str | None = None
-    recommended_tag: str | None = None
-    num_releases: int = 1
-    num_weeklies: int = 2
-    num_dailies: int = 3
-    cycle: int | None = None
-    alias_tags: tuple[str, ...] = ()
-    images: tuple[SimpleImage, ...] = ()
-    groups: tuple[str, ...] = ()
-    document: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    registry: str | None
+    repository: str | None
+    recommended_tag: str | None
+    num_releases: int
+    num_weeklies: int
+    num_dailies: int
+    cycle: int | None
+    alias_tags: tuple[str, ...]
+    images: tuple[SimpleImage, ...]
+    groups: tuple[str, ...]
+    document: dict[str, Any] = field(compare=False, hash=False)
 
     @property
     def source(self) -> str | None:
@@ -206,11 +209,11 @@ class ImagesConfig:
     spoken to over plain HTTP (as Docker's daemon setting of that name).
     """
 
-    refresh_seconds: float = 300.0
-    lease_seconds: float = 30.0
-    request_timeout: float = 10.0
-    credentials_secret: str | None = None
-    insecure_registries: tuple[str, ...] = ()
+    refresh_seconds: float
+    lease_seconds: float
+    request_timeout: float
+    credentials_secret: str | None
+    insecure_registries: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -223,14 +226,14 @@ class PrepullerConfig:
     is retried after ``retry_seconds``, doubling per failure up to ``max_retry_seconds``.
     """
 
-    enabled: bool = True
-    interval_seconds: float = 10.0
-    lease_seconds: float = 15.0
-    pulls_per_node: int = 1
-    max_pulls: int = 20
-    pull_timeout: float = 900.0
-    retry_seconds: float = 60.0
-    max_retry_seconds: float = 1800.0
+    enabled: bool
+    interval_seconds: float
+    lease_seconds: float
+    pulls_per_node: int
+    max_pulls: int
+    pull_timeout: float
+    retry_seconds: float
+    max_retry_seconds: float
 
 
 @dataclass(frozen=True)
@@ -252,9 +255,9 @@ class WatcherConfig:
     ``reconcile_seconds`` is how often Redis is compared with Kubernetes in full.
     """
 
-    lease_seconds: float = 15.0
-    watch_seconds: int = 60
-    reconcile_seconds: float = 60.0
+    lease_seconds: float
+    watch_seconds: int
+    reconcile_seconds: float
 
 
 @dataclass(frozen=True)
@@ -268,7 +271,7 @@ class Config:
     kubernetes: KubernetesConfig
     lab: LabConfig
     operations: OperationsConfig
-    prepull: tuple[PrepullConfig, ...] = ()
-    images: ImagesConfig = field(default_factory=ImagesConfig)
-    prepuller: PrepullerConfig = field(default_factory=PrepullerConfig)
-    watcher: WatcherConfig = field(default_factory=WatcherConfig)
+    prepull: tuple[PrepullConfig, ...]
+    images: ImagesConfig
+    prepuller: PrepullerConfig
+    watcher: WatcherConfig

@@ -9,8 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 from marshmallow import (
-    RAISE,
-    Schema,
     ValidationError,
     fields,
     post_load,
@@ -41,6 +39,7 @@ from app.config.models import (
 )
 from app.config.url_template import DEFAULT_TEMPLATE, template_problem
 from app.quantities import parse_cpu, parse_memory
+from app.schemas.base import StrictCamelCaseSchema, camel_case
 
 _POSITIVE = validate.Range(min=0, min_inclusive=False)
 _ENV_NAME = validate.Regexp(
@@ -60,19 +59,10 @@ def _url_template(value: str) -> None:
         raise ValidationError(problem)
 
 
-class _StrictSchema(Schema):
-    """Base schema: unknown keys are errors, not silently dropped."""
-
-    class Meta:
-        unknown = RAISE
-
-
-class GafaelfawrSchema(_StrictSchema):
+class GafaelfawrSchema(StrictCamelCaseSchema):
     url = fields.Url(required=True, require_tld=False, schemes={"http", "https"})
     timeout = fields.Float(load_default=5.0, validate=_POSITIVE)
-    cache_seconds = fields.Integer(
-        data_key="cacheSeconds", load_default=30, validate=validate.Range(min=0, max=3600)
-    )
+    cache_seconds = fields.Integer(load_default=30, validate=validate.Range(min=0, max=3600))
 
     @post_load
     def _build(self, data: dict[str, Any], **_: Any) -> GafaelfawrConfig:
@@ -80,33 +70,27 @@ class GafaelfawrSchema(_StrictSchema):
         return GafaelfawrConfig(**data)
 
 
-class RedisSchema(_StrictSchema):
+class RedisSchema(StrictCamelCaseSchema):
     url = fields.String(load_default="redis://127.0.0.1:6379/0")
-    key_prefix = fields.String(data_key="keyPrefix", load_default="spawner:")
-    socket_timeout = fields.Float(data_key="socketTimeout", load_default=5.0, validate=_POSITIVE)
-    socket_connect_timeout = fields.Float(
-        data_key="socketConnectTimeout", load_default=2.0, validate=_POSITIVE
-    )
-    max_connections = fields.Integer(
-        data_key="maxConnections", load_default=1000, validate=validate.Range(min=1)
-    )
+    key_prefix = fields.String(load_default="spawner:")
+    socket_timeout = fields.Float(load_default=5.0, validate=_POSITIVE)
+    socket_connect_timeout = fields.Float(load_default=2.0, validate=_POSITIVE)
+    max_connections = fields.Integer(load_default=1000, validate=validate.Range(min=1))
 
     @post_load
     def _build(self, data: dict[str, Any], **_: Any) -> RedisConfig:
         return RedisConfig(**data)
 
 
-class KubernetesSchema(_StrictSchema):
+class KubernetesSchema(StrictCamelCaseSchema):
     mode = fields.String(
         load_default="auto",
         validate=validate.OneOf(["auto", "in-cluster", "kubeconfig", "host"]),
     )
     host = fields.Url(load_default=None, require_tld=False, schemes={"http", "https"})
     kubeconfig = fields.String(load_default=None)
-    request_timeout = fields.Float(data_key="requestTimeout", load_default=10.0, validate=_POSITIVE)
-    service_namespace = fields.String(
-        data_key="serviceNamespace", load_default="nublado", validate=_DNS_LABEL
-    )
+    request_timeout = fields.Float(load_default=10.0, validate=_POSITIVE)
+    service_namespace = fields.String(load_default="nublado", validate=_DNS_LABEL)
 
     @post_load
     def _build(self, data: dict[str, Any], **_: Any) -> KubernetesConfig:
@@ -139,12 +123,12 @@ class MemoryField(fields.Field):
         return size
 
 
-class SizeRequestsSchema(_StrictSchema):
+class SizeRequestsSchema(StrictCamelCaseSchema):
     cpu = CpuField(load_default=None)
     memory = MemoryField(load_default=None)
 
 
-class LabSizeSchema(_StrictSchema):
+class LabSizeSchema(StrictCamelCaseSchema):
     name = fields.String(required=True, validate=_DNS_LABEL)
     cpu = CpuField(required=True)
     memory = MemoryField(required=True)
@@ -174,10 +158,9 @@ class LabSizeSchema(_StrictSchema):
         )
 
 
-class CopiedSecretSchema(_StrictSchema):
-    secret_name = fields.String(data_key="secretName", required=True, validate=_DNS_LABEL)
+class CopiedSecretSchema(StrictCamelCaseSchema):
+    secret_name = fields.String(required=True, validate=_DNS_LABEL)
     secret_key = fields.String(
-        data_key="secretKey",
         required=True,
         validate=validate.Regexp(r"^[-._a-zA-Z0-9]+$", error="must be a Secret key"),
     )
@@ -196,46 +179,43 @@ _VOLUME_SOURCES = {
 }
 
 
-class LabVolumeSchema(_StrictSchema):
+class LabVolumeSchema(StrictCamelCaseSchema):
     name = fields.String(required=True, validate=_DNS_LABEL)
     type = fields.String(required=True, validate=validate.OneOf(sorted(_VOLUME_SOURCES)))
     path = fields.String(load_default=None, validate=_ABSOLUTE_PATH)
     server = fields.String(load_default=None)
-    claim_name = fields.String(data_key="claimName", load_default=None, validate=_DNS_LABEL)
-    read_only = fields.Boolean(data_key="readOnly", load_default=False)
+    claim_name = fields.String(load_default=None, validate=_DNS_LABEL)
+    read_only = fields.Boolean(load_default=False)
 
     @validates_schema
     def _source_fields(self, data: dict[str, Any], **_: Any) -> None:
         for needed in _VOLUME_SOURCES.get(data.get("type", ""), ()):
             if not data.get(needed):
-                key = "claimName" if needed == "claim_name" else needed
-                raise ValidationError(f"required for type {data['type']}", key)
+                raise ValidationError(f"required for type {data['type']}", camel_case(needed))
 
     @post_load
     def _build(self, data: dict[str, Any], **_: Any) -> LabVolume:
         return LabVolume(**data)
 
 
-class LabVolumeMountSchema(_StrictSchema):
-    volume_name = fields.String(data_key="volumeName", required=True)
-    mount_path = fields.String(data_key="mountPath", required=True, validate=_ABSOLUTE_PATH)
-    sub_path = fields.String(data_key="subPath", load_default=None)
-    read_only = fields.Boolean(data_key="readOnly", load_default=False)
+class LabVolumeMountSchema(StrictCamelCaseSchema):
+    volume_name = fields.String(required=True)
+    mount_path = fields.String(required=True, validate=_ABSOLUTE_PATH)
+    sub_path = fields.String(load_default=None)
+    read_only = fields.Boolean(load_default=False)
 
     @post_load
     def _build(self, data: dict[str, Any], **_: Any) -> LabVolumeMount:
         return LabVolumeMount(**data)
 
 
-class InitContainerSchema(_StrictSchema):
+class InitContainerSchema(StrictCamelCaseSchema):
     name = fields.String(required=True, validate=_DNS_LABEL)
     image = fields.String(required=True, validate=validate.Length(min=1))
     privileged = fields.Boolean(load_default=False)
     command = fields.List(fields.String(), load_default=list)
     args = fields.List(fields.String(), load_default=list)
-    volume_mounts = fields.List(
-        fields.Nested(LabVolumeMountSchema), data_key="volumeMounts", load_default=list
-    )
+    volume_mounts = fields.List(fields.Nested(LabVolumeMountSchema), load_default=list)
 
     @post_load
     def _build(self, data: dict[str, Any], **_: Any) -> InitContainer:
@@ -249,7 +229,7 @@ class InitContainerSchema(_StrictSchema):
         )
 
 
-class TolerationSchema(_StrictSchema):
+class TolerationSchema(StrictCamelCaseSchema):
     key = fields.String(load_default=None)
     operator = fields.String(load_default="Equal", validate=validate.OneOf(["Equal", "Exists"]))
     value = fields.String(load_default=None)
@@ -257,18 +237,16 @@ class TolerationSchema(_StrictSchema):
         load_default=None,
         validate=validate.OneOf(["NoSchedule", "PreferNoSchedule", "NoExecute"]),
     )
-    toleration_seconds = fields.Integer(data_key="tolerationSeconds", load_default=None)
+    toleration_seconds = fields.Integer(load_default=None)
 
     @post_load
     def _build(self, data: dict[str, Any], **_: Any) -> Toleration:
         return Toleration(**data)
 
 
-class NetworkPolicySchema(_StrictSchema):
+class NetworkPolicySchema(StrictCamelCaseSchema):
     enabled = fields.Boolean(load_default=True)
-    ingress_namespaces = fields.List(
-        fields.String(validate=_DNS_LABEL), data_key="ingressNamespaces", load_default=list
-    )
+    ingress_namespaces = fields.List(fields.String(validate=_DNS_LABEL), load_default=list)
 
     @post_load
     def _build(self, data: dict[str, Any], **_: Any) -> NetworkPolicyConfig:
@@ -277,7 +255,7 @@ class NetworkPolicySchema(_StrictSchema):
         )
 
 
-class LabSchema(_StrictSchema):
+class LabSchema(StrictCamelCaseSchema):
     sizes = fields.List(
         fields.Nested(LabSizeSchema), required=True, validate=validate.Length(min=1)
     )
@@ -285,32 +263,21 @@ class LabSchema(_StrictSchema):
         keys=fields.String(validate=_ENV_NAME), values=fields.String(), load_default=dict
     )
     secrets = fields.List(fields.Nested(CopiedSecretSchema), load_default=list)
-    pull_secret = fields.String(data_key="pullSecret", load_default=None, validate=_DNS_LABEL)
-    secrets_path = fields.String(
-        data_key="secretsPath", load_default="/opt/lab/secrets", validate=_ABSOLUTE_PATH
-    )
+    pull_secret = fields.String(load_default=None, validate=_DNS_LABEL)
+    secrets_path = fields.String(load_default="/opt/lab/secrets", validate=_ABSOLUTE_PATH)
     volumes = fields.List(fields.Nested(LabVolumeSchema), load_default=list)
-    volume_mounts = fields.List(
-        fields.Nested(LabVolumeMountSchema), data_key="volumeMounts", load_default=list
-    )
-    init_containers = fields.List(
-        fields.Nested(InitContainerSchema), data_key="initContainers", load_default=list
-    )
-    node_selector = fields.Dict(
-        keys=fields.String(), values=fields.String(), data_key="nodeSelector", load_default=dict
-    )
+    volume_mounts = fields.List(fields.Nested(LabVolumeMountSchema), load_default=list)
+    init_containers = fields.List(fields.Nested(InitContainerSchema), load_default=list)
+    node_selector = fields.Dict(keys=fields.String(), values=fields.String(), load_default=dict)
     tolerations = fields.List(fields.Nested(TolerationSchema), load_default=list)
     command = fields.List(fields.String(), load_default=list)
     args = fields.List(fields.String(), load_default=list)
     port = fields.Integer(load_default=8888, validate=validate.Range(min=1, max=65535))
-    internal_url = fields.String(
-        data_key="internalUrl", load_default=DEFAULT_TEMPLATE, validate=_url_template
-    )
-    spawn_timeout = fields.Float(data_key="spawnTimeout", load_default=600.0, validate=_POSITIVE)
-    delete_timeout = fields.Float(data_key="deleteTimeout", load_default=300.0, validate=_POSITIVE)
+    internal_url = fields.String(load_default=DEFAULT_TEMPLATE, validate=_url_template)
+    spawn_timeout = fields.Float(load_default=600.0, validate=_POSITIVE)
+    delete_timeout = fields.Float(load_default=300.0, validate=_POSITIVE)
     network_policy = fields.Nested(
         NetworkPolicySchema,
-        data_key="networkPolicy",
         load_default=lambda: NetworkPolicySchema().load({}),
     )
 
@@ -392,26 +359,20 @@ _REGISTRY_KEYS = (
     "cycle",
     "aliasTags",
 )
-_CAMEL = {
-    "recommended_tag": "recommendedTag",
-    "num_releases": "numReleases",
-    "num_weeklies": "numWeeklies",
-    "num_dailies": "numDailies",
-}
 
 
-class DockerSourceSchema(_StrictSchema):
+class DockerSourceSchema(StrictCamelCaseSchema):
     repository = fields.String(required=True, validate=_REPOSITORY)
 
 
-class GarSourceSchema(_StrictSchema):
+class GarSourceSchema(StrictCamelCaseSchema):
     repository = fields.String(required=True, validate=_PATH_COMPONENT)
     image = fields.String(required=True, validate=_PATH_COMPONENT)
-    project_id = fields.String(data_key="projectId", required=True, validate=_PATH_COMPONENT)
+    project_id = fields.String(required=True, validate=_PATH_COMPONENT)
     location = fields.String(required=True, validate=_PATH_COMPONENT)
 
 
-class SimpleImageSchema(_StrictSchema):
+class SimpleImageSchema(StrictCamelCaseSchema):
     url = fields.String(required=True, validate=_TAGGED_REFERENCE)
     name = fields.String(required=True, validate=validate.Length(min=1, max=200))
     digest = fields.String(load_default=None, validate=_DIGEST)
@@ -421,7 +382,7 @@ class SimpleImageSchema(_StrictSchema):
         return SimpleImage(**data)
 
 
-class PrepullSchema(_StrictSchema):
+class PrepullSchema(StrictCamelCaseSchema):
     """A DMTN-222 prepull block: a source of lab images and which of them to prepull."""
 
     name = fields.String(required=True, validate=_DNS_LABEL)
@@ -429,18 +390,12 @@ class PrepullSchema(_StrictSchema):
     registry = fields.String(load_default=None, validate=_REGISTRY_HOST)
     docker = fields.Nested(DockerSourceSchema, load_default=None)
     gar = fields.Nested(GarSourceSchema, load_default=None)
-    recommended_tag = fields.String(data_key="recommendedTag", load_default=None, validate=_TAG)
-    num_releases = fields.Integer(
-        data_key="numReleases", load_default=1, validate=validate.Range(min=0, max=100)
-    )
-    num_weeklies = fields.Integer(
-        data_key="numWeeklies", load_default=2, validate=validate.Range(min=0, max=100)
-    )
-    num_dailies = fields.Integer(
-        data_key="numDailies", load_default=3, validate=validate.Range(min=0, max=100)
-    )
+    recommended_tag = fields.String(load_default=None, validate=_TAG)
+    num_releases = fields.Integer(load_default=1, validate=validate.Range(min=0, max=100))
+    num_weeklies = fields.Integer(load_default=2, validate=validate.Range(min=0, max=100))
+    num_dailies = fields.Integer(load_default=3, validate=validate.Range(min=0, max=100))
     cycle = fields.Integer(load_default=None, validate=validate.Range(min=0))
-    alias_tags = fields.List(fields.String(validate=_TAG), data_key="aliasTags", load_default=list)
+    alias_tags = fields.List(fields.String(validate=_TAG), load_default=list)
     images = fields.List(fields.Nested(SimpleImageSchema), load_default=list)
     groups = fields.List(fields.String(validate=validate.Length(min=1)), load_default=list)
 
@@ -511,7 +466,7 @@ def _document(data: dict[str, Any], registry: str | None) -> dict[str, Any]:
             }
         for key in ("recommended_tag", "num_releases", "num_weeklies", "num_dailies", "cycle"):
             if data[key] is not None:
-                document[_CAMEL.get(key, key)] = data[key]
+                document[camel_case(key)] = data[key]
         if data["alias_tags"]:
             document["aliasTags"] = list(data["alias_tags"])
     if data["groups"]:
@@ -519,20 +474,12 @@ def _document(data: dict[str, Any], registry: str | None) -> dict[str, Any]:
     return document
 
 
-class ImagesSchema(_StrictSchema):
-    refresh_seconds = fields.Float(
-        data_key="refreshSeconds", load_default=300.0, validate=validate.Range(min=1)
-    )
-    lease_seconds = fields.Float(
-        data_key="leaseSeconds", load_default=30.0, validate=validate.Range(min=1)
-    )
-    request_timeout = fields.Float(data_key="requestTimeout", load_default=10.0, validate=_POSITIVE)
-    credentials_secret = fields.String(
-        data_key="credentialsSecret", load_default=None, validate=_DNS_LABEL
-    )
-    insecure_registries = fields.List(
-        fields.String(validate=_REGISTRY_HOST), data_key="insecureRegistries", load_default=list
-    )
+class ImagesSchema(StrictCamelCaseSchema):
+    refresh_seconds = fields.Float(load_default=300.0, validate=validate.Range(min=1))
+    lease_seconds = fields.Float(load_default=30.0, validate=validate.Range(min=1))
+    request_timeout = fields.Float(load_default=10.0, validate=_POSITIVE)
+    credentials_secret = fields.String(load_default=None, validate=_DNS_LABEL)
+    insecure_registries = fields.List(fields.String(validate=_REGISTRY_HOST), load_default=list)
 
     @post_load
     def _build(self, data: dict[str, Any], **_: Any) -> ImagesConfig:
@@ -545,75 +492,48 @@ class ImagesSchema(_StrictSchema):
         )
 
 
-class PrepullerSchema(_StrictSchema):
+class PrepullerSchema(StrictCamelCaseSchema):
     enabled = fields.Boolean(load_default=True)
-    interval_seconds = fields.Float(
-        data_key="intervalSeconds", load_default=10.0, validate=validate.Range(min=0.05)
-    )
-    lease_seconds = fields.Float(
-        data_key="leaseSeconds", load_default=15.0, validate=validate.Range(min=1)
-    )
-    pulls_per_node = fields.Integer(
-        data_key="pullsPerNode", load_default=1, validate=validate.Range(min=1, max=100)
-    )
-    max_pulls = fields.Integer(
-        data_key="maxPulls", load_default=20, validate=validate.Range(min=1, max=10000)
-    )
-    pull_timeout = fields.Float(data_key="pullTimeout", load_default=900.0, validate=_POSITIVE)
-    retry_seconds = fields.Float(data_key="retrySeconds", load_default=60.0, validate=_POSITIVE)
-    max_retry_seconds = fields.Float(
-        data_key="maxRetrySeconds", load_default=1800.0, validate=_POSITIVE
-    )
+    interval_seconds = fields.Float(load_default=10.0, validate=validate.Range(min=0.05))
+    lease_seconds = fields.Float(load_default=15.0, validate=validate.Range(min=1))
+    pulls_per_node = fields.Integer(load_default=1, validate=validate.Range(min=1, max=100))
+    max_pulls = fields.Integer(load_default=20, validate=validate.Range(min=1, max=10000))
+    pull_timeout = fields.Float(load_default=900.0, validate=_POSITIVE)
+    retry_seconds = fields.Float(load_default=60.0, validate=_POSITIVE)
+    max_retry_seconds = fields.Float(load_default=1800.0, validate=_POSITIVE)
 
     @post_load
     def _build(self, data: dict[str, Any], **_: Any) -> PrepullerConfig:
         return PrepullerConfig(**data)
 
 
-class OperationsSchema(_StrictSchema):
-    lease_seconds = fields.Float(
-        data_key="leaseSeconds", load_default=10.0, validate=validate.Range(min=1)
-    )
-    scan_seconds = fields.Float(
-        data_key="scanSeconds", load_default=2.0, validate=validate.Range(min=0.1)
-    )
-    keepalive_seconds = fields.Float(
-        data_key="keepaliveSeconds", load_default=15.0, validate=validate.Range(min=0.1)
-    )
-    max_concurrent = fields.Integer(
-        data_key="maxConcurrent", load_default=32, validate=validate.Range(min=1, max=10000)
-    )
+class OperationsSchema(StrictCamelCaseSchema):
+    lease_seconds = fields.Float(load_default=10.0, validate=validate.Range(min=1))
+    scan_seconds = fields.Float(load_default=2.0, validate=validate.Range(min=0.1))
+    keepalive_seconds = fields.Float(load_default=15.0, validate=validate.Range(min=0.1))
+    max_concurrent = fields.Integer(load_default=32, validate=validate.Range(min=1, max=10000))
 
     @post_load
     def _build(self, data: dict[str, Any], **_: Any) -> OperationsConfig:
         return OperationsConfig(**data)
 
 
-class WatcherSchema(_StrictSchema):
-    lease_seconds = fields.Float(
-        data_key="leaseSeconds", load_default=15.0, validate=validate.Range(min=1)
-    )
-    watch_seconds = fields.Integer(
-        data_key="watchSeconds", load_default=60, validate=validate.Range(min=1, max=3600)
-    )
-    reconcile_seconds = fields.Float(
-        data_key="reconcileSeconds", load_default=60.0, validate=validate.Range(min=0.1)
-    )
+class WatcherSchema(StrictCamelCaseSchema):
+    lease_seconds = fields.Float(load_default=15.0, validate=validate.Range(min=1))
+    watch_seconds = fields.Integer(load_default=60, validate=validate.Range(min=1, max=3600))
+    reconcile_seconds = fields.Float(load_default=60.0, validate=validate.Range(min=0.1))
 
     @post_load
     def _build(self, data: dict[str, Any], **_: Any) -> WatcherConfig:
         return WatcherConfig(**data)
 
 
-class ConfigSchema(_StrictSchema):
+class ConfigSchema(StrictCamelCaseSchema):
     log_level = fields.String(
-        data_key="logLevel",
         load_default="INFO",
         validate=validate.OneOf(["DEBUG", "INFO", "WARNING", "ERROR"]),
     )
-    namespace_prefix = fields.String(
-        data_key="namespacePrefix", load_default="nublado", validate=_DNS_LABEL
-    )
+    namespace_prefix = fields.String(load_default="nublado", validate=_DNS_LABEL)
     gafaelfawr = fields.Nested(GafaelfawrSchema, required=True)
     redis = fields.Nested(RedisSchema, load_default=lambda: RedisSchema().load({}))
     kubernetes = fields.Nested(KubernetesSchema, load_default=lambda: KubernetesSchema().load({}))

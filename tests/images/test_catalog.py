@@ -71,6 +71,9 @@ def config(**overrides: Any) -> PrepullConfig:
         "num_dailies": 3,
         "cycle": None,
         "alias_tags": ("latest", "latest_daily", "latest_weekly"),
+        "images": (),
+        "groups": (),
+        "document": {},
     }
     values.update(overrides)
     return PrepullConfig(**values)
@@ -419,7 +422,7 @@ def test_each_tag_is_parsed_once(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_registry_functions_reject_simple_configurations() -> None:
-    simple = PrepullConfig(name="fixed", type=SourceType.SIMPLE)
+    simple = config(name="fixed", type=SourceType.SIMPLE, registry=None, repository=None)
     with pytest.raises(ValueError, match="fixed"):
         build_image_set(simple, TAGS, {}, refreshed=NOW)
     with pytest.raises(ValueError, match="fixed"):
@@ -492,10 +495,12 @@ def test_simple_set_keeps_configured_order_and_digests() -> None:
             name="Weekly 44",
             digest="sha256:configured",
         ),
-        SimpleImage(url="ghcr.io/lsst/lab:recommended", name="Recommended lab"),
-        SimpleImage(url="ghcr.io/lsst/lab:r26_0_0", name="Release 26"),
+        SimpleImage(url="ghcr.io/lsst/lab:recommended", name="Recommended lab", digest=None),
+        SimpleImage(url="ghcr.io/lsst/lab:r26_0_0", name="Release 26", digest=None),
     )
-    cfg = PrepullConfig(name="fixed", type=SourceType.SIMPLE, images=images)
+    cfg = config(
+        name="fixed", type=SourceType.SIMPLE, registry=None, repository=None, images=images
+    )
     digests = {
         "registry.example.com:5000/lsst/sal-sciplat-lab:w_2024_44": "sha256:ignored",
         "ghcr.io/lsst/lab:recommended": "sha256:learnt",
@@ -538,11 +543,13 @@ def test_simple_set_keeps_configured_order_and_digests() -> None:
 
 def test_simple_set_lists_a_repeated_url_once() -> None:
     images = (
-        SimpleImage(url="ghcr.io/lsst/lab:a", name="First"),
-        SimpleImage(url="ghcr.io/lsst/lab:b", name="Second"),
-        SimpleImage(url="ghcr.io/lsst/lab:a", name="Again"),
+        SimpleImage(url="ghcr.io/lsst/lab:a", name="First", digest=None),
+        SimpleImage(url="ghcr.io/lsst/lab:b", name="Second", digest=None),
+        SimpleImage(url="ghcr.io/lsst/lab:a", name="Again", digest=None),
     )
-    cfg = PrepullConfig(name="fixed", type=SourceType.SIMPLE, images=images)
+    cfg = config(
+        name="fixed", type=SourceType.SIMPLE, registry=None, repository=None, images=images
+    )
     image_set = build_simple_set(cfg, {}, refreshed=NOW)
     assert [image.name for image in image_set.images] == ["First", "Second"]
     assert image_set.prepull == ("ghcr.io/lsst/lab:a", "ghcr.io/lsst/lab:b")
