@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
 
 from app.config.models import LabSize
 from app.models.identity import UserInfo
@@ -74,8 +73,9 @@ class LabSpec:
 
 @dataclass
 class LabRecord:
-    """What Redis holds about a user's lab, in the shape of the status routes' body
-    (``LabStatusSchema``), so those routes serve it as stored.
+    """What Redis holds about a user's lab. It is stored as the status routes' body, written
+    and read with ``LabStatusSchema`` (``app.storage.labs``), so those routes serve it as
+    stored.
 
     ``spec_annotation``-style data (options, env, identity, quotas) can be rebuilt from
     the pod's annotation, so losing Redis never loses a running lab.
@@ -92,34 +92,3 @@ class LabRecord:
     quotas: dict[str, dict[str, float | int]]
     internal_url: str | None = None
     error: str | None = None
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "username": self.username,
-            "status": self.status.value,
-            "pod": self.pod.value,
-            "options": self.options,
-            "env": self.env,
-            "uid": self.uid,
-            "gid": self.gid,
-            "groups": self.groups,
-            "quotas": self.quotas,
-            "internal_url": self.internal_url,
-            "error": self.error,
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> LabRecord:
-        return cls(
-            username=str(data["username"]),
-            status=LabStatus(data["status"]),
-            pod=PodState(data["pod"]),
-            options=dict(data.get("options") or {}),
-            env=dict(data.get("env") or {}),
-            uid=data.get("uid"),
-            gid=data.get("gid"),
-            groups=list(data.get("groups") or []),
-            quotas=dict(data.get("quotas") or {}),
-            internal_url=data.get("internal_url"),
-            error=data.get("error"),
-        )

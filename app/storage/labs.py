@@ -12,7 +12,8 @@ import json
 import redis
 
 from app.engine.workload import WorkloadRef
-from app.models.lab import LabRecord
+from app.models.lab import LabRecord, LabStatus, PodState
+from app.schemas.labs import LabStatusSchema
 from app.storage.workloads import WorkloadStore
 
 LAB_KIND = "lab"
@@ -24,13 +25,32 @@ def lab_ref(username: str) -> WorkloadRef:
     return WorkloadRef(LAB_KIND, username)
 
 
+_STATUS = LabStatusSchema()
+"""The one description of a lab's status: the record in Redis, the routes' body, the docs."""
+
+
 def record_json(record: LabRecord) -> str:
     """The text a lab record is stored as: the status routes' body, served as stored."""
-    return json.dumps(record.to_json())
+    return json.dumps(_STATUS.dump(record))
 
 
 def parse_record(raw: str) -> LabRecord:
-    return LabRecord.from_json(json.loads(raw))
+    """A stored record. Fields a record may lack (an older one, or one rebuilt from a pod)
+    read as empty rather than failing a watcher or a reconcile."""
+    data = _STATUS.load(json.loads(raw), partial=True)
+    return LabRecord(
+        username=data["username"],
+        status=LabStatus(data["status"]),
+        pod=PodState(data["pod"]),
+        options=dict(data.get("options") or {}),
+        env=dict(data.get("env") or {}),
+        uid=data.get("uid"),
+        gid=data.get("gid"),
+        groups=list(data.get("groups") or []),
+        quotas=dict(data.get("quotas") or {}),
+        internal_url=data.get("internal_url"),
+        error=data.get("error"),
+    )
 
 
 class LabStore:
