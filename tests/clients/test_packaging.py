@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 import tomllib
@@ -10,6 +11,9 @@ import zipfile
 from importlib.metadata import entry_points
 from pathlib import Path
 
+from labspawner.models import LabStatus
+
+from app.schemas.labs import LabStatusSchema
 from devstack.stack import REPO_ROOT
 
 CLIENT = REPO_ROOT / "client"
@@ -81,3 +85,12 @@ def test_a_built_wheel_installs_into_a_bare_environment_and_works(tmp_path: Path
         [str(python), "-I", "-c", check], check=True, capture_output=True, text=True, cwd=tmp_path
     )
     assert out.stdout.strip() == "http://127.0.0.1:1"
+
+
+def test_the_clients_lab_status_has_the_services_fields() -> None:
+    """The client installs without the service, so it keeps its own model of a lab's status;
+    the service's schema is the one the routes answer with, and the two name the same fields
+    in the same order."""
+
+    served = list(LabStatusSchema().fields)
+    assert [f.name for f in dataclasses.fields(LabStatus)] == served
