@@ -8,41 +8,51 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from types import FrameType
 
 from devstack.stack import REPO_ROOT, LocalStack, StackOptions
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--port", type=int, default=int(os.environ.get("SPAWNER_PORT", 8080)))
+def parse_options(
+    argv: list[str] | None = None, environ: Mapping[str, str] | None = None
+) -> StackOptions:
+    """The stack's options from the command line, with defaults from the environment
+    (``make run`` passes no arguments: ``SPAWNER_PORT``, ``SPAWNER_REDIS_URL``,
+    ``DEVSTACK_API_LATENCY_MS`` and ``DEVSTACK_START_SECONDS`` set it up)."""
+    env = os.environ if environ is None else environ
+    parser = argparse.ArgumentParser(prog="python -m devstack", description=__doc__)
+    parser.add_argument("--port", type=int, default=int(env.get("SPAWNER_PORT", 8080)))
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--nodes", type=int, default=3)
     parser.add_argument("--state-dir", type=Path, default=REPO_ROOT / ".devstack")
     parser.add_argument(
         "--api-latency-ms",
         type=float,
-        default=float(os.environ.get("DEVSTACK_API_LATENCY_MS", 0)),
+        default=float(env.get("DEVSTACK_API_LATENCY_MS") or 0),
         help="milliseconds each Kubernetes API call waits, as on a real control plane",
     )
     parser.add_argument(
         "--start-seconds",
         type=float,
-        default=float(os.environ.get("DEVSTACK_START_SECONDS", 0)),
+        default=float(env.get("DEVSTACK_START_SECONDS") or 0),
         help="seconds the emulated kubelet takes to start a lab's containers",
     )
     args = parser.parse_args(argv)
-
-    options = StackOptions(
+    return StackOptions(
         state_dir=args.state_dir,
-        redis_url=os.environ.get("SPAWNER_REDIS_URL") or None,
+        redis_url=env.get("SPAWNER_REDIS_URL") or None,
         spawner_port=args.port,
         workers=args.workers,
         nodes=args.nodes,
         api_latency=args.api_latency_ms / 1000,
         start_seconds=args.start_seconds,
     )
+
+
+def main(argv: list[str] | None = None) -> int:
+    options = parse_options(argv)
     stack = LocalStack(options)
     stopping = threading.Event()
 

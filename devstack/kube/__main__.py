@@ -1,6 +1,6 @@
 """Run the Kubernetes emulator as its own process.
 
-    python -m devstack.kube --port 0 --nodes 3 --state-file PATH
+    python -m devstack.kube --port 0 --nodes 3 --state-file PATH [--api-latency-ms 5]
 
 Prints the URL on stdout and, with ``--state-file``, writes ``{"url": ..., "pid": ...}`` there
 once it is serving, so a parent process can wait for the file instead of parsing output.
@@ -18,6 +18,7 @@ import threading
 from pathlib import Path
 from types import FrameType
 
+from devstack.kube.cluster import ClusterSettings
 from devstack.kube.emulator import KubernetesEmulator
 
 
@@ -27,6 +28,18 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--nodes", type=int, default=1, help="simulated nodes to register")
     parser.add_argument("--state-file", type=Path, help="write the URL and pid here as JSON")
     parser.add_argument("--watch-history", type=int, default=10000, help="changes kept for watches")
+    parser.add_argument(
+        "--api-latency-ms",
+        type=float,
+        default=0.0,
+        help="milliseconds each API request waits, as on a real control plane",
+    )
+    parser.add_argument(
+        "--start-seconds",
+        type=float,
+        default=0.0,
+        help="seconds the kubelet takes to start a pod's containers",
+    )
     return parser.parse_args(argv)
 
 
@@ -39,7 +52,12 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGINT, request_stop)
     signal.signal(signal.SIGTERM, request_stop)
-    emulator = KubernetesEmulator(port=args.port, watch_history=args.watch_history).start()
+    emulator = KubernetesEmulator(
+        port=args.port,
+        watch_history=args.watch_history,
+        settings=ClusterSettings(start_seconds=args.start_seconds),
+        api_latency=args.api_latency_ms / 1000,
+    ).start()
     try:
         for index in range(args.nodes):
             emulator.cluster.add_node(f"node-{index + 1}")

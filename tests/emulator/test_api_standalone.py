@@ -37,6 +37,8 @@ def test_standalone_process(tmp_path: Path, wait_until: WaitUntil) -> None:
             "2",
             "--state-file",
             str(state),
+            "--api-latency-ms",
+            "50",
         ],
         cwd=ROOT,
         stdout=subprocess.PIPE,
@@ -49,7 +51,10 @@ def test_standalone_process(tmp_path: Path, wait_until: WaitUntil) -> None:
         assert info["pid"] == process.pid
         api = kubernetes.client.ApiClient(kubernetes.client.Configuration(host=info["url"]))
         core = kubernetes.client.CoreV1Api(api)
+        started = time.monotonic()
         assert sorted(n.metadata.name for n in core.list_node().items) == ["node-1", "node-2"]
+        # The API latency applies (a lower bound only).
+        assert time.monotonic() - started >= 0.05
         entries = requests.get(f"{info['url']}/_emulator/audit", timeout=5).json()["entries"]
         assert [(e["verb"], e["resource"]) for e in entries] == [("list", "nodes")]
         api.close()
