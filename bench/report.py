@@ -215,36 +215,26 @@ digits. The instant-API column reads ``<benchmark>``, the other ``<benchmark>_5m
 
 def _realistic(results: dict[str, Any]) -> list[str]:
     """The same benchmarks with an instant API and with a realistic one, and with a slow
-    kubelet; beside them, when the run was compared with an earlier one, that run's."""
+    kubelet."""
     b = results["benchmarks"]
     if not any(name.endswith("_5ms") or name.endswith("_slow_kubelet") for name in b):
         return []
-    before = (results.get("compared_with") or {}).get("benchmarks") or {}
     latency_ms = _get(b, "latency_5ms", "api_latency_ms") or _get(b, "storm_5ms", "api_latency_ms")
     head = ["", "Instant API", f"API at {_fmt(latency_ms, ' ms', 0)} a call"]
-    if before:
-        head += ["Instant API, before", f"{_fmt(latency_ms, ' ms', 0)}, before"]
     lines = [
         "## Realistic latency",
         "",
         "The emulator answers a call in about a millisecond; a real API server takes a few.",
         "The same benchmarks with every Kubernetes call delayed (`--api-latency-ms`), so that",
         "what a user would feel is judged where the calls cost what they cost in a cluster.",
+        "",
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
     ]
-    if before:
-        compared = results["compared_with"]
-        code = (compared.get("code") or {}).get("commit")
-        lines.append(
-            f"The `before` columns are `{compared.get('file')}` (code {code}, "
-            f"{compared.get('date')})."
-        )
-    lines += ["", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for label, name, keys, unit, digits in _REALISTIC_ROWS:
         cells = [label]
-        sources = [b, b] + ([before, before] if before else [])
-        names = [name, f"{name}_5ms"] * (2 if before else 1)
-        for source, key in zip(sources, names, strict=True):
-            cells.append(_fmt(_get(source.get(key) or {}, *keys), unit, digits))
+        for key in (name, f"{name}_5ms"):
+            cells.append(_fmt(_get(b.get(key) or {}, *keys), unit, digits))
         lines.append("| " + " | ".join(cells) + " |")
     slow = b.get("latency_slow_kubelet")
     if slow and "error" not in slow:
@@ -258,12 +248,112 @@ def _realistic(results: dict[str, Any]) -> list[str]:
             f"p50 {_fmt(p50, ' ms')}, p95 {_fmt(_get(slow, 'latency', 'p95_ms'), ' ms')}, "
             f"so {_fmt(over, ' ms')} of a spawn is not the kubelet's start (p50).",
         ]
-        slow_before = before.get("latency_slow_kubelet") or {}
-        if slow_before and "error" not in slow_before:
-            lines.append(
-                f"Before: p50 {_fmt(_get(slow_before, 'latency', 'p50_ms'), ' ms')}, p95 "
-                f"{_fmt(_get(slow_before, 'latency', 'p95_ms'), ' ms')}."
-            )
+    return [*lines, ""]
+
+
+KEY_FIGURES: list[tuple[str, str, tuple[str, ...], str, int, bool]] = [
+    ("Spawn p50, instant API", "latency", ("latency", "p50_ms"), " ms", 1, False),
+    ("Spawn p95, instant API", "latency", ("latency", "p95_ms"), " ms", 1, False),
+    ("Spawn p50, realistic API", "latency_5ms", ("latency", "p50_ms"), " ms", 1, False),
+    ("Spawn p95, realistic API", "latency_5ms", ("latency", "p95_ms"), " ms", 1, False),
+    ("Delete p50, realistic API", "latency_5ms", ("delete_latency", "p50_ms"), " ms", 1, False),
+    ("Spawn p50, slow kubelet", "latency_slow_kubelet", ("latency", "p50_ms"), " ms", 1, False),
+    ("Storm, instant API: all complete", "storm", ("spawn", "total_seconds"), " s", 2, False),
+    (
+        "Storm, instant API: one user's spawn p50",
+        "storm",
+        ("spawn", "per_user", "p50_ms"),
+        " ms",
+        0,
+        False,
+    ),
+    (
+        "Storm, instant API: POST answered p50",
+        "storm",
+        ("spawn", "request_answered", "p50_ms"),
+        " ms",
+        0,
+        False,
+    ),
+    ("Storm, realistic API: all complete", "storm_5ms", ("spawn", "total_seconds"), " s", 2, False),
+    (
+        "Storm, realistic API: one user's spawn p50",
+        "storm_5ms",
+        ("spawn", "per_user", "p50_ms"),
+        " ms",
+        0,
+        False,
+    ),
+    (
+        "Storm, realistic API: POST answered p50",
+        "storm_5ms",
+        ("spawn", "request_answered", "p50_ms"),
+        " ms",
+        0,
+        False,
+    ),
+    ("Storm, realistic API: delete all", "storm_5ms", ("delete", "total_seconds"), " s", 2, False),
+    ("Status requests/s", "status", ("status_route", "requests_per_second"), "/s", 0, True),
+    ("Status / bare route", "status", ("ratio_status_to_bare",), "", 2, True),
+    ("Status p99", "status", ("status_route", "latency_ms", "p99"), " ms", 1, False),
+    ("Event delivery p50", "streams", ("delivery_latency", "p50_ms"), " ms", 1, False),
+    ("Event delivery p99", "streams", ("delivery_latency", "p99_ms"), " ms", 1, False),
+    ("Streams: worker CPU a round", "streams", ("worker_cpu_ms_per_round",), " ms", 1, False),
+    ("Prepull: every node has every image", "prepull", ("fill", "seconds"), " s", 2, False),
+]
+"""The figures a user would feel, one per row: label, benchmark, keys into its result,
+unit, digits, and whether higher is better (for the comparison of two runs)."""
+
+
+def key_figures(benchmarks: dict[str, Any]) -> dict[str, float]:
+    """Each of ``KEY_FIGURES`` a run measured (benchmarks that failed or were carried over
+    from another run are left out), by label."""
+    figures: dict[str, float] = {}
+    for label, name, keys, _unit, _digits, _higher in KEY_FIGURES:
+        result = benchmarks.get(name) or {}
+        if "error" in result or result.get("carried_from"):
+            continue
+        value = _get(result, *keys)
+        if isinstance(value, (int, float)):
+            figures[label] = float(value)
+    return figures
+
+
+def _comparison(results: dict[str, Any]) -> list[str]:
+    """This run's key figures beside those of the run it was compared with (``--compare``)."""
+    compared = results.get("compared_with")
+    if not compared:
+        return []
+    before = key_figures(compared.get("benchmarks") or {})
+    after = key_figures(results["benchmarks"])
+    code = (compared.get("code") or {}).get("commit")
+    now = (results.get("code") or {}).get("commit")
+    lines = [
+        "## Compared with an earlier run",
+        "",
+        f"Before: `{compared.get('file')}` (code {code}, {compared.get('date')}); after: this "
+        f"run (code {now}). Realistic API: every Kubernetes call delayed by "
+        f"{_fmt(_get(results['benchmarks'], 'latency_5ms', 'api_latency_ms'), ' ms', 0)}; "
+        "slow kubelet: "
+        f"{_fmt(_get(results['benchmarks'], 'latency_slow_kubelet', 'kubelet_start_seconds'))}"
+        " s to start a lab. Single runs drift by several percent on a shared machine: read a",
+        "few percent as noise.",
+        "",
+        "| Measure | Before | After | After / before |",
+        "|---|---|---|---|",
+    ]
+    for label, _name, _keys, unit, digits, higher in KEY_FIGURES:
+        if label not in before and label not in after:
+            continue
+        old, new = before.get(label), after.get(label)
+        ratio = ""
+        if old and new is not None:
+            ratio = f"{new / old:.2f}"
+            if abs(new / old - 1) >= 0.05:
+                ratio += " (better)" if (new > old) == higher else " (worse)"
+        lines.append(
+            f"| {label} | {_fmt(old, unit, digits)} | {_fmt(new, unit, digits)} | {ratio} |"
+        )
     return [*lines, ""]
 
 
@@ -607,6 +697,7 @@ def markdown(results: dict[str, Any]) -> str:
         *_machine(results),
         *_overview(results),
         *_realistic(results),
+        *_comparison(results),
     ]
     cores = results["machine"].get("cores") or 2
     sections = {
