@@ -328,8 +328,9 @@ def test_watcher_never_touches_a_lab_during_a_spawn(
     wait_for(lambda: status_of(client, user.username, admin_headers).get("status") == "failed")
 
     # The replacing spawn deletes the dead pod (a DELETED event), then waits on a slow pod
-    # create while reconciles find a lab record with no pod behind it.
-    kube.faults.add_latency(2.0, verb="create", resource="pods")
+    # create while reconciles find a lab record with no pod behind it. The create is held
+    # until three reconciles have run (within the client's 5 s deadline), then released.
+    kube.faults.add_latency(4.5, verb="create", resource="pods")
     try:
         spawn(client, user)
         reconciles = watcher.reconciles
@@ -342,9 +343,9 @@ def test_watcher_never_touches_a_lab_during_a_spawn(
         wait_for(reconciled_during_spawn)
         assert ctx.labs.has_operation(user.username), "the spawn ended too soon"
         assert not kube.store.list("pods", f"nublado-{user.username}")
-        events = read_events(client, user.username, user.headers)
     finally:
         kube.faults.clear()
+    events = read_events(client, user.username, user.headers)
 
     assert set(seen) == {"starting"}
     assert [e.type for e in events][-1] == "complete"
