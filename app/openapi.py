@@ -30,7 +30,7 @@ from apispec.ext.marshmallow import MarshmallowPlugin, resolver
 from apispec.ext.marshmallow.common import resolve_schema_cls
 from flask import Flask
 from marshmallow import Schema
-from werkzeug.routing import Rule
+from werkzeug.routing import Rule, parse_converter_args
 from werkzeug.routing.converters import (
     AnyConverter,
     BaseConverter,
@@ -294,9 +294,26 @@ def converter_schema(converter: BaseConverter) -> dict[str, Any]:
     return {"type": "string"}
 
 
+_RULE_ARGUMENT = re.compile(
+    r"<(?:(?P<converter>[A-Za-z_]\w*)(?:\((?P<args>.*?)\))?:)?(?P<name>\w+)>"
+)
+"""One ``<converter(args):name>`` of a URL rule, as Werkzeug's rule syntax writes it."""
+
+
+def rule_converters(rule: Rule) -> dict[str, BaseConverter]:
+    """Each path argument's converter, built the way the rule itself built it, from the
+    rule's text with Werkzeug's public ``Rule.get_converter`` and ``parse_converter_args``."""
+    converters = {}
+    for match in _RULE_ARGUMENT.finditer(rule.rule):
+        args, kwargs = parse_converter_args(match["args"]) if match["args"] else ((), {})
+        converters[match["name"]] = rule.get_converter(
+            match["name"], match["converter"] or "default", args, kwargs
+        )
+    return converters
+
+
 def _path_parameters(rule: Rule, doc: RouteDoc | None) -> list[dict[str, Any]]:
-    # Werkzeug keeps each argument's converter only here; there is no public accessor.
-    converters: Mapping[str, BaseConverter] = rule._converters
+    converters = rule_converters(rule)
     described = {**_PARAMETER_DESCRIPTIONS, **(doc.params if doc else {})}
     parameters = []
     for name in re.findall(r"\{([^{}]+)\}", openapi_path(rule)):

@@ -171,7 +171,7 @@ def test_every_rule_and_method_is_in_the_document(app: Flask, spec: dict[str, An
             assert operation["summary"]
             parameters = {p["name"]: p for p in operation["parameters"] if p["in"] == "path"}
             assert set(parameters) == set(rule.arguments)
-            for name, converter in rule._converters.items():
+            for name, converter in openapi.rule_converters(rule).items():
                 assert parameters[name]["schema"] == converter_schema(converter)
 
 
@@ -465,7 +465,19 @@ def test_string_converter_arguments_become_the_pattern() -> None:
     rules = Map([Rule("/<string(length=3):code>/<name>", endpoint="x")])
     rule = next(rules.iter_rules())
     assert openapi_path(rule) == "/{code}/{name}"
-    code = converter_schema(rule._converters["code"])
+    code = converter_schema(openapi.rule_converters(rule)["code"])
     assert code == {"type": "string", "pattern": "^[^/]{3}$"}
     assert re.match(code["pattern"], "abc") and not re.match(code["pattern"], "abcd")
-    assert converter_schema(rule._converters["name"]) == {"type": "string", "pattern": "^[^/]{1,}$"}
+    assert converter_schema(openapi.rule_converters(rule)["name"]) == {
+        "type": "string",
+        "pattern": "^[^/]{1,}$",
+    }
+
+
+def test_converters_are_rebuilt_with_their_arguments() -> None:
+    rules = Map([Rule("/<int(min=1, max=9):n>/<any(a, b):kind>/<uuid:id>", endpoint="x")])
+    converters = openapi.rule_converters(next(rules.iter_rules()))
+    assert set(converters) == {"n", "kind", "id"}
+    assert converter_schema(converters["n"]) == {"type": "integer", "minimum": 1, "maximum": 9}
+    assert converter_schema(converters["kind"]) == {"type": "string", "enum": ["a", "b"]}
+    assert converter_schema(converters["id"]) == {"type": "string", "format": "uuid"}
