@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, current_app, jsonify
+from flask import Blueprint, Response, jsonify, stream_with_context
 
 from app.extensions import labs_ext
 from app.openapi import Body, documented
@@ -45,8 +45,7 @@ def list_operations() -> Response:
 @requires(ADMIN)
 def admin_stream() -> Response:
     """Live feed of workload state changes and prepull progress."""
-    app = current_app._get_current_object()  # type: ignore[attr-defined]
-    feed = follow_feed(app, labs_ext.engine.store)
+    feed = stream_with_context(follow_feed(labs_ext.engine.store))
     response = Response(feed, mimetype="text/event-stream")
     response.headers["Cache-Control"] = "no-cache"
     response.headers["X-Accel-Buffering"] = "no"

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from flask import Flask
 from flask_sse import sse
 
 from app.storage.workloads import WorkloadStore
@@ -35,13 +34,13 @@ def operations_in_progress(store: WorkloadStore) -> list[dict[str, Any]]:
     return result
 
 
-def follow_feed(app: Flask, store: WorkloadStore) -> Iterator[str]:
+def follow_feed(store: WorkloadStore) -> Iterator[str]:
     """The administrators' live feed as server-sent events (see ``storage.admin_feed``).
 
     A comment comes first, so the client has its headers at once rather than at the first
-    event. flask-sse finds Redis through the app: the body runs after the request ended.
+    event. flask-sse finds Redis through the app: the route streams this in the request's
+    context (``stream_with_context``).
     """
     yield ": live feed\n\n"
-    with app.app_context():
-        for message in sse.messages(channel=store.feed_channel):
-            yield str(message)
+    for message in sse.messages(channel=store.feed_channel):
+        yield str(message)

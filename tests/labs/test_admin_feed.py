@@ -47,16 +47,20 @@ def test_the_feed_shows_a_lab_from_spawn_to_deletion(
     redis_client: redis.Redis,
 ) -> None:
     user: LabUser = new_user()
-    response = lab_client.get(FEED, headers=admin_headers, buffered=False)
-    assert response.status_code == 200
-    assert response.mimetype == "text/event-stream"
-    assert response.headers["Cache-Control"] == "no-cache"
     gone = {"kind": "lab", "name": user.username, "status": "deleted"}
     opening: list[bytes] = []
+    headers: dict[str, str] = {}
     seen: queue.Queue[tuple[str, Any]] = queue.Queue()
 
     def follow() -> None:
-        # The body runs in the request's context, which lives in the thread reading it.
+        # The body streams in the request's context: one thread asks and reads, as a
+        # server's worker does.
+        response = lab_client.get(FEED, headers=admin_headers, buffered=False)
+        headers.update(
+            status=str(response.status_code),
+            mimetype=response.mimetype or "",
+            cache=response.headers.get("Cache-Control", ""),
+        )
         chunks = iter(response.response)
         opening.append(next(chunks))
         try:
@@ -87,6 +91,7 @@ def test_the_feed_shows_a_lab_from_spawn_to_deletion(
     reader.join(timeout=20)
     assert not reader.is_alive(), "the feed never said the lab was deleted"
 
+    assert headers == {"status": "200", "mimetype": "text/event-stream", "cache": "no-cache"}
     assert opening == [b": live feed\n\n"]
     news = [seen.get_nowait() for _ in range(seen.qsize())]
     mine = [data["status"] for kind, data in news if data.get("name") == user.username]
