@@ -11,7 +11,7 @@ from app.engine.workload import Action, Operation, WorkloadRef
 from app.models.lab import LabRecord, LabStatus, PodState
 from app.storage.events import EventStore, EventType
 from app.storage.labs import LabStore, lab_ref, record_json
-from app.storage.workloads import DeleteQueued, WorkloadStore
+from app.storage.workloads import DeleteQueued, LeaseRequest, WorkloadStore
 
 PREFIX = "t:"
 
@@ -195,3 +195,34 @@ def test_repairs_never_undo_an_operation_or_a_newer_record(redis_client: redis.R
     assert labs.put_if_idle(failed, running)
     assert labs.get("fy") == failed
     assert events.read(lab_ref("fy").key) == []
+
+
+def test_a_spawn_takes_the_lease_asked_for_only_when_nobody_holds_it(
+    redis_client: redis.Redis,
+) -> None:
+    store, events = _stores(redis_client)
+    ref = lab_ref("gu")
+    first = events.announcement(ref.key, [(EventType.INFO, "Lab creation requested")])
+    queued = store.queue_spawn(
+        operation=_operation(ref),
+        record=record_json(_record("gu")),
+        secret="t",
+        events=first,
+        lease=LeaseRequest(owner="worker-1", ttl_ms=5000),
+    )
+    assert (queued.queued, queued.leased) == (True, True)
+    assert store.lease_holder(ref) == "worker-1"
+    assert 0 < redis_client.pttl(store.lease_key(ref)) <= 5000
+
+    # Another worker still holds the next lab's lease: it is left alone, the spawn queued.
+    other = lab_ref("hy")
+    redis_client.set(store.lease_key(other), "worker-old", px=5000)
+    queued = store.queue_spawn(
+        operation=_operation(other),
+        record=record_json(_record("hy")),
+        secret="t",
+        events=events.announcement(other.key, []),
+        lease=LeaseRequest(owner="worker-1", ttl_ms=5000),
+    )
+    assert (queued.queued, queued.leased) == (True, False)
+    assert store.lease_holder(other) == "worker-old"
