@@ -56,7 +56,7 @@ lint: setup
 
 # The documentation site; a warning (a broken link or reference) fails the build.
 docs: $(STAMP)
-	$(BIN)/sphinx-build -q -W --keep-going -b html docs docs/_build/html
+	$(BIN)/sphinx-build -q -W --keep-going -b html -d docs/_build/doctrees docs docs/_build/html
 
 pytest: setup
 	$(BIN)/pytest
