@@ -19,24 +19,30 @@ from typing import Any
 
 import gevent
 
+from app.web.server_imports import leave_validator_unimported
+
+# Before any worker imports the app (and with it the Kubernetes client): see the module.
+leave_validator_unimported()
+
 bind = os.environ.get("SPAWNER_BIND", "0.0.0.0:8080")
 workers = int(os.environ.get("SPAWNER_WORKERS", "2"))
-worker_class = "gevent"
+# gevent's WSGI server, with keep-alive connections taking turns (see the class).
+worker_class = "app.web.worker.SpawnerWorker"
 worker_connections = int(os.environ.get("SPAWNER_WORKER_CONNECTIONS", "2100"))
 # Event streams stay open for minutes; gevent workers notify the arbiter independently of
 # request length, so this only catches a worker whose event loop is truly stuck.
 timeout = int(os.environ.get("SPAWNER_WORKER_TIMEOUT", "60"))
 # On SIGTERM workers stop accepting, finish what they serve, and are killed after this.
 graceful_timeout = int(os.environ.get("SPAWNER_GRACEFUL_TIMEOUT", "30"))
-# Seconds an idle keep-alive connection is held open. Short, because a stopping worker
-# waits for its idle connections too.
+# Seconds an idle keep-alive connection is held open (at least 1). Short, because a
+# stopping worker waits for its idle connections too.
 keepalive = int(os.environ.get("SPAWNER_KEEPALIVE", "5"))
 accesslog = os.environ.get("SPAWNER_ACCESS_LOG", "-")
 errorlog = "-"
 loglevel = os.environ.get("SPAWNER_GUNICORN_LOG_LEVEL", "info")
 proc_name = "lab-spawner"
-# Access log lines carry no headers, so tokens never reach them.
-access_log_format = '%(h)s "%(r)s" %(s)s %(b)s %(M)sms'
+# Access log lines carry no headers, and query values are redacted, so tokens never reach them.
+logger_class = "app.web.access_log.AccessLogger"
 
 
 def post_worker_init(worker: Any) -> None:

@@ -60,3 +60,34 @@ class DependencyUnavailableError(ServiceError):
 
     status = 503
     code = "dependency_unavailable"
+
+
+class RebuildingError(ServiceError):
+    """The service's state is being rebuilt from Kubernetes (Redis came back empty): the
+    answer is not known yet, so ask again after Retry-After seconds."""
+
+    status = 503
+    code = "rebuilding"
+
+    def __init__(self, message: str, *, retry_after: int = 2) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class TooManyRequestsError(ServiceError):
+    """Past a per-lab limit (open event streams, or spawns and deletes in a minute): try
+    again after Retry-After seconds."""
+
+    status = 429
+    code = "too_many_requests"
+
+    def __init__(self, message: str, *, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class BodyTooLargeError(ServiceError):
+    """The request body is larger than the service accepts."""
+
+    status = 413
+    code = "body_too_large"

@@ -5,7 +5,14 @@ from __future__ import annotations
 from flask import Flask
 
 from app.config import Config, load_config
-from app.extensions import gafaelfawr_ext, kubernetes_ext, labs_ext, redis_ext
+from app.extensions import (
+    api_ext,
+    gafaelfawr_ext,
+    kubernetes_ext,
+    labs_ext,
+    limits_ext,
+    redis_ext,
+)
 from app.log import configure_logging
 from app.web.errors import register_error_handlers
 
@@ -24,13 +31,18 @@ def build_app(config: Config | None = None) -> Flask:
     app.config["SPAWNER"] = config
     # flask-sse subscribes the administrators' live feed here (``blueprints.admin``).
     app.config["SSE_REDIS_URL"] = config.redis.url
+    # Werkzeug refuses a larger body with 413 before anything reads it.
+    app.config["MAX_CONTENT_LENGTH"] = config.limits.max_body_bytes
     app.json.sort_keys = False  # type: ignore[attr-defined]
 
     redis_ext.init_app(app, config.redis)
     kubernetes_ext.init_app(app, config.kubernetes)
     gafaelfawr_ext.init_app(app, config)
     labs_ext.init_app(app, config)
+    limits_ext.init_app(app, config)
+    api_ext.init_app(app)
 
+    # After flask-smorest's: these render every error in the service's one error shape.
     register_error_handlers(app)
 
     from blueprints.admin import admin
@@ -39,9 +51,6 @@ def build_app(config: Config | None = None) -> Flask:
     from blueprints.prepull import prepull
     from blueprints.spawner import spawner
 
-    app.register_blueprint(health)
-    app.register_blueprint(spawner)
-    app.register_blueprint(prepull)
-    app.register_blueprint(admin)
-    app.register_blueprint(docs)
+    for blueprint in (health, spawner, prepull, admin, docs):
+        api_ext.register_blueprint(app, blueprint)
     return app

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from bench.goals import evaluate
+
 REFERENCE = {
     "latency": "p50 43 ms, p95 51 ms; floor about 21 ms (about 14 calls)",
     "storm": "100 at once 2.6 s; 300 at once 6.7-9.6 s; one spawn hung in seven runs",
@@ -67,11 +69,18 @@ def summary_line(name: str, result: dict[str, Any]) -> str:
             f"bare {_fmt(_get(result, 'bare_route', 'requests_per_second'), '/s', 0)}: ratio "
             f"{_fmt(result.get('ratio_status_to_bare'), '', 2)}"
         )
-    if name == "streams":
+    if name.startswith("streams"):
         return (
             f"   held {result.get('held_open')} of {result.get('streams_requested')} streams; "
             f"delivery p50 {_fmt(_get(result, 'delivery_latency', 'p50_ms'), ' ms')}, p99 "
             f"{_fmt(_get(result, 'delivery_latency', 'p99_ms'), ' ms')}"
+        )
+    if name == "restart":
+        return (
+            f"   {result.get('labs')} labs: full list "
+            f"{_fmt(_get(result, 'redis_kept', 'seconds_to_full_list'), ' s', 2)} with Redis "
+            f"kept, {_fmt(_get(result, 'redis_empty', 'seconds_to_full_list'), ' s', 2)} "
+            "rebuilt from Kubernetes"
         )
     if name == "prepull":
         return (
@@ -89,7 +98,29 @@ def summary(results: dict[str, Any]) -> str:
     for name, result in results["benchmarks"].items():
         lines.append(f"{name}:")
         lines.append(summary_line(name, result))
+    lines.append("== goals")
+    for goal in evaluate(results["benchmarks"]):
+        lines.append(f"   {goal.verdict:>12}: {goal.figure}: {goal.measured} (goal: {goal.goal})")
     return "\n".join(lines)
+
+
+def _goals(results: dict[str, Any]) -> list[str]:
+    """Each goal with this run's figure, the reference's, and met or not met."""
+    rows = [
+        "## Goals",
+        "",
+        "The reference is nublado controller 9.0.3 (one uvicorn process, state in memory),",
+        "measured beside this service on this kind of machine; what each figure means is on the",
+        "documentation's benchmark page.",
+        "",
+        "| Figure | This run | Reference | Goal | |",
+        "|---|---|---|---|---|",
+    ]
+    for goal in evaluate(results["benchmarks"]):
+        rows.append(
+            f"| {goal.figure} | {goal.measured} | {goal.reference} | {goal.goal} | {goal.verdict} |"
+        )
+    return [*rows, ""]
 
 
 def _machine(results: dict[str, Any]) -> list[str]:
@@ -209,6 +240,11 @@ _REALISTIC_ROWS: list[tuple[str, str, tuple[str, ...], str, int]] = [
     ("Storm: one user's spawn, p50", "storm", ("spawn", "per_user", "p50_ms"), " ms", 1),
     ("Storm: delete all", "storm", ("delete", "total_seconds"), " s", 2),
 ]
+_SLOW_STORM_ROWS: list[tuple[str, tuple[str, ...], str, int]] = [
+    ("every spawn complete", ("spawn", "total_seconds"), " s", 2),
+    ("one user's spawn, p50", ("spawn", "per_user", "p50_ms"), " ms", 0),
+    ("a POST answered, p50", ("spawn", "request_answered", "p50_ms"), " ms", 0),
+]
 """Rows of the realistic-latency table: label, benchmark, keys into its result, unit,
 digits. The instant-API column reads ``<benchmark>``, the other ``<benchmark>_5ms``."""
 
@@ -247,6 +283,16 @@ def _realistic(results: dict[str, Any]) -> list[str]:
             f"{_fmt(slow.get('api_latency_ms'), ' ms', 0)} a call, {slow.get('spawns')} spawns: "
             f"p50 {_fmt(p50, ' ms')}, p95 {_fmt(_get(slow, 'latency', 'p95_ms'), ' ms')}, "
             f"so {_fmt(over, ' ms')} of a spawn is not the kubelet's start (p50).",
+        ]
+    storm = b.get("storm_slow_kubelet")
+    if storm and "error" not in storm:
+        figures = ", ".join(
+            f"{label} {_fmt(_get(storm, *keys), unit, digits)}"
+            for label, keys, unit, digits in _SLOW_STORM_ROWS
+        )
+        lines += [
+            "",
+            f"A storm of {_get(storm, 'spawn', 'users')} with that kubelet and API: {figures}.",
         ]
     return [*lines, ""]
 
@@ -694,6 +740,7 @@ def markdown(results: dict[str, Any]) -> str:
         f"Command: `{results.get('command', 'python -m bench.run').strip()}` "
         f"({results.get('duration_seconds')} s).",
         "",
+        *_goals(results),
         *_machine(results),
         *_overview(results),
         *_realistic(results),

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import latency, machine, prepull, report, status, storm, streams
+from bench import latency, machine, prepull, report, restart, status, storm, streams
 
 BENCH_DIR = Path(__file__).resolve().parent
 RESULTS_DIR = BENCH_DIR / "results"
@@ -30,12 +30,16 @@ ALL = (
     "latency_slow_kubelet",
     "storm",
     "storm_5ms",
+    "storm_slow_kubelet",
     "status",
+    "streams_1000",
     "streams",
+    "restart",
     "prepull",
 )
 """``_5ms``: at a realistic API latency (``--api-latency-ms``); ``_slow_kubelet``: that
-latency and a kubelet taking ``--slow-start-seconds`` to start a lab."""
+latency and a kubelet taking ``--slow-start-seconds`` to start a lab; ``streams_1000``:
+1,000 streams, as the reference was measured with (``streams``: ``--streams``)."""
 
 
 def _code_version() -> dict[str, Any]:
@@ -94,7 +98,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=50,
         help="sequential spawns, each followed by a floor replay (latency)",
     )
-    parser.add_argument("--storm-users", type=int, default=500, help="users spawning at once")
+    parser.add_argument("--storm-users", type=int, default=300, help="users spawning at once")
     parser.add_argument("--records", type=int, default=1000, help="lab records (status)")
     parser.add_argument("--status-seconds", type=float, default=8.0, help="per load run")
     parser.add_argument("--status-repeats", type=int, default=3, help="interleaved load runs")
@@ -103,6 +107,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--load-tool", choices=("auto", "wrk", "python"), default="auto", help="status load"
     )
     parser.add_argument("--streams", type=int, default=2000, help="event streams (one worker)")
+    parser.add_argument("--restart-labs", type=int, default=430, help="labs running (restart)")
     parser.add_argument("--rounds", type=int, default=20, help="broadcast rounds (streams)")
     parser.add_argument("--prepull-nodes", type=int, default=200, help="nodes (prepull)")
     parser.add_argument("--prepull-images", type=int, default=10, help="images (prepull)")
@@ -158,6 +163,12 @@ def main(argv: list[str] | None = None) -> int:
         ),
         "storm": lambda w: storm.run(w, users=args.storm_users),
         "storm_5ms": lambda w: storm.run(w, users=args.storm_users, api_latency=api_latency),
+        "storm_slow_kubelet": lambda w: storm.run(
+            w,
+            users=args.storm_users,
+            api_latency=api_latency,
+            start_seconds=args.slow_start_seconds,
+        ),
         "status": lambda w: status.run(
             w,
             records=args.records,
@@ -166,7 +177,9 @@ def main(argv: list[str] | None = None) -> int:
             repeats=args.status_repeats,
             tool={"python": "loadgen"}.get(args.load_tool, args.load_tool),
         ),
+        "streams_1000": lambda w: streams.run(w, streams=1000, rounds=args.rounds),
         "streams": lambda w: streams.run(w, streams=args.streams, rounds=args.rounds),
+        "restart": lambda w: restart.run(w, labs=args.restart_labs),
         "prepull": lambda w: prepull.run(
             w, nodes=args.prepull_nodes, images=args.prepull_images, pull_seconds=args.pull_seconds
         ),

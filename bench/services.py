@@ -33,6 +33,9 @@ REPO_ROOT_TEXT = str(REPO_ROOT)
 RECONCILE_OUT_OF_THE_WAY = {"watcher": {"reconcileSeconds": 3600}}
 """For benchmarks whose lab records have no pods behind them: the periodic reconcile would
 (rightly) mark them failed in the middle of the measurement, so it runs only at start-up."""
+UNCAPPED = {"limits": {"mutationsPerMinute": 1_000_000}}
+"""Benchmarks spawn and delete one user's lab far more often than a person could; the
+per-lab cap on spawns and deletes a minute would otherwise answer most of them 429."""
 EXEC_SCOPES = ("exec:notebook", "read:image")
 BENCH_GROUP = GroupSpec("bench-users", 3000)
 FIRST_UID = 20000
@@ -53,15 +56,27 @@ def children(pid: int) -> list[int]:
     return sorted(found)
 
 
-def rss_kib(pid: int) -> int | None:
-    """Resident set size of a process, from ``/proc/<pid>/status``."""
+def _proc_kib(path: str, field: str) -> int | None:
+    """The kibibytes of ``field`` (``VmRSS:``, ``Pss:``) in a ``/proc`` file, if there."""
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+        for line in Path(path).read_text().splitlines():
+            if line.startswith(field):
                 return int(line.split()[1])
     except OSError:
         return None
     return None
+
+
+def rss_kib(pid: int) -> int | None:
+    """Resident set size of a process, from ``/proc/<pid>/status``."""
+    return _proc_kib(f"/proc/{pid}/status", "VmRSS:")
+
+
+def pss_kib(pid: int) -> int | None:
+    """Proportional set size: each page shared with other processes counted as its share,
+    so the sum over processes is the memory they take together (what a container's memory
+    accounting charges), unlike a sum of RSS, which counts shared pages once per process."""
+    return _proc_kib(f"/proc/{pid}/smaps_rollup", "Pss:")
 
 
 def cpu_seconds(pid: int) -> float | None:
@@ -88,6 +103,14 @@ class Gunicorn:
 
     def worker_rss_kib(self) -> dict[int, int]:
         return {pid: kib for pid in self.worker_pids() if (kib := rss_kib(pid)) is not None}
+
+    def total_memory_kib(self) -> dict[str, int]:
+        """RSS and PSS summed over the arbiter and its workers: the whole service."""
+        pids = [self.process.pid, *self.worker_pids()]
+        return {
+            "rss": sum(rss_kib(pid) or 0 for pid in pids),
+            "pss": sum(pss_kib(pid) or 0 for pid in pids),
+        }
 
     def stop(self, graceful: float = 10.0) -> float:
         """SIGTERM, then quick shutdown and SIGKILL if it outlasts ``graceful`` seconds.
@@ -123,11 +146,13 @@ def start_gunicorn(
     workers: int,
     log_path: Path,
     env: dict[str, str],
-    ready_path: str,
+    ready_path: str | None,
     worker_connections: int | None = None,
     timeout: float = 60.0,
+    extra_args: tuple[str, ...] = (),
 ) -> Gunicorn:
-    """Run ``gunicorn -c gunicorn.conf.py <target>`` from the repository root.
+    """Run ``gunicorn -c gunicorn.conf.py <target>`` from the repository root, and wait
+    until ``ready_path`` answers 200 and every worker has booted (with None, return at once).
 
     The settings file is the service's own, so the service and the bare route run with
     the same worker class, connection limit, keepalive and access log.
@@ -150,6 +175,7 @@ def start_gunicorn(
         "-c",
         "gunicorn.conf.py",
         "--no-control-socket",
+        *extra_args,
         target,
     ]
     log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -159,6 +185,8 @@ def start_gunicorn(
         )
     url = f"http://127.0.0.1:{port}"
     server = Gunicorn(process, url, log_path)
+    if ready_path is None:
+        return server
     deadline = time.monotonic() + timeout
     while True:
         if process.poll() is not None:
@@ -207,7 +235,7 @@ class BenchStack:
             pull_seconds=settings.pull_seconds,
             start_seconds=settings.start_seconds,
             api_latency=settings.api_latency,
-            config_overrides=settings.config_overrides,
+            config_overrides={**UNCAPPED, **settings.config_overrides},
         )
         self.stack = LocalStack(options)
         self.service: Gunicorn | None = None
@@ -219,19 +247,23 @@ class BenchStack:
         images = self.images_to_cache() if self.settings.cache_images else []
         for index in range(self.settings.nodes):
             stack.kube.cluster.add_node(f"node-{index + 1}", images=images)
-        self.service = start_gunicorn(
+        self.service = self.start_service()
+        return self
+
+    def start_service(self, *, ready_path: str | None = "/readyz") -> Gunicorn:
+        """The service under gunicorn; waits for ``ready_path`` to answer 200 unless None."""
+        return start_gunicorn(
             "wsgi:app",
-            port=stack.spawner_port,
+            port=self.stack.spawner_port,
             workers=self.settings.workers,
             worker_connections=self.settings.worker_connections,
             log_path=self.service_log,
             env={
-                "SPAWNER_CONFIG_PATH": str(stack.config_path),
-                "SPAWNER_REDIS_URL": stack.redis_url,
+                "SPAWNER_CONFIG_PATH": str(self.stack.config_path),
+                "SPAWNER_REDIS_URL": self.stack.redis_url,
             },
-            ready_path="/readyz",
+            ready_path=ready_path,
         )
-        return self
 
     def __exit__(
         self,

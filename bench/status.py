@@ -1,11 +1,13 @@
-"""Benchmark 3: status reads per second against a bare Flask route, in the same run.
+"""Benchmark 3: status reads per second against bare Flask routes, in the same run.
 
 1,000 lab records are written straight into Redis through the service's own
 ``LabStore.put_if_idle`` (the watcher's idempotent write, no operation involved), each a
 copy of the record a real spawn left behind, so the service reads exactly what it would
-after 1,000 finished spawns. The admin token asks for every user's status in turn. The bare
+after 1,000 finished spawns. The admin token asks for every user's status in turn. A bare
 route runs in a second gunicorn with the service's own ``gunicorn.conf.py`` (same worker
-class, worker count and access log); both are loaded by ``wrk`` (or ``bench.loadgen``).
+class, worker count and access log), and in a third with gunicorn's stock ``gevent`` worker
+and access log (``STOCK_SETTINGS``, the yardstick of ``bench.goals``); all are loaded by
+``wrk`` (or ``bench.loadgen``).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from bench.services import (
     RECONCILE_OUT_OF_THE_WAY,
     REPO_ROOT_TEXT,
     BenchStack,
+    Gunicorn,
     StackSettings,
     free_ports,
     log_findings,
@@ -36,6 +39,18 @@ from bench.stats import median
 from bench.storm import command_delta, redis_commands
 
 LUA = Path(__file__).with_name("wrk_labs.lua")
+STOCK_SETTINGS = (
+    "--worker-class",
+    "gevent",
+    "--logger-class",
+    "gunicorn.glogging.Logger",
+    "--access-logformat",
+    '%(h)s "%(r)s" %(s)s %(b)s %(M)sms',
+)
+"""gunicorn's own ``gevent`` worker and access logger, over the service's settings file: the
+settings under which the reference implementation was measured beside this service (its
+status route served 0.80 of a bare route under them), so a bare route under them is the
+yardstick that carries the reference's figure to this machine."""
 USER_FORMAT = "status-%04d"
 
 
@@ -125,6 +140,23 @@ def _loadgen(
     return result
 
 
+def _bare_route(bench: BenchStack, log_name: str, extra_args: tuple[str, ...] = ()) -> Gunicorn:
+    """``bench.bare_app`` under the service's settings file (``extra_args`` override some)."""
+    (port,) = free_ports(1)
+    return start_gunicorn(
+        "bench.bare_app:app",
+        port=port,
+        workers=bench.settings.workers,
+        log_path=bench.workdir / log_name,
+        env={
+            "SPAWNER_CONFIG_PATH": str(bench.stack.config_path),
+            "SPAWNER_REDIS_URL": bench.stack.redis_url,
+        },
+        ready_path="/readyz",
+        extra_args=extra_args,
+    )
+
+
 def _median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The run with the median requests/s (latencies stay consistent with the rate)."""
     ordered = sorted(runs, key=lambda r: r.get("requests_per_second") or 0)
@@ -157,26 +189,23 @@ def run(
         written = _write_records(bench, template, records)
         sample = client.status(USER_FORMAT % (records // 2))
 
-        (bare_port,) = free_ports(1)
-        bare = start_gunicorn(
-            "bench.bare_app:app",
-            port=bare_port,
-            workers=bench.settings.workers,
-            log_path=bench.workdir / "bare.log",
-            env={
-                "SPAWNER_CONFIG_PATH": str(bench.stack.config_path),
-                "SPAWNER_REDIS_URL": bench.stack.redis_url,
-            },
-            ready_path="/readyz",
-        )
+        bare = _bare_route(bench, "bare.log")
+        stock = _bare_route(bench, "bare-stock.log", STOCK_SETTINGS)
         try:
             admin = bench.admin_token
             prefix = "/spawner/v1/labs/"
             # Warm both: connections, caches, the token's Gafaelfawr answers.
             load(bare.url, admin, records, USER_FORMAT, prefix, 2, connections)
+            load(stock.url, admin, records, USER_FORMAT, prefix, 2, connections)
             load(bench.url, admin, records, USER_FORMAT, prefix, 2, connections)
             # Interleaved rounds: whatever else the machine does hits every target alike.
-            runs: dict[str, list[dict[str, Any]]] = {"bare": [], "healthz": [], "status": []}
+            runs: dict[str, list[dict[str, Any]]] = {
+                "bare": [],
+                "bare_stock": [],
+                "healthz": [],
+                "status": [],
+            }
+            stock_ratios: list[float] = []
             ratios: list[float] = []
             served = 0
             commands_total: dict[str, float] = {}
@@ -184,6 +213,9 @@ def run(
             for _ in range(repeats):
                 runs["bare"].append(
                     load(bare.url, admin, records, USER_FORMAT, prefix, seconds, connections)
+                )
+                runs["bare_stock"].append(
+                    load(stock.url, admin, records, USER_FORMAT, prefix, seconds, connections)
                 )
                 runs["healthz"].append(
                     load(bench.url, admin, 1, "", "/healthz", seconds, connections)
@@ -202,6 +234,9 @@ def run(
                 status_rate = result.get("requests_per_second") or 0
                 if bare_rate:
                     ratios.append(status_rate / bare_rate)
+                stock_rate = runs["bare_stock"][-1].get("requests_per_second") or 0
+                if stock_rate:
+                    stock_ratios.append(status_rate / stock_rate)
             commands = {
                 name: round(count / max(1, served), 2)
                 for name, count in sorted(commands_total.items(), key=lambda item: -item[1])
@@ -210,6 +245,7 @@ def run(
             bare_rss = bare.worker_rss_kib()
         finally:
             bare.stop()
+            stock.stop()
         return {
             "records": records,
             "records_written": written,
@@ -225,6 +261,10 @@ def run(
             "service_healthz": _median_run(runs["healthz"]),
             "status_route": _median_run(runs["status"]),
             "ratio_status_to_bare": round(median(ratios), 2) if ratios else None,
+            "bare_route_stock_settings": _median_run(runs["bare_stock"]),
+            "ratio_status_to_bare_stock": (
+                round(median(stock_ratios), 3) if stock_ratios else None
+            ),
             "ratio_per_repeat": [round(r, 2) for r in ratios],
             "requests_per_second_per_repeat": {
                 name: [r.get("requests_per_second") for r in values]

@@ -29,13 +29,15 @@ LABS_PER_NODE = 25
 
 
 class RssSampler:
-    """Samples the RSS of gunicorn's workers every ``interval`` seconds in a thread."""
+    """Samples the RSS of gunicorn's workers, and the service's total RSS and PSS, every
+    ``interval`` seconds in a thread."""
 
     def __init__(self, bench: BenchStack, interval: float = 0.25) -> None:
         self._bench = bench
         self._interval = interval
         self._stop = threading.Event()
         self.peak: dict[int, int] = {}
+        self.peak_total: dict[str, int] = {"rss": 0, "pss": 0}
         self._thread = threading.Thread(target=self._run, name="rss-sampler", daemon=True)
 
     def __enter__(self) -> RssSampler:
@@ -51,6 +53,8 @@ class RssSampler:
         while not self._stop.is_set():
             for pid, kib in self._bench.service.worker_rss_kib().items():
                 self.peak[pid] = max(self.peak.get(pid, 0), kib)
+            for name, kib in self._bench.service.total_memory_kib().items():
+                self.peak_total[name] = max(self.peak_total[name], kib)
             self._stop.wait(self._interval)
 
 
@@ -179,17 +183,27 @@ def _wait_clean(bench: BenchStack, timeout: float = 60.0) -> dict[str, Any]:
         time.sleep(0.2)
 
 
-def run(workdir: Path, users: int = 500, api_latency: float = 0.0) -> dict[str, Any]:
-    """``api_latency``: seconds each Kubernetes call waits, as on a real control plane."""
+def run(
+    workdir: Path, users: int = 500, api_latency: float = 0.0, start_seconds: float = 0.0
+) -> dict[str, Any]:
+    """``api_latency``: seconds each Kubernetes call waits, as on a real control plane;
+    ``start_seconds``: the kubelet's time to start a lab."""
     nodes = max(3, math.ceil(users / LABS_PER_NODE))
     settings = StackSettings(
-        workers=2, nodes=nodes, pull_seconds=0.0, cache_images=True, api_latency=api_latency
+        workers=2,
+        nodes=nodes,
+        pull_seconds=0.0,
+        cache_images=True,
+        api_latency=api_latency,
+        start_seconds=start_seconds,
     )
-    with BenchStack(workdir / f"storm-{api_latency * 1000:g}ms", settings) as bench:
+    name = f"storm-{api_latency * 1000:g}ms-{start_seconds:g}s"
+    with BenchStack(workdir / name, settings) as bench:
         assert bench.service is not None
         names = [f"storm-{index:04d}" for index in range(users)]
         tokens = bench.add_users(names)
         rss_at_rest = bench.service.worker_rss_kib()
+        memory_at_rest = bench.service.total_memory_kib()
         audit = bench.stack.kube.audit
         audit.clear()
         cpu_before = _cpu(bench)
@@ -238,6 +252,10 @@ def run(workdir: Path, users: int = 500, api_latency: float = 0.0) -> dict[str, 
                 "after_spawn_storm": sorted(rss_after_storm.values()),
                 "peak_during_delete_storm": sorted(delete_sampler.peak.values()),
                 "after_delete": sorted(bench.service.worker_rss_kib().values()),
+            },
+            "service_memory_kib": {
+                "at_rest": memory_at_rest,
+                "peak_during_spawn_storm": sampler.peak_total,
             },
             "service_log": log_findings(bench.service_log),
         }

@@ -2,46 +2,60 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, jsonify, stream_with_context
+from typing import Any
+
+from flask import Response, stream_with_context
 
 from app.extensions import labs_ext
-from app.openapi import Body, documented
 from app.schemas.admin import OperationStatusSchema
 from app.services.admin import follow_feed, operations_in_progress
 from app.services.auth import ADMIN
+from app.web.api import ApiBlueprint
 from app.web.auth import requires
 
-admin = Blueprint("admin", __name__, url_prefix="/spawner/v1")
+admin = ApiBlueprint("admin", __name__, url_prefix="/spawner/v1")
 
-_operations_schema = OperationStatusSchema(many=True)
-
-ADMIN_FEED = Body(
-    description=(
-        "Server-sent events, live: `workload` when a workload's state changes (data: "
-        "`kind`, `name`, `status`; `deleted` when it is gone) and `prepull` after a "
-        "prepuller pass that started, finished or failed pulls (data: counts). A "
-        "subscriber sees what happens while it listens; nothing is replayed."
-    ),
-    schema={"type": "string"},
-    content_type="text/event-stream",
-    headers={"Cache-Control": "Always `no-cache`: the feed is live."},
-    example=(
-        ": live feed\n\n"
-        'event:workload\ndata:{"kind": "lab", "name": "rachel", "status": "running"}\n\n'
-    ),
+ADMIN_FEED_TEXT = (
+    "Server-sent events, live: `workload` when a workload's state changes (data: "
+    "`kind`, `name`, `status`; `deleted` when it is gone) and `prepull` after a "
+    "prepuller pass that started, finished or failed pulls (data: counts). A "
+    "subscriber sees what happens while it listens; nothing is replayed."
 )
 
 
 @admin.get("/operations")
-@documented(responses={200: OperationStatusSchema(many=True)})
+@admin.response(200, OperationStatusSchema(many=True))
 @requires(ADMIN)
-def list_operations() -> Response:
+def list_operations() -> list[dict[str, Any]]:
     """Spawns and deletes in progress, with the worker running each."""
-    return jsonify(_operations_schema.dump(operations_in_progress(labs_ext.engine.store)))
+    return operations_in_progress(labs_ext.engine.store)
 
 
 @admin.get("/admin/stream")
-@documented(responses={200: ADMIN_FEED})
+@admin.response(
+    200,
+    {
+        "type": "object",
+        "description": "One server-sent event (the feed is a sequence of them).",
+        "required": ["event", "data"],
+        "properties": {
+            "event": {"type": "string", "enum": ["workload", "prepull"]},
+            "data": {"type": "string", "description": "A JSON object."},
+        },
+    },
+    content_type="text/event-stream",
+    description=ADMIN_FEED_TEXT,
+    example=(
+        ": live feed\n\n"
+        'event:workload\ndata:{"kind": "lab", "name": "rachel", "status": "running"}\n\n'
+    ),
+    headers={
+        "Cache-Control": {
+            "description": "Always `no-cache`: the feed is live.",
+            "schema": {"type": "string"},
+        }
+    },
+)
 @requires(ADMIN)
 def admin_stream() -> Response:
     """Live feed of workload state changes and prepull progress."""

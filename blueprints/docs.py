@@ -6,31 +6,35 @@ whether these paths are reachable from outside at all.
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, current_app, jsonify, render_template
+from flask import Response, current_app, jsonify, render_template
 
-from app.openapi import Body, DocsPage, documented, get_spec, page_model
+from app.extensions import api_ext
+from app.web.api import ApiBlueprint
+from app.web.api_page import DocsPage, page_model
 
-docs = Blueprint("docs", __name__, url_prefix="/spawner/v1")
+docs = ApiBlueprint("docs", __name__, url_prefix="/spawner/v1")
 
 
 @docs.get("/openapi.json")
-@documented(responses={200: Body("The OpenAPI 3 document.", schema={"type": "object"})})
+@docs.response(200, {"type": "object"}, description="The OpenAPI 3 document.")
 def openapi_document() -> Response:
     """The OpenAPI 3 document of every route, generated from the code."""
-    return jsonify(get_spec(current_app))
+    return jsonify(api_ext.document())
 
 
 @docs.get("/docs")
-@documented(responses={200: Body("A self-contained HTML page.", {"type": "string"}, "text/html")})
-def docs_page() -> str:
+@docs.response(
+    200, {"type": "string"}, content_type="text/html", description="A self-contained HTML page."
+)
+def docs_page() -> Response:
     """The same document as a browsable HTML page, without scripts or external assets."""
-    return render_template("docs.html", page=_page())
+    return Response(render_template("docs.html", page=_page()), mimetype="text/html")
 
 
 def _page() -> DocsPage:
     """The page's model, derived once per app from the cached document."""
-    page = current_app.extensions.get("openapi_page")
+    page = current_app.extensions.get("api_page")
     if not isinstance(page, DocsPage):
-        page = page_model(get_spec(current_app))
-        current_app.extensions["openapi_page"] = page
+        page = page_model(api_ext.document())
+        current_app.extensions["api_page"] = page
     return page

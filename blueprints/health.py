@@ -2,33 +2,52 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, jsonify
+from flask import Response, jsonify
 
-from app.openapi import NOT_READY, documented
 from app.schemas.health import HealthSchema, NotReadySchema, ReadySchema
 from app.services.health import check_readiness
+from app.web.api import ApiBlueprint
 
-health = Blueprint("health", __name__)
+health = ApiBlueprint("health", __name__)
 
 
 @health.get("/healthz")
-@documented(responses={200: HealthSchema})
-def healthz() -> Response:
+@health.response(200, HealthSchema)
+def healthz() -> dict[str, str]:
     """Alive: answers without touching any dependency, so a slow Redis never restarts us."""
-    return jsonify(HealthSchema().dump({"status": "ok"}))
+    return {"status": "ok"}
 
 
 @health.get("/readyz")
-@documented(responses={200: ReadySchema, 503: NOT_READY})
+@health.response(200, ReadySchema)
+@health.alt_response(
+    503,
+    schema=NotReadySchema,
+    description=(
+        "Not ready (code `not_ready`): Redis or the Kubernetes API did not answer, the "
+        "service's state is being rebuilt from Kubernetes after Redis came back empty "
+        "(`state`: `rebuilding`), or an image list has not been read yet (`images`)."
+    ),
+    example={
+        "code": "not_ready",
+        "message": "not ready: redis unavailable, state unknown",
+        "checks": {
+            "redis": "error: TimeoutError",
+            "kubernetes": "ok",
+            "state": "unknown",
+            "images": "unknown",
+        },
+    },
+)
 def readyz() -> tuple[Response, int]:
-    """Ready only when Redis and the Kubernetes API both answer."""
+    """Ready only when Redis and the Kubernetes API answer, Redis holds every workload, and
+    every image list has been read once."""
     report = check_readiness()
     if report.ready:
         return jsonify(ReadySchema().dump({"status": "ready", "checks": report.checks})), 200
-    failing = ", ".join(name for name, state in report.checks.items() if state != "ok")
     body = {
         "code": "not_ready",
-        "message": f"not ready: {failing} unavailable",
+        "message": f"not ready: {report.problems}",
         "checks": report.checks,
     }
     return jsonify(NotReadySchema().dump(body)), 503

@@ -3,43 +3,82 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
-from flask import (
-    Blueprint,
-    Response,
-    jsonify,
-    render_template,
-    request,
-    url_for,
-)
+from flask import Response, jsonify, render_template, request, url_for
 
-from app.errors import ConflictError, InvalidRequestError, NotFoundError, PermissionDeniedError
-from app.extensions import gafaelfawr_ext, labs_ext
-from app.openapi import (
-    DELEGATED_TOKEN,
-    EVENT_STREAM,
-    LAST_EVENT_ID,
-    SPAWN_FORM,
-    SPAWN_REDIRECT,
-    USERNAMES,
-    documented,
+from app.errors import (
+    ConflictError,
+    InvalidRequestError,
+    NotFoundError,
+    PermissionDeniedError,
+    RebuildingError,
+    TooManyRequestsError,
 )
+from app.extensions import gafaelfawr_ext, labs_ext, limits_ext
+from app.models.identity import Caller, UserInfo
 from app.schemas.labs import DeleteAcceptedSchema, LabStatusSchema, SpawnRequestSchema
 from app.services.auth import ADMIN, ANY_USER, OWNER, TOKEN_HEADER
 from app.services.form import build_spawn_form
 from app.services.labs import LabService
 from app.storage.event_hub import Following
-from app.storage.events import Event
-from app.web.auth import current_caller, requires
+from app.storage.events import Event, EventType
+from app.web.api import (
+    USERNAME_MAX_LENGTH,
+    USERNAME_PATTERN,
+    ApiBlueprint,
+    header_parameter,
+    raises,
+)
+from app.web.auth import current_caller, current_user, requires
 from app.web.bodies import load_body
 
-spawner = Blueprint("spawner", __name__, url_prefix="/spawner/v1")
+spawner = ApiBlueprint("spawner", __name__, url_prefix="/spawner/v1")
 
 _spawn_request = SpawnRequestSchema()
 """Built once: a schema's construction copies its fields, and loading does not change it."""
-_USERNAME = re.compile(r"^[a-z0-9](?:[a-z0-9]|-[a-z0-9])*$")
-_EVENT_ID = re.compile(r"^\d+-\d+$")
+_USERNAME = re.compile(USERNAME_PATTERN)
+_EVENT_ID = re.compile(r"^\d{1,20}-\d{1,20}$")
+_MAX_ID_PART = 2**64 - 1
+"""Redis stream ids are two unsigned 64-bit numbers."""
+_STREAM_RETRY_SECONDS = 5
+"""Retry-After of a stream refused at the per-user cap."""
+
+USERNAMES = {
+    "type": "array",
+    "items": {"type": "string"},
+    "description": "Usernames that have a lab in any state.",
+}
+
+SSE_EVENTS: dict[EventType, str] = {
+    EventType.INFO: "A human-readable step of the operation; data is the message.",
+    EventType.PROGRESS: "Progress of the operation; data is a percentage from 0 to 100.",
+    EventType.ERROR: "A problem worth showing the user; data is the message.",
+    EventType.COMPLETE: "The operation succeeded; data is empty. The stream then closes.",
+    EventType.FAILED: "The operation failed; data is the reason. The stream then closes.",
+}
+"""Every event type a lab event stream can carry (the test checks none is missing)."""
+
+EVENT_STREAM_TEXT = "\n".join(
+    [
+        "Server-sent events of the lab's current operation (spawn or delete). The stream "
+        "replays from the start of the operation, then follows it, and closes after a "
+        "`complete` or `failed` event. Each event has an `id` to resume from with the "
+        "`Last-Event-ID` header. Comment lines keep the connection alive.",
+        "",
+        "Event types:",
+        *(f"- `{kind.value}`: {text}" for kind, text in SSE_EVENTS.items()),
+    ]
+)
+
+EVENT_STREAM_EXAMPLE = (
+    ": stream of lab events\n\n"
+    "id: 1700000000000-0\nevent: info\ndata: Lab creation requested\n\n"
+    "id: 1700000000001-0\nevent: progress\ndata: 50\n\n"
+    "id: 1700000000002-0\nevent: complete\ndata: \n\n"
+)
+
+NO_CACHE = {"description": "Always `no-cache`: every stream is live.", "schema": {"type": "string"}}
 
 
 def _service() -> LabService:
@@ -47,12 +86,13 @@ def _service() -> LabService:
 
 
 def _check_username(username: str) -> None:
-    if len(username) > 55 or not _USERNAME.match(username):
+    if len(username) > USERNAME_MAX_LENGTH or not _USERNAME.match(username):
         raise InvalidRequestError(f"invalid username {username!r}", field="username")
 
 
 @spawner.get("/labs")
-@documented(responses={200: USERNAMES})
+@spawner.response(200, USERNAMES, description="Usernames that have a lab in any state.")
+@raises(RebuildingError)
 @requires(ADMIN)
 def list_labs() -> Response:
     """Usernames with a lab in any state."""
@@ -60,7 +100,8 @@ def list_labs() -> Response:
 
 
 @spawner.get("/labs/<username>")
-@documented(responses={200: LabStatusSchema}, errors=[NotFoundError])
+@spawner.response(200, LabStatusSchema)
+@raises(NotFoundError, RebuildingError)
 @requires(ADMIN)
 def lab_status(username: str) -> Response:
     """A lab's status, from Redis only."""
@@ -68,7 +109,8 @@ def lab_status(username: str) -> Response:
 
 
 @spawner.get("/user-status")
-@documented(responses={200: LabStatusSchema}, errors=[NotFoundError])
+@spawner.response(200, LabStatusSchema)
+@raises(NotFoundError, RebuildingError)
 @requires(ANY_USER)
 def user_status() -> Response:
     """The caller's own lab status."""
@@ -76,20 +118,35 @@ def user_status() -> Response:
 
 
 @spawner.post("/labs/<username>/spawn")
-@documented(
-    request=SpawnRequestSchema,
-    responses={303: SPAWN_REDIRECT},
-    errors=[InvalidRequestError, ConflictError],
-    headers=[DELEGATED_TOKEN],
+@spawner.request_body(SpawnRequestSchema)
+@spawner.response(
+    303,
+    description="Spawn queued; follow `Location` for the lab's status.",
+    headers={
+        "Location": {
+            "description": "`/spawner/v1/labs/{username}`.",
+            "schema": {"type": "string"},
+        }
+    },
 )
-@requires(OWNER)
+@spawner.doc(
+    parameters=[
+        header_parameter(
+            TOKEN_HEADER,
+            "Gafaelfawr's delegated notebook token, added by the ingress; it becomes the "
+            "lab's token and must belong to the same user as the bearer token.",
+        )
+    ]
+)
+@raises(InvalidRequestError, ConflictError, RebuildingError, TooManyRequestsError)
+@requires(OWNER, with_user=True)
 def spawn(username: str) -> Response:
     """Queue a spawn; 303 to the lab's status."""
     _check_username(username)
+    limits_ext.limits.count_mutation(username)
     body = load_body(_spawn_request)
     caller = current_caller()
-    token = _delegated_token(caller.token)
-    user = gafaelfawr_ext.client.user_info(token)
+    token, user = _delegated_identity(caller)
     if user.username != username:
         raise PermissionDeniedError("the delegated token belongs to another user")
     _service().spawn(user, body["options"], body["env"], token)
@@ -98,57 +155,95 @@ def spawn(username: str) -> Response:
     return response
 
 
-def _delegated_token(bearer: str) -> str:
-    """The token to give the lab: Gafaelfawr's delegated notebook token when the ingress
-    added one (it must belong to the same user), else the caller's own token."""
+def _delegated_identity(caller: Caller) -> tuple[str, UserInfo]:
+    """The token to give the lab and its user: Gafaelfawr's delegated notebook token when
+    the ingress added one (it must belong to the same user), else the caller's own."""
     delegated = request.headers.get(TOKEN_HEADER, "").strip()
-    if not delegated or delegated == bearer:
-        return bearer
-    data = gafaelfawr_ext.client.token_info(delegated)
-    if data.username != current_caller().username:
+    if not delegated or delegated == caller.token:
+        return caller.token, current_user()
+    data, user = gafaelfawr_ext.client.identity(delegated)
+    if data.username != caller.username:
         raise PermissionDeniedError(f"the {TOKEN_HEADER} token belongs to another user")
-    return delegated
+    return delegated, user
 
 
 @spawner.get("/spawn-form/<username>")
-@documented(responses={200: SPAWN_FORM})
-@requires(OWNER)
+@spawner.response(
+    200,
+    {"type": "string"},
+    content_type="text/html",
+    description=(
+        "An HTML fragment for JupyterHub's spawn page: the images (prepulled ones as radio "
+        "buttons, the recommended one first and selected; every other one in a dropdown), "
+        "the sizes this user may have, and the debug and reset switches. Field names are the "
+        "keys of the spawn request's `options`. A user who may not spawn gets a paragraph "
+        "saying why."
+    ),
+    example='<div class="lab-spawner-form">...</div>',
+)
+@requires(OWNER, with_user=True)
 def spawn_form(username: str) -> Response:
     """The spawn form for this user, an HTML fragment for JupyterHub's spawn page."""
-    user = gafaelfawr_ext.client.user_info(current_caller().token)
-    form = build_spawn_form(user, labs_ext.context.config, labs_ext.context.images)
+    form = build_spawn_form(current_user(), labs_ext.context.config, labs_ext.context.images)
     html = render_template("spawn_form.html", form=form)
     return Response(html, mimetype="text/html")
 
 
 @spawner.delete("/labs/<username>")
-@documented(responses={202: DeleteAcceptedSchema}, errors=[NotFoundError])
+@spawner.response(202, DeleteAcceptedSchema)
+@raises(NotFoundError, RebuildingError, TooManyRequestsError)
 @requires(ADMIN)
-def delete_lab(username: str) -> tuple[Response, int]:
+def delete_lab(username: str) -> dict[str, str]:
     """Start deleting the lab; 202, or 404 if there is none."""
+    limits_ext.limits.count_mutation(username)
     _service().delete(username)
-    body = DeleteAcceptedSchema().dump({"username": username, "status": "terminating"})
-    return jsonify(body), 202
+    return {"username": username, "status": "terminating"}
 
 
 @spawner.get("/labs/<username>/events")
-@documented(
-    responses={200: EVENT_STREAM},
-    errors=[InvalidRequestError, NotFoundError],
-    headers=[LAST_EVENT_ID],
+@spawner.response(
+    200,
+    {
+        "type": "object",
+        "description": "One server-sent event (the stream is a sequence of them).",
+        "required": ["id", "event", "data"],
+        "properties": {
+            "id": {"type": "string", "pattern": _EVENT_ID.pattern},
+            "event": {"type": "string", "enum": [kind.value for kind in SSE_EVENTS]},
+            "data": {"type": "string"},
+        },
+    },
+    content_type="text/event-stream",
+    description=EVENT_STREAM_TEXT,
+    example=EVENT_STREAM_EXAMPLE,
+    headers={"Cache-Control": NO_CACHE},
 )
+@spawner.doc(
+    parameters=[
+        header_parameter(
+            "Last-Event-ID",
+            "Resume after this event id instead of replaying the whole operation.",
+            pattern=_EVENT_ID.pattern,
+        )
+    ],
+    responses={200: {"x-event-types": {kind.value: text for kind, text in SSE_EVENTS.items()}}},
+)
+@raises(InvalidRequestError, NotFoundError, RebuildingError, TooManyRequestsError)
 @requires(OWNER, ADMIN)
 def lab_events(username: str) -> Response:
     """Server-sent events of the current operation: replay, then follow until it ends."""
     after = request.headers.get("Last-Event-ID", "0-0").strip() or "0-0"
-    if not _EVENT_ID.match(after):
+    if not _EVENT_ID.match(after) or max(map(int, after.split("-"))) > _MAX_ID_PART:
         raise InvalidRequestError("Last-Event-ID is not an event id", field="Last-Event-ID")
-    following = _service().follow_events(username, after)
-    if following is None:
-        raise NotFoundError(f"user {username} has no lab operation to follow")
+    release = limits_ext.limits.streams.acquire(username, retry_after=_STREAM_RETRY_SECONDS)
+    try:
+        following = _service().follow_events(username, after)
+    except BaseException:
+        release()
+        raise
     # Passed straight to the server: no per-chunk encoding and closing wrappers.
     response = Response(
-        _EventStreamBody(following), mimetype="text/event-stream", direct_passthrough=True
+        _EventStreamBody(following, release), mimetype="text/event-stream", direct_passthrough=True
     )
     response.headers["Cache-Control"] = "no-cache"
     response.headers["X-Accel-Buffering"] = "no"
@@ -161,8 +256,9 @@ class _EventStreamBody:
     stream). The server closes it when the response ends or the client goes, which ends
     the following even if the body was never iterated."""
 
-    def __init__(self, following: Following) -> None:
+    def __init__(self, following: Following, release: Callable[[], None]) -> None:
         self._following = following
+        self._release = release
 
     def __iter__(self) -> Iterator[bytes]:
         yield _OPENING
@@ -170,7 +266,10 @@ class _EventStreamBody:
             yield _KEEPALIVE if batch is None else b"".join(map(_format, batch))
 
     def close(self) -> None:
-        self._following.close()
+        try:
+            self._following.close()
+        finally:
+            self._release()
 
 
 _OPENING = b": stream of lab events\n\n"

@@ -199,6 +199,8 @@ class GafaelfawrEmulator(ServedEmulator):
         self._failure: int | None = None
         self._latency = 0.0
         self._requests: Counter[str] = Counter()
+        self._in_flight = 0
+        self._peak_in_flight = 0
         self._port = port
         self._realm = realm
         self._clock = clock
@@ -280,10 +282,23 @@ class GafaelfawrEmulator(ServedEmulator):
         with self._lock:
             return Counter(self._requests)
 
+    @property
+    def in_flight(self) -> int:
+        """API calls being served now."""
+        with self._lock:
+            return self._in_flight
+
+    @property
+    def peak_in_flight(self) -> int:
+        """The most API calls being served at once since the last ``reset_requests``."""
+        with self._lock:
+            return self._peak_in_flight
+
     def reset_requests(self) -> None:
-        """Zero the per-route counters."""
+        """Zero the per-route counters and the peak of calls in flight."""
         with self._lock:
             self._requests.clear()
+            self._peak_in_flight = self._in_flight
 
     # HTTP ------------------------------------------------------------------------
 
@@ -309,8 +324,19 @@ class GafaelfawrEmulator(ServedEmulator):
             return self._control(endpoint, request)
         with self._lock:
             self._requests[endpoint] += 1
+            self._in_flight += 1
+            self._peak_in_flight = max(self._peak_in_flight, self._in_flight)
             failure = self._failure
             latency = self._latency
+        try:
+            return self._answer(endpoint, request, failure, latency)
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+
+    def _answer(
+        self, endpoint: str, request: Request, failure: int | None, latency: float
+    ) -> Response:
         if latency:
             time.sleep(latency)
         if failure is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -53,6 +54,16 @@ class RedisProcess:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.02)
+
+    def pause(self) -> None:
+        """Stop the server answering while its connections stay open (SIGSTOP), as a hung
+        host or a network partition looks to its clients."""
+        assert self._process is not None
+        self._process.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        assert self._process is not None
+        self._process.send_signal(signal.SIGCONT)
 
     def stop(self) -> None:
         if self._process is not None:

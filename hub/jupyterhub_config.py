@@ -31,6 +31,9 @@ def setting(env: str, from_stack: str) -> str:
 
 # The spawner: every lab is the service's business.
 c.JupyterHub.spawner_class = "lab-spawner"
+# Labs outlive the hub: a restarted hub finds them running (each spawner's poll asks the
+# service) instead of deleting every lab when it shuts down.
+c.JupyterHub.cleanup_servers = False
 c.LabSpawner.spawner_url = setting("LAB_SPAWNER_URL", "spawner_url")
 c.LabSpawner.admin_token = os.environ.get("LAB_SPAWNER_ADMIN_TOKEN") or stack.get("tokens", {}).get(
     "admin", {}

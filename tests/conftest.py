@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -13,7 +14,7 @@ from flask.testing import FlaskClient
 
 from app import create_app
 from app.config import Config, parse_config
-from app.extensions.labs import start_background, stop_background
+from app.extensions.labs import machinery_of, start_background, stop_background
 from devstack.demo import demo_tokens, demo_users
 from devstack.gafaelfawr import GafaelfawrEmulator
 from devstack.kube import KubernetesEmulator
@@ -141,6 +142,16 @@ def config(
     return parse_config(service_config(redis_server.url, gafaelfawr.url, kube.url))
 
 
+def await_complete_state(app: Flask, timeout: float = 20.0) -> None:
+    """Wait until the app's first reconcile has declared Redis complete: until then lab
+    reads answer 503 ``rebuilding``, as they do after Redis comes back empty."""
+    store = machinery_of(app).engine.store
+    deadline = time.monotonic() + timeout
+    while not store.is_complete():
+        assert time.monotonic() < deadline, "the first reconcile did not complete in time"
+        time.sleep(0.01)
+
+
 @pytest.fixture
 def make_app() -> Iterator[Callable[[Config], Flask]]:
     """Build apps from configs and start their background work, as a server's worker
@@ -151,6 +162,7 @@ def make_app() -> Iterator[Callable[[Config], Flask]]:
         app = create_app(config)
         apps.append(app)
         start_background(app)
+        await_complete_state(app)
         return app
 
     yield make

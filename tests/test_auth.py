@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -16,7 +17,9 @@ from app.log import redact
 from app.services.auth import ADMIN, OWNER
 from app.web.auth import current_caller, requires
 from devstack.gafaelfawr import GafaelfawrEmulator
+from devstack.kube import KubernetesEmulator
 from tests.conftest import bearer, service_config
+from tests.labs.conftest import wait_for
 from tests.support.redis_server import RedisServer
 
 probe = Blueprint("probe", __name__)
@@ -166,6 +169,7 @@ def test_gafaelfawr_errors_give_503(
 
 def test_gafaelfawr_unreachable_gives_503(
     redis_server: RedisServer,
+    kube: KubernetesEmulator,
     tokens: dict[str, str],
     redis_client: object,
     with_probe: Callable[[Config], Flask],
@@ -174,7 +178,7 @@ def test_gafaelfawr_unreachable_gives_503(
     gafaelfawr = GafaelfawrEmulator().start()
     url = gafaelfawr.url
     gafaelfawr.stop()
-    config = parse_config(service_config(redis_server.url, url, "http://127.0.0.1:9"))
+    config = parse_config(service_config(redis_server.url, url, kube.url))
     client = with_probe(config).test_client()
     _assert_error(
         client.get("/probe/admin", headers=bearer(tokens["admin"])), 503, "dependency_unavailable"
@@ -257,3 +261,43 @@ def test_concurrent_misses_ask_gafaelfawr_once(
         thread.join(timeout=30)
     assert statuses == [200] * 10
     assert gafaelfawr.requests["token-info"] == 1
+
+
+def test_a_stalled_gafaelfawr_costs_one_timeout(
+    redis_server: RedisServer,
+    gafaelfawr: GafaelfawrEmulator,
+    kube: KubernetesEmulator,
+    tokens: dict[str, str],
+    redis_client: object,
+    with_probe: Callable[[Config], Flask],
+) -> None:
+    """A request sent to Gafaelfawr and not answered is not sent again: the caller waits one
+    ``gafaelfawr.timeout``, then gets 503."""
+    raw = service_config(redis_server.url, gafaelfawr.url, kube.url)
+    raw["gafaelfawr"]["timeout"] = 0.5
+    client = with_probe(parse_config(raw)).test_client()
+    gafaelfawr.set_latency(5.0)
+    try:
+        started = time.monotonic()
+        response = client.get("/probe/admin", headers=bearer(tokens["admin"]))
+        took = time.monotonic() - started
+    finally:
+        gafaelfawr.set_latency(0.0)
+    _assert_error(response, 503, "dependency_unavailable")
+    assert took < 0.9, f"a stalled Gafaelfawr held the request {took:.1f}s"
+
+
+def test_a_new_token_costs_one_round_trip_for_both_answers(
+    client: FlaskClient, gafaelfawr: GafaelfawrEmulator
+) -> None:
+    """A route acting on the user (here the spawn form) asks Gafaelfawr for token-info and
+    user-info at once for a token it has not seen, and nothing more for the same token."""
+    token = gafaelfawr.issue_token("rachel", ["exec:notebook"])
+    gafaelfawr.set_latency(0.2)
+    wait_for(lambda: gafaelfawr.in_flight == 0)  # an earlier test's stalled call
+    gafaelfawr.reset_requests()
+    assert client.get("/spawner/v1/spawn-form/rachel", headers=bearer(token)).status_code == 200
+    assert gafaelfawr.requests == {"token-info": 1, "user-info": 1}
+    assert gafaelfawr.peak_in_flight == 2
+    assert client.get("/spawner/v1/spawn-form/rachel", headers=bearer(token)).status_code == 200
+    assert gafaelfawr.requests == {"token-info": 1, "user-info": 1}

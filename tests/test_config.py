@@ -39,7 +39,8 @@ def test_bundled_demo_config_loads() -> None:
 def test_defaults_fill_everything_but_gafaelfawr() -> None:
     config = parse_config(MINIMAL)
     assert config.gafaelfawr.url == "http://gafaelfawr.example:8080"
-    assert config.redis.socket_timeout == 5.0
+    assert config.redis.socket_timeout == 2.0
+    assert config.gafaelfawr.timeout == 3.0
     assert config.kubernetes.request_timeout == 10.0
     assert config.namespace_prefix == "nublado"
 

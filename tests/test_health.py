@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from flask import Flask
@@ -11,6 +12,7 @@ from app.config import Config, parse_config
 from devstack.gafaelfawr import GafaelfawrEmulator
 from devstack.kube import KubernetesEmulator
 from tests.conftest import service_config
+from tests.labs.conftest import wait_for
 from tests.support.redis_server import RedisServer
 
 
@@ -25,7 +27,7 @@ def test_readyz_when_everything_answers(client: FlaskClient) -> None:
     assert response.status_code == 200
     assert response.get_json() == {
         "status": "ready",
-        "checks": {"redis": "ok", "kubernetes": "ok"},
+        "checks": {"redis": "ok", "kubernetes": "ok", "state": "ok", "images": "ok"},
     }
 
 
@@ -50,7 +52,16 @@ def test_readyz_follows_redis_down_and_back(
         assert client.get("/healthz").status_code == 200
 
         server.start()
-        assert client.get("/readyz").status_code == 200
+        # Redis came back empty: ready again once the leader has rebuilt it from Kubernetes.
+        seen: list[str] = []
+
+        def ready() -> bool:
+            response = client.get("/readyz")
+            seen.append(response.get_json()["checks"]["state"])
+            return response.status_code == 200
+
+        wait_for(ready)
+        assert seen[-1] == "ok" and set(seen) <= {"ok", "rebuilding", "unknown"}
     finally:
         server.close()
 
@@ -96,5 +107,43 @@ def test_redis_outage_is_503_not_500(
             "code": "dependency_unavailable",
             "message": "the service's state store (Redis) is unavailable",
         }
+    finally:
+        server.close()
+
+
+def test_stalled_redis_is_503_within_its_timeout(
+    gafaelfawr: GafaelfawrEmulator,
+    kube: KubernetesEmulator,
+    make_app: Callable[[Config], Flask],
+    tokens: dict[str, str],
+) -> None:
+    """A Redis that accepts connections and never answers (a hung host, a partition) costs
+    a request one ``socketTimeout``, and the readiness probe less than its own timeout."""
+    server = RedisServer().start()
+    try:
+        raw = service_config(server.url, gafaelfawr.url, kube.url)
+        raw["redis"].update(socketTimeout=1.0, socketConnectTimeout=0.5)
+        client = make_app(parse_config(raw)).test_client()
+        assert client.get("/readyz").status_code == 200
+        server.pause()
+        try:
+            started = time.monotonic()
+            response = client.get(
+                "/spawner/v1/labs/someone", headers={"Authorization": f"Bearer {tokens['admin']}"}
+            )
+            took = time.monotonic() - started
+            assert response.status_code == 503
+            assert response.get_json()["code"] == "dependency_unavailable"
+            assert took < 2.0, f"a stalled Redis held the request {took:.1f}s"
+
+            started = time.monotonic()
+            ready = client.get("/readyz")
+            took = time.monotonic() - started
+            assert ready.status_code == 503
+            assert ready.get_json()["checks"]["redis"] == "error: TimeoutError"
+            assert ready.get_json()["checks"]["state"] == "unknown"
+            assert took < 1.5, f"the readiness probe took {took:.1f}s"
+        finally:
+            server.resume()
     finally:
         server.close()

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +15,7 @@ from kubernetes.config.config_exception import ConfigException
 from urllib3.exceptions import MaxRetryError, ReadTimeoutError
 
 from app.config import KubernetesConfig
-from app.extensions.kubernetes import DeadlineApiClient, build_configuration
+from app.extensions.kubernetes import CONNECTIONS, DeadlineApiClient, build_configuration
 from devstack.kube import KubernetesEmulator
 
 
@@ -185,3 +187,29 @@ def test_a_watch_left_early_costs_requests_no_connection(
     assert storage.read_namespace(namespace) is not None
     assert storage.read_pod(namespace, "lab") is not None
     assert len(connects) == (0 if own_watch_client else 1)
+
+
+def _discards(caplog: pytest.LogCaptureFixture, api: DeadlineApiClient, calls: int) -> int:
+    """Make ``calls`` calls at once; how many connections urllib3 opened and threw away."""
+    caplog.clear()
+    with (
+        caplog.at_level(logging.WARNING, logger="urllib3.connectionpool"),
+        ThreadPoolExecutor(max_workers=calls) as pool,
+    ):
+        answers = list(pool.map(lambda _: k8s.VersionApi(api).get_code().major, range(calls)))
+    assert len(answers) == calls and all(answers)
+    return len([r for r in caplog.records if "discarding connection" in r.getMessage()])
+
+
+def test_calls_beyond_the_pool_wait_for_a_connection(caplog: pytest.LogCaptureFixture) -> None:
+    """More calls at once than the pool holds: each waits for a pooled connection, and none
+    opens one that urllib3 then throws away."""
+    emulator = KubernetesEmulator(api_latency=0.1).start()
+    try:
+        configuration = build_configuration(_config(mode="host", host=emulator.url))
+        bounded = DeadlineApiClient(configuration, 5.0, bounded=True)
+        assert _discards(caplog, bounded, CONNECTIONS * 2) == 0
+        # The same load through an unbounded client does discard: the check above can fail.
+        assert _discards(caplog, DeadlineApiClient(configuration, 5.0), CONNECTIONS * 2) > 0
+    finally:
+        emulator.stop()

@@ -11,7 +11,13 @@ from app.engine.workload import Action, Operation, WorkloadRef
 from app.models.lab import LabRecord, LabStatus, PodState
 from app.storage.events import EventStore, EventType
 from app.storage.labs import LabStore, lab_ref, record_json
-from app.storage.workloads import DeleteQueued, LeaseRequest, WorkloadStore
+from app.storage.workloads import (
+    DeleteQueued,
+    LeaseRequest,
+    StoredNames,
+    StoredRecord,
+    WorkloadStore,
+)
 
 PREFIX = "t:"
 
@@ -43,7 +49,12 @@ def _operation(ref: WorkloadRef, action: Action = Action.SPAWN) -> Operation:
 
 
 def _stores(client: redis.Redis) -> tuple[WorkloadStore, EventStore]:
-    return WorkloadStore(client, PREFIX), EventStore(client, PREFIX)
+    """The stores over a Redis that a rebuild has declared complete (as the first reconcile
+    does for a running service)."""
+    store = WorkloadStore(client, PREFIX)
+    store.begin_rebuild("first", 60)
+    assert store.mark_complete(rebuild_id="first", finished="now")
+    return store, EventStore(client, PREFIX)
 
 
 def _queue_spawn(
@@ -226,3 +237,86 @@ def test_a_spawn_takes_the_lease_asked_for_only_when_nobody_holds_it(
     )
     assert (queued.queued, queued.leased) == (True, False)
     assert store.lease_holder(other) == "worker-old"
+
+
+# Completeness. -----------------------------------------------------------------------------
+
+
+def test_an_empty_redis_is_not_complete_until_a_rebuild_ends(redis_client: redis.Redis) -> None:
+    store, events = WorkloadStore(redis_client, PREFIX), EventStore(redis_client, PREFIX)
+    ref = lab_ref("ada")
+    assert store.stored_record(ref).complete is False
+    assert store.stored_names("lab").complete is False
+    # No spawn for a workload Redis may only not have rebuilt yet.
+    first = events.announcement(ref.key, [(EventType.INFO, "Lab creation requested")])
+    refused = store.queue_spawn(
+        operation=_operation(ref), record=record_json(_record("ada")), secret=None, events=first
+    )
+    assert (refused.queued, refused.rebuilding) == (False, True)
+    assert redis_client.exists(store.record_key(ref), store.operation_key(ref)) == 0
+
+    store.begin_rebuild("r1", 60)
+    assert store.mark_complete(rebuild_id="r1", finished="t1")
+    assert store.is_complete()
+    assert store.stored_record(ref) == StoredRecord(None, True)
+    assert store.stored_names("lab") == StoredNames([], True)
+    assert not redis_client.exists(store.rebuilding_key)
+
+
+def test_a_rebuild_during_which_redis_was_emptied_does_not_declare_it_complete(
+    redis_client: redis.Redis,
+) -> None:
+    store = WorkloadStore(redis_client, PREFIX)
+    store.begin_rebuild("r1", 60)
+    redis_client.flushdb()
+    assert not store.mark_complete(rebuild_id="r1", finished="t1")
+    assert not store.is_complete()
+    # Nor does an older rebuild, once a newer one has begun.
+    store.begin_rebuild("r1", 60)
+    store.begin_rebuild("r2", 60)
+    assert not store.mark_complete(rebuild_id="r1", finished="t1")
+    assert store.mark_complete(rebuild_id="r2", finished="t2")
+
+
+def test_a_record_is_served_while_the_rest_is_rebuilt(redis_client: redis.Redis) -> None:
+    store, events = _stores(redis_client)
+    _queue_spawn(store, events, "ada")
+    redis_client.delete(store.complete_key)
+    stored = store.stored_record(lab_ref("ada"))
+    assert stored.record is not None and stored.complete is False
+    assert store.stored_names("lab") == StoredNames(["ada"], False)
+
+
+def test_a_spawn_announces_its_run_only_when_it_takes_the_lease(
+    redis_client: redis.Redis,
+) -> None:
+    store, events = _stores(redis_client)
+    starting = [(EventType.INFO, "Starting"), (EventType.PROGRESS, "2")]
+    ref = lab_ref("iz")
+    queued = store.queue_spawn(
+        operation=_operation(ref),
+        record=record_json(_record("iz")),
+        secret="t",
+        events=events.announcement(ref.key, [(EventType.INFO, "Lab creation requested")]),
+        lease=LeaseRequest(owner="worker-1", ttl_ms=5000),
+        if_leased=events.announcement(ref.key, starting),
+    )
+    assert queued.leased
+    assert [(e.type, e.data) for e in events.read(ref.key)] == [
+        (EventType.INFO, "Lab creation requested"),
+        *starting,
+    ]
+
+    # With the lease held elsewhere, whoever runs the spawn announces its start itself.
+    other = lab_ref("jo")
+    redis_client.set(store.lease_key(other), "worker-old", px=5000)
+    queued = store.queue_spawn(
+        operation=_operation(other),
+        record=record_json(_record("jo")),
+        secret="t",
+        events=events.announcement(other.key, [(EventType.INFO, "Lab creation requested")]),
+        lease=LeaseRequest(owner="worker-1", ttl_ms=5000),
+        if_leased=events.announcement(other.key, starting),
+    )
+    assert (queued.queued, queued.leased) == (True, False)
+    assert [e.data for e in events.read(other.key)] == ["Lab creation requested"]

@@ -16,9 +16,7 @@ from typing import Any
 
 import pytest
 from flask import Blueprint, Flask, Response, jsonify
-from werkzeug.routing import Map, Rule
 
-import app.openapi as openapi
 from app.config import Config
 from app.errors import (
     AuthenticationError,
@@ -27,22 +25,24 @@ from app.errors import (
     InvalidRequestError,
     NotFoundError,
     PermissionDeniedError,
+    RebuildingError,
     ServiceError,
 )
-from app.openapi import (
-    Body,
-    Header,
-    converter_schema,
-    declared_errors,
-    documented,
-    get_spec,
-    openapi_path,
-    route_doc,
-    route_grants,
-)
+from app.extensions import api_ext
+from app.extensions.api import operations
 from app.schemas.labs import LabStatusSchema, SpawnRequestSchema
 from app.services.auth import ADMIN, OWNER
 from app.storage.events import EventType
+from app.web.api import (
+    SECURITY_SCHEME,
+    USERNAME_MAX_LENGTH,
+    USERNAME_PATTERN,
+    ApiBlueprint,
+    declared_errors,
+    header_parameter,
+    raises,
+    required_grants,
+)
 from app.web.auth import requires
 
 SKIPPED = {"HEAD", "OPTIONS"}
@@ -50,7 +50,7 @@ SKIPPED = {"HEAD", "OPTIONS"}
 
 @pytest.fixture
 def spec(app: Flask) -> dict[str, Any]:
-    return get_spec(app)
+    return api_ext.document(app)
 
 
 def _rules(app: Flask) -> list[Any]:
@@ -61,13 +61,24 @@ def _methods(rule: Any) -> list[str]:
     return sorted(set(rule.methods) - SKIPPED)
 
 
+def _openapi_path(rule: Any) -> str:
+    return re.sub(r"<(?:[^<>:]*:)?(\w+)>", r"{\1}", rule.rule)
+
+
 def _operation(spec: Mapping[str, Any], rule: Any, method: str) -> dict[str, Any]:
-    path = openapi_path(rule)
+    path = _openapi_path(rule)
     assert path in spec["paths"], f"{rule.rule} is not in the document"
-    operations = spec["paths"][path]
-    assert method.lower() in operations, f"{method} {rule.rule} is not in the document"
-    operation: dict[str, Any] = operations[method.lower()]
+    items = spec["paths"][path]
+    assert method.lower() in items, f"{method} {rule.rule} is not in the document"
+    operation: dict[str, Any] = items[method.lower()]
     return operation
+
+
+def _parameters(spec: Mapping[str, Any], path: str, method: str) -> dict[tuple[str, str], Any]:
+    """An operation's parameters by (location, name), those of its path included."""
+    items = spec["paths"][path]
+    merged = [*items.get("parameters", ()), *items[method].get("parameters", ())]
+    return {(p["in"], p["name"]): p for p in merged}
 
 
 def _resolve(spec: Mapping[str, Any], ref: str) -> Any:
@@ -136,15 +147,37 @@ def test_document_is_openapi_3_and_every_ref_resolves(spec: dict[str, Any]) -> N
     assert refs
     for ref in refs:
         _resolve(spec, ref)
-    ids = [op["operationId"] for ops in spec["paths"].values() for op in ops.values()]
+    ids = [
+        op["operationId"]
+        for items in spec["paths"].values()
+        for m, op in items.items()
+        if m != "parameters"
+    ]
     assert len(ids) == len(set(ids))
 
 
+def test_every_schema_component_is_used_and_described(spec: dict[str, Any]) -> None:
+    """Nothing in the document's schemas that no route returns or takes (flask-smorest's own
+    pagination schema is dropped), and each carries its class's docstring."""
+    schemas = spec["components"]["schemas"]
+    referenced = {node["$ref"].rsplit("/", 1)[-1] for node in _walk(spec) if "$ref" in node}
+    assert set(schemas) == referenced
+    assert "PaginationMetadata" not in schemas
+    assert schemas["LabStatus"]["description"]
+    assert schemas["Error"]["required"] == ["code", "message"]
+
+
 def test_every_path_template_parameter_is_declared(spec: dict[str, Any]) -> None:
-    for path, operations in spec["paths"].items():
+    for path, items in spec["paths"].items():
         in_template = set(re.findall(r"\{([^{}]+)\}", path))
-        for method, operation in operations.items():
-            declared = {p["name"]: p for p in operation["parameters"] if p["in"] == "path"}
+        for method in items:
+            if method == "parameters":
+                continue
+            declared = {
+                name: p
+                for (where, name), p in _parameters(spec, path, method).items()
+                if where == "path"
+            }
             assert set(declared) == in_template, f"{method.upper()} {path}"
             assert all(p["required"] is True for p in declared.values())
 
@@ -162,26 +195,37 @@ def test_every_rule_and_method_is_in_the_document(app: Flask, spec: dict[str, An
         "/spawner/v1/openapi.json",
         "/spawner/v1/docs",
     }
-    documented_count = sum(len(ops) for ops in spec["paths"].values())
-    assert documented_count == sum(len(_methods(r)) for r in rules)
+    assert len(operations(spec)) == sum(len(_methods(r)) for r in rules)
     for rule in rules:
         for method in _methods(rule):
             operation = _operation(spec, rule, method)
-            assert operation["operationId"].startswith(rule.endpoint)
+            assert operation["operationId"] == rule.endpoint
             assert operation["summary"]
-            parameters = {p["name"]: p for p in operation["parameters"] if p["in"] == "path"}
-            assert set(parameters) == set(rule.arguments)
-            for name, converter in openapi.rule_converters(rule).items():
-                assert parameters[name]["schema"] == converter_schema(converter)
+            assert operation["tags"] == [rule.endpoint.split(".")[0]]
+            declared = _parameters(spec, _openapi_path(rule), method.lower())
+            assert {name for where, name in declared if where == "path"} == set(rule.arguments)
 
 
-def test_every_route_has_a_declaration(app: Flask) -> None:
-    missing = [
-        rule.endpoint
-        for rule in _rules(app)
-        if route_doc(rule.endpoint, app.view_functions[rule.endpoint]) is None
-    ]
-    assert not missing, f"add @documented(...) to: {', '.join(sorted(missing))}"
+def test_every_operation_documents_its_success(app: Flask, spec: dict[str, Any]) -> None:
+    """Each route says what it answers when all goes well, not only how it fails."""
+    for rule in _rules(app):
+        for method in _methods(rule):
+            responses = _operation(spec, rule, method)["responses"]
+            successes = [s for s in responses if 200 <= int(s) < 400]
+            assert successes, f"{method} {rule.rule} documents no success response"
+
+
+def test_username_parameter_is_the_one_the_service_checks(spec: dict[str, Any]) -> None:
+    from blueprints import spawner
+
+    parameter = _parameters(spec, "/spawner/v1/labs/{username}/spawn", "post")[("path", "username")]
+    assert parameter["description"]
+    assert parameter["schema"] == {
+        "type": "string",
+        "pattern": USERNAME_PATTERN,
+        "maxLength": USERNAME_MAX_LENGTH,
+    }
+    assert spawner._USERNAME.pattern == USERNAME_PATTERN
 
 
 # Security and errors. ----------------------------------------------------------------------
@@ -192,14 +236,14 @@ def test_authenticated_routes_document_security_and_auth_errors(
 ) -> None:
     authenticated = 0
     for rule in _rules(app):
-        grants = route_grants(app.view_functions[rule.endpoint])
+        grants = required_grants(app.view_functions[rule.endpoint])
         for method in _methods(rule):
             operation = _operation(spec, rule, method)
             if not grants:
                 assert operation["security"] == []
                 continue
             authenticated += 1
-            assert operation["security"] == [{openapi.SECURITY_SCHEME: []}]
+            assert operation["security"] == [{SECURITY_SCHEME: []}]
             assert operation["x-required-grants"] == [
                 {"scope": g.scope, "sameUser": g.same_user} for g in grants
             ]
@@ -216,7 +260,7 @@ def test_authenticated_routes_document_security_and_auth_errors(
                 assert status in responses, f"{method} {rule.rule} lacks {status}"
                 assert code in responses[status]["content"]["application/json"]["examples"]
     assert authenticated >= 6
-    scheme = spec["components"]["securitySchemes"][openapi.SECURITY_SCHEME]
+    scheme = spec["components"]["securitySchemes"][SECURITY_SCHEME]
     assert scheme == {**scheme, "type": "http", "scheme": "bearer"}
 
 
@@ -230,9 +274,8 @@ def test_unauthenticated_routes(spec: dict[str, Any]) -> None:
 def test_every_declared_error_is_documented(app: Flask, spec: dict[str, Any]) -> None:
     for rule in _rules(app):
         view = app.view_functions[rule.endpoint]
-        doc = route_doc(rule.endpoint, view)
-        errors = declared_errors(rule.endpoint, view)
-        assert set(doc.errors if doc else ()) <= set(errors)
+        errors = declared_errors(view)
+        assert ServiceError in errors
         for method in _methods(rule):
             responses = _operation(spec, rule, method)["responses"]
             for error in errors:
@@ -250,10 +293,10 @@ def test_errors_raised_by_views_are_declared(app: Flask) -> None:
     for rule in _rules(app):
         view = app.view_functions[rule.endpoint]
         raised = _raised_errors(view, set())
-        undeclared = raised - set(declared_errors(rule.endpoint, view))
+        undeclared = raised - set(declared_errors(view))
         assert not undeclared, (
             f"{rule.endpoint} raises {sorted(e.__name__ for e in undeclared)} "
-            "without declaring it in @documented(errors=...)"
+            "without declaring it with @raises(...)"
         )
 
 
@@ -261,12 +304,14 @@ def test_raised_error_scan_follows_helpers() -> None:
     from blueprints import spawner
 
     assert _raised_errors(spawner.spawn, set()) >= {InvalidRequestError, PermissionDeniedError}
-    assert _raised_errors(spawner.lab_events, set()) >= {InvalidRequestError, NotFoundError}
+    assert _raised_errors(spawner.lab_events, set()) >= {InvalidRequestError}
 
 
 def test_every_error_response_has_the_error_shape(spec: dict[str, Any]) -> None:
-    for path, operations in spec["paths"].items():
-        for method, operation in operations.items():
+    for path, items in spec["paths"].items():
+        for method, operation in items.items():
+            if method == "parameters":
+                continue
             for status, response in operation["responses"].items():
                 if int(status) < 400:
                     continue
@@ -275,52 +320,59 @@ def test_every_error_response_has_the_error_shape(spec: dict[str, Any]) -> None:
                 assert {"code", "message"} <= set(body["required"]), f"{method} {path} {status}"
 
 
-def test_lab_routes_document_their_errors(spec: dict[str, Any]) -> None:
+def test_lab_routes_document_their_bodies_and_errors(spec: dict[str, Any]) -> None:
     paths = spec["paths"]
     spawn = paths["/spawner/v1/labs/{username}/spawn"]["post"]
     assert {"303", "409", "422"} <= set(spawn["responses"])
     assert "Location" in spawn["responses"]["303"]["headers"]
+    assert spawn["requestBody"]["required"] is True
     assert spawn["requestBody"]["content"]["application/json"]["schema"] == {
         "$ref": "#/components/schemas/SpawnRequest"
     }
     assert "404" in paths["/spawner/v1/labs/{username}"]["get"]["responses"]
     delete = paths["/spawner/v1/labs/{username}"]["delete"]["responses"]
     assert {"202", "404"} <= set(delete)
+    assert delete["202"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/DeleteAccepted"
+    }
     status = paths["/spawner/v1/labs/{username}"]["get"]["responses"]["200"]
     assert status["content"]["application/json"]["schema"] == {
         "$ref": "#/components/schemas/LabStatus"
     }
     ready = paths["/readyz"]["get"]["responses"]["503"]["content"]["application/json"]
     assert _resolve(spec, ready["schema"]["$ref"])["required"] == ["checks", "code", "message"]
+    assert ready["example"]["code"] == "not_ready"
 
 
 def test_event_stream_is_documented(spec: dict[str, Any]) -> None:
-    events = spec["paths"]["/spawner/v1/labs/{username}/events"]["get"]
+    path = "/spawner/v1/labs/{username}/events"
+    events = spec["paths"][path]["get"]
     ok = events["responses"]["200"]
     assert list(ok["content"]) == ["text/event-stream"]
     assert set(ok["x-event-types"]) == {kind.value for kind in EventType}
     for kind in EventType:
         assert f"`{kind.value}`" in ok["description"]
-    headers = {p["name"]: p for p in events["parameters"] if p["in"] == "header"}
-    assert headers["Last-Event-ID"]["required"] is False
+    header = _parameters(spec, path, "get")[("header", "Last-Event-ID")]
+    assert header["required"] is False
     assert {"404", "422"} <= set(events["responses"])
 
 
-# The decorator. ----------------------------------------------------------------------------
+# The blueprint. ----------------------------------------------------------------------------
 
 
 def _extra_blueprint() -> Blueprint:
-    extra = Blueprint("extra", __name__, url_prefix="/extra")
+    extra = ApiBlueprint("extra", __name__, url_prefix="/extra")
 
     @extra.post("/<int:number>/things/<uuid:thing>")
     @requires(OWNER, ADMIN)
-    @documented(
-        request=SpawnRequestSchema,
-        responses={201: LabStatusSchema},
-        errors=[NotFoundError, ConflictError],
-        params={"number": "Which number."},
-        headers=[Header("X-Trace", "A trace id.", pattern="^[a-f0-9]+$", required=True)],
+    @extra.request_body(SpawnRequestSchema)
+    @extra.response(201, LabStatusSchema)
+    @extra.doc(
+        parameters=[
+            header_parameter("X-Trace", "A trace id.", pattern="^[a-f0-9]+$", required=True)
+        ]
     )
+    @raises(NotFoundError, ConflictError)
     def below_requires(number: int, thing: str) -> Response:
         """Decorated below ``requires``.
 
@@ -329,7 +381,8 @@ def _extra_blueprint() -> Blueprint:
         return jsonify({})
 
     @extra.get("/<any(a, b):which>/<path:rest>")
-    @documented(responses={200: Body("Plain text.", {"type": "string"}, "text/plain")})
+    @extra.response(200, {"type": "string"}, content_type="text/plain")
+    @raises(ConflictError)
     @requires(ADMIN)
     def above_requires(which: str, rest: str) -> Response:
         """Echo <script>alert("x")</script> & friends."""
@@ -346,93 +399,75 @@ def _extra_blueprint() -> Blueprint:
 @pytest.fixture
 def extra_app(config: Config, make_app: Callable[[Config], Flask]) -> Flask:
     app = make_app(config)
-    app.register_blueprint(_extra_blueprint())
+    api_ext.register_blueprint(app, _extra_blueprint())
     return app
 
 
-def test_documented_works_on_either_side_of_requires(extra_app: Flask) -> None:
-    spec = get_spec(extra_app)
+def test_decorators_work_on_either_side_of_requires(extra_app: Flask) -> None:
+    spec = api_ext.document(extra_app)
     below = spec["paths"]["/extra/{number}/things/{thing}"]["post"]
+    assert below["operationId"] == "extra.below_requires"
     assert below["summary"] == "Decorated below ``requires``."
     assert below["description"].startswith("More words for the description.")
+    assert "`admin:notebook`" in below["description"]
     assert set(below["responses"]) == {"201", "401", "403", "404", "409", "500", "503"}
     assert below["requestBody"]["required"] is True
-    parameters = {p["name"]: p for p in below["parameters"]}
-    assert parameters["number"]["schema"] == {"type": "integer", "minimum": 0}
-    assert parameters["number"]["description"] == "Which number."
-    assert parameters["thing"]["schema"] == {"type": "string", "format": "uuid"}
-    assert parameters["X-Trace"]["in"] == "header" and parameters["X-Trace"]["required"]
+    assert below["x-required-grants"][0] == {"scope": "exec:notebook", "sameUser": True}
+    parameters = _parameters(spec, "/extra/{number}/things/{thing}", "post")
+    assert parameters[("path", "number")]["schema"] == {"type": "integer", "minimum": 0}
+    assert parameters[("path", "thing")]["schema"] == {"type": "string", "format": "uuid"}
+    assert parameters[("header", "X-Trace")]["required"] is True
 
     above = spec["paths"]["/extra/{which}/{rest}"]["get"]
     assert above["responses"]["200"]["content"] == {"text/plain": {"schema": {"type": "string"}}}
-    assert {"401", "403", "503"} <= set(above["responses"])
-    parameters = {p["name"]: p for p in above["parameters"]}
-    assert parameters["which"]["schema"] == {"type": "string", "enum": ["a", "b"]}
-    assert parameters["rest"]["schema"]["type"] == "string"
+    assert {"401", "403", "409", "503"} <= set(above["responses"])
+    parameters = _parameters(spec, "/extra/{which}/{rest}", "get")
+    assert parameters[("path", "which")]["schema"] == {"type": "string", "enum": ["a", "b"]}
+    assert parameters[("path", "rest")]["schema"]["type"] == "string"
 
 
-def test_undeclared_view_still_appears_with_each_method(extra_app: Flask) -> None:
-    operations = get_spec(extra_app)["paths"]["/extra/{ratio}"]
-    assert set(operations) == {"get", "put"}
-    assert operations["get"]["operationId"] != operations["put"]["operationId"]
-    assert operations["get"]["parameters"][0]["schema"] == {"type": "number", "minimum": 0}
-    assert set(operations["get"]["responses"]) == {"200", "500"}
-
-
-def test_a_status_both_declared_and_raised_is_refused(
-    config: Config, make_app: Callable[[Config], Flask]
-) -> None:
-    app = make_app(config)
-    clash = Blueprint("clash", __name__)
-
-    @clash.get("/clash")
-    @documented(responses={404: None}, errors=[NotFoundError])
-    def clashing() -> Response:
-        """Two meanings for one status."""
-        return jsonify({})
-
-    app.register_blueprint(clash)
-    with pytest.raises(ValueError, match="404"):
-        openapi.build_spec(app)
+def test_an_undecorated_view_still_appears_with_each_method(extra_app: Flask) -> None:
+    items = api_ext.document(extra_app)["paths"]["/extra/{ratio}"]
+    assert {"get", "put"} <= set(items)
+    assert items["get"]["operationId"] == items["put"]["operationId"] == "extra.undeclared"
+    assert items["get"]["security"] == []
+    assert set(items["get"]["responses"]) == {"500"}
 
 
 def test_declared_errors_include_what_requires_implies(app: Flask) -> None:
-    view = app.view_functions["spawner.list_labs"]
-    assert set(declared_errors("spawner.list_labs", view)) == {
+    view = app.view_functions["prepull.list_images"]
+    assert set(declared_errors(view)) == {
         AuthenticationError,
         PermissionDeniedError,
         DependencyUnavailableError,
         ServiceError,
     }
-    assert declared_errors("health.healthz", app.view_functions["health.healthz"]) == (
-        ServiceError,
-    )
+    assert declared_errors(app.view_functions["health.healthz"]) == (ServiceError,)
+    listing = declared_errors(app.view_functions["spawner.list_labs"])
+    assert listing[0] is RebuildingError and listing[-1] is ServiceError
 
 
 # Serving. ----------------------------------------------------------------------------------
 
 
-def test_openapi_json_is_served_without_auth_and_built_once(
-    config: Config, make_app: Callable[[Config], Flask], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    builds: list[Flask] = []
-    real_build = openapi.build_spec
-
-    def counting_build(app: Flask) -> dict[str, Any]:
-        builds.append(app)
-        return real_build(app)
-
-    monkeypatch.setattr(openapi, "build_spec", counting_build)
-    app = make_app(config)
+def test_openapi_json_is_served_without_auth_and_built_once(app: Flask) -> None:
     client = app.test_client()
     first = client.get("/spawner/v1/openapi.json")
     assert first.status_code == 200
     assert first.mimetype == "application/json"
     assert client.get("/spawner/v1/docs").status_code == 200
     assert client.get("/spawner/v1/openapi.json").get_json() == first.get_json()
-    assert first.get_json() == get_spec(app)
-    assert get_spec(app) is get_spec(app)
-    assert len(builds) == 1
+    assert first.get_json() == api_ext.document(app)
+    assert api_ext.document(app) is api_ext.document(app)
+
+
+def test_apps_side_by_side_have_their_own_documents(
+    config: Config, make_app: Callable[[Config], Flask]
+) -> None:
+    plain, extended = make_app(config), make_app(config)
+    api_ext.register_blueprint(extended, _extra_blueprint())
+    assert "/extra/{ratio}" in api_ext.document(extended)["paths"]
+    assert "/extra/{ratio}" not in api_ext.document(plain)["paths"]
 
 
 def test_docs_page_shows_every_operation(app: Flask, spec: dict[str, Any]) -> None:
@@ -440,11 +475,22 @@ def test_docs_page_shows_every_operation(app: Flask, spec: dict[str, Any]) -> No
     assert response.status_code == 200
     assert response.mimetype == "text/html"
     html = response.get_data(as_text=True)
-    for path, operations in spec["paths"].items():
+    for path, operation in (
+        (p, op)
+        for p, items in spec["paths"].items()
+        for m, op in items.items()
+        if m != "parameters"
+    ):
         assert path in html
-        for operation in operations.values():
-            assert f'id="{operation["operationId"]}"' in html
-    for text in ("admin:notebook", "exec:notebook", "LabStatus", "Last-Event-ID", "progress"):
+        assert f'id="{operation["operationId"]}"' in html
+    for text in (
+        "admin:notebook",
+        "exec:notebook",
+        "LabStatus",
+        "Last-Event-ID",
+        "progress",
+        "username (path)",
+    ):
         assert text in html
     assert '<a href="#schema-SpawnRequest">' in html and 'id="schema-SpawnRequest"' in html
     assert "Requires scope <code>admin:notebook</code>" in html  # `code` spans rendered
@@ -459,25 +505,3 @@ def test_docs_page_escapes_text(extra_app: Flask) -> None:
     assert "<script" not in html
     assert "&lt;script&gt;alert(" in html
     assert "&amp; friends" in html
-
-
-def test_string_converter_arguments_become_the_pattern() -> None:
-    rules = Map([Rule("/<string(length=3):code>/<name>", endpoint="x")])
-    rule = next(rules.iter_rules())
-    assert openapi_path(rule) == "/{code}/{name}"
-    code = converter_schema(openapi.rule_converters(rule)["code"])
-    assert code == {"type": "string", "pattern": "^[^/]{3}$"}
-    assert re.match(code["pattern"], "abc") and not re.match(code["pattern"], "abcd")
-    assert converter_schema(openapi.rule_converters(rule)["name"]) == {
-        "type": "string",
-        "pattern": "^[^/]{1,}$",
-    }
-
-
-def test_converters_are_rebuilt_with_their_arguments() -> None:
-    rules = Map([Rule("/<int(min=1, max=9):n>/<any(a, b):kind>/<uuid:id>", endpoint="x")])
-    converters = openapi.rule_converters(next(rules.iter_rules()))
-    assert set(converters) == {"n", "kind", "id"}
-    assert converter_schema(converters["n"]) == {"type": "integer", "minimum": 1, "maximum": 9}
-    assert converter_schema(converters["kind"]) == {"type": "string", "enum": ["a", "b"]}
-    assert converter_schema(converters["id"]) == {"type": "string", "format": "uuid"}

@@ -28,6 +28,42 @@ from app.models.lab import LabSpec
 SECRET_REQUEST_ENV = ("JUPYTERHUB_API_TOKEN", "JPY_API_TOKEN")
 """Request environment variables that are credentials: moved to the Secret, never a ConfigMap."""
 
+TOKEN_ENV = "ACCESS_TOKEN"  # noqa: S105 - a variable name
+"""The environment variable the lab reads the notebook token from (set from the lab Secret)."""
+
+SPAWNER_ENV = (
+    "MEM_LIMIT",
+    "MEM_GUARANTEE",
+    "CPU_LIMIT",
+    "CPU_GUARANTEE",
+    "IMAGE_DIGEST",
+    "IMAGE_DESCRIPTION",
+    "DEBUG",
+    "RESET_USER_ENV",
+)
+"""Every variable ``spawner_env`` may set."""
+
+PROVISIONING_ENV = ("USER", "UID", "GID", "HOME")
+"""What init containers are told about whom they provision."""
+
+STARTUP_ENV = (
+    "PATH",
+    "SHELL",
+    "LD_PRELOAD",
+    "LD_LIBRARY_PATH",
+    "LD_AUDIT",
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "PYTHONSTARTUP",
+    "BASH_ENV",
+    "ENV",
+)
+"""Variables that change how the lab's processes start or what code they load: the image
+sets them, and a request must not."""
+
+RESERVED_ENV_PREFIXES = ("KUBERNETES_",)
+"""Kubernetes sets these in every container (the API server's address)."""
+
 TRUE = "TRUE"
 """How an option switch is spelled in the environment the lab's startup scripts read."""
 
@@ -45,6 +81,31 @@ def public_request_env(spec: LabSpec) -> dict[str, str]:
 def secret_request_env(spec: LabSpec) -> dict[str, str]:
     """The credentials of the spawn request's environment (they go to the lab Secret)."""
     return {k: spec.env[k] for k in SECRET_REQUEST_ENV if k in spec.env}
+
+
+def reserved_env_names(config: Config) -> frozenset[str]:
+    """Names a spawn request's ``env`` may not set: those the platform sets itself (the
+    spawner, the lab Secret, the configured ``lab.env``, provisioning) and those that change
+    how the lab starts. Besides these, any name starting with ``RESERVED_ENV_PREFIXES``."""
+    return frozenset(
+        {
+            *SPAWNER_ENV,
+            *PROVISIONING_ENV,
+            *STARTUP_ENV,
+            TOKEN_ENV,
+            *(s.env for s in config.lab.secrets if s.env is not None),
+            *config.lab.env,
+        }
+    )
+
+
+def reserved_env_problem(env: dict[str, str], config: Config) -> str | None:
+    """The first name in ``env`` the request may not set, if any."""
+    reserved = reserved_env_names(config)
+    for name in sorted(env):
+        if name in reserved or name.startswith(RESERVED_ENV_PREFIXES):
+            return name
+    return None
 
 
 def spawner_env(spec: LabSpec) -> dict[str, str]:

@@ -11,16 +11,13 @@ import base64
 from typing import Any
 
 from app.builders import names
-from app.builders.env import secret_request_env
+from app.builders.env import TOKEN_ENV, secret_request_env
 from app.builders.metadata import object_meta
 from app.config.models import Config
 from app.models.lab import LabSpec
 
 TOKEN_KEY = "token"  # noqa: S105 - a key name
 """The Secret key of the delegated notebook token (DMTN-222)."""
-
-TOKEN_ENV = "ACCESS_TOKEN"  # noqa: S105 - a variable name
-"""The environment variable the lab reads the notebook token from."""
 
 PULL_SECRET_KEY = ".dockerconfigjson"  # noqa: S105 - a key name
 PULL_SECRET_TYPE = "kubernetes.io/dockerconfigjson"  # noqa: S105 - a Secret type

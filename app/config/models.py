@@ -261,6 +261,16 @@ class WatcherConfig:
 
 
 @dataclass(frozen=True)
+class LimitsConfig:
+    """What one caller may send and hold: a request body's size, open event streams per
+    user, and spawns and deletes per user per minute (the mutating routes)."""
+
+    max_body_bytes: int
+    streams_per_user: int
+    mutations_per_minute: int
+
+
+@dataclass(frozen=True)
 class Config:
     """The whole service configuration."""
 
@@ -275,3 +285,4 @@ class Config:
     images: ImagesConfig
     prepuller: PrepullerConfig
     watcher: WatcherConfig
+    limits: LimitsConfig

@@ -14,11 +14,15 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from app.engine.kind import WorkloadKind
-from app.engine.runner import HandOff, OperationRunner
+from app.engine.runner import HandOff, OperationRunner, Queued
 from app.engine.workload import Action, Operation, WorkloadRef
 from app.storage.event_hub import EventHub, Following
-from app.storage.events import EventStore, EventType
-from app.storage.workloads import DeleteQueued, SpawnQueued, WorkloadStore
+from app.storage.events import TERMINAL, EventStore, EventType, entry_order
+from app.storage.workloads import DeleteQueued, LeaseRequest, SpawnQueued, WorkloadStore
+
+
+class UnknownEventId(ValueError):
+    """A client resumes after an event id later than any its workload's stream holds."""
 
 
 class Engine:
@@ -56,24 +60,41 @@ class Engine:
         spec: dict[str, Any],
         secret: str | None,
         first_events: list[tuple[EventType, str]],
+        start_events: list[tuple[EventType, str]] | None = None,
     ) -> SpawnQueued:
         """Record ``ref`` as ``record`` and start its spawn, unless it exists and has not
         failed. ``spec`` is what the kind's steps build from; ``secret`` is kept beside the
-        operation only (a lab's token)."""
+        operation only (a lab's token). ``start_events`` announce the run starting: written
+        in the same step when this worker runs it at once (``Run.start_announced``), else
+        left to the steps of whichever run starts it."""
         operation = self._operation(ref, Action.SPAWN, spec)
-        queued = self.store.queue_spawn(
-            operation=operation,
-            record=record,
-            secret=secret,
-            events=self.events.announcement(ref.key, first_events),
-            lease=self.runner.lease_request(),
-        )
-        if queued.queued:
-            # With the lease taken in the same step, this worker's runner starts from what
-            # was just written, with no Redis round trip before its first Kubernetes call.
-            handoff = HandOff(operation, secret) if queued.leased else None
-            self.runner.submit(ref, handoff)
-        return queued
+        announce = self.events.announcement(ref.key, first_events)
+        if_leased = self.events.announcement(ref.key, start_events) if start_events else None
+
+        def queue(lease: LeaseRequest) -> tuple[SpawnQueued, Queued]:
+            queued = self.store.queue_spawn(
+                operation=operation,
+                record=record,
+                secret=secret,
+                events=announce,
+                lease=lease,
+                if_leased=if_leased,
+            )
+            # With the lease taken in the same step, the runner starts from what was just
+            # written, with no Redis round trip before its first Kubernetes call.
+            handoff = (
+                HandOff(
+                    operation,
+                    secret,
+                    start_announced=if_leased is not None,
+                    progress=_progress(start_events or []),
+                )
+                if queued.leased
+                else None
+            )
+            return queued, Queued(queued.queued, handoff)
+
+        return self.runner.queue_and_run(ref, queue)
 
     def queue_delete(
         self,
@@ -105,12 +126,26 @@ class Engine:
 
     def follow(self, ref: WorkloadRef, *, after: str, idle_seconds: float) -> Following | None:
         """Follow the events of ``ref``'s current (or last) operation from after ``after``:
-        the replay, then live events until a terminal one. None when it has none."""
+        the replay, then live events until a terminal one. None when it has none; an
+        ended stream when the client already has its terminal event; ``UnknownEventId``
+        when ``after`` is later than any event of it (no such id was ever sent)."""
         following = self._hub.follow(ref.key, after, idle_seconds)
         # A replay with events proves the stream exists; only an empty one needs asking.
-        if not following.replayed and not self.events.exists(ref.key):
+        if following.replayed:
+            return following
+        last = self.events.last(ref.key)
+        if last is None:
             following.close()
             return None
+        seen = entry_order(last.id) <= entry_order(after)
+        if not seen:
+            return following  # Appended since the replay: the stream has it already.
+        if last.type in TERMINAL:
+            following.close()
+            return Following.ended()
+        if entry_order(last.id) < entry_order(after):
+            following.close()
+            raise UnknownEventId(after)
         return following
 
     def _operation(
@@ -131,3 +166,8 @@ class Engine:
 
     def stop(self) -> None:
         self.runner.stop()
+
+
+def _progress(events: list[tuple[EventType, str]]) -> int:
+    """Where ``events`` leave the progress bar."""
+    return max((int(data) for kind, data in events if kind is EventType.PROGRESS), default=0)

@@ -1,7 +1,8 @@
 """Follow a workload's pod until it is ready, telling the user what Kubernetes says.
 
 The pod is watched (a short watch at a time, so a superseded operation or the deadline is
-noticed), each change judged by ``pods.judge``: ready ends the wait, a failure raises
+noticed; a watch lost on the way is opened again from a fresh read), each change judged by
+``pods.judge``: ready ends the wait, a failure raises
 ``StepFailed`` at once with the reason. Meanwhile the Kubernetes Events about the pod
 (scheduling, image pulls, container starts: the messages users see) become the
 operation's info and error events, and move its progress bar.
@@ -16,7 +17,8 @@ from typing import Any
 from app.engine.kind import StepFailed
 from app.engine.pods import judge
 from app.engine.reporter import Reporter
-from app.storage.kubernetes import KubernetesStorage, WatchExpired
+from app.engine.waiting import pause_after_failed_watch
+from app.storage.kubernetes import KubernetesError, KubernetesStorage, WatchExpired
 
 EVENT_POLL_SECONDS = 0.5
 """How often, at most, a changing pod makes the follower list its namespace's Events. The
@@ -84,6 +86,11 @@ def follow_until_ready(
                     return
                 reporter.check()
         except WatchExpired:
+            version = None
+            continue
+        except KubernetesError as exc:
+            # Lost on the way: read the pod afresh and watch again.
+            pause_after_failed_watch(reporter, exc)
             version = None
             continue
         feed.poll()

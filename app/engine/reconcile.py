@@ -4,20 +4,27 @@ One rule makes this safe against operations running on other workers: read Redis
 then Kubernetes, then write with ``WorkloadStore.put_if_idle`` expecting what was read. Any
 operation that starts or finishes after the Redis read changes the record or holds the
 operation key, so the write is refused and the operation's own outcome stands.
+
+A run that reaches its end declares Redis complete (``WorkloadStore.mark_complete``): every
+workload Kubernetes has is then recorded, so a missing record means "none" again.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import time
+import uuid
 from collections.abc import Iterable
 from typing import Any
 
+from app.engine.concurrency import concurrently
 from app.engine.kind import WorkloadKind
 from app.engine.tracking import PodTracking
 from app.engine.workload import WorkloadRef
 from app.storage.kubernetes import KubernetesStorage
-from app.storage.workloads import WorkloadStore
+from app.storage.workloads import IdleWrite, WorkloadStore
+from app.timestamps import iso_utc
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +49,18 @@ def tracked(kinds: Iterable[WorkloadKind]) -> list[tuple[str, PodTracking]]:
     return [(kind.name, kind.tracking) for kind in kinds if kind.tracking is not None]
 
 
+def _repair(
+    ref: WorkloadRef, tracking: PodTracking, record: str | None, pod: dict[str, Any] | None
+) -> list[IdleWrite]:
+    """The write that brings ``ref``'s record in line with its pod, if one is needed."""
+    if record is None:
+        assert pod is not None
+        rebuilt = tracking.rebuild(pod)
+        return [] if rebuilt is None else [IdleWrite(ref, rebuilt, None)]
+    update = tracking.assess(record, pod)
+    return [] if update is None else [IdleWrite(ref, update, record)]
+
+
 class Reconciler:
     """Compares all of Redis with all of Kubernetes and repairs the difference.
 
@@ -64,50 +83,52 @@ class Reconciler:
         """Namespaces seen leaked once, to be deleted if the next run sees them again."""
         return frozenset(name for names in self._suspects.values() for name in names)
 
-    def run(self) -> None:
+    def run(self, *, rebuild_ttl_seconds: float = 600.0) -> bool:
+        """Reconcile every tracked kind; True when Redis was then declared complete (False
+        when it was emptied meanwhile: the next run rebuilds what was lost)."""
+        rebuild_id = uuid.uuid4().hex
+        self._store.begin_rebuild(rebuild_id, rebuild_ttl_seconds)
         pending = self._store.pending()
         for kind, tracking in self._tracked:
             self._run_kind(kind, tracking, {ref.name for ref in pending if ref.kind == kind})
+        finished = iso_utc(time.time()) or ""
+        complete = self._store.mark_complete(rebuild_id=rebuild_id, finished=finished)
+        if not complete:
+            logger.warning("Redis was emptied during a reconcile; rebuilding again")
+        return complete
 
     def _run_kind(self, kind: str, tracking: PodTracking, busy: set[str]) -> None:
         # Redis first, then Kubernetes (see the module docstring).
         records = self._store.records(kind)
-        pods, _ = self._kube.list_lab_pods(tracking.selector)
-        namespaces = self._kube.list_lab_namespaces() if tracking.owns_namespaces else []
+        (pods, _), namespaces = concurrently(
+            lambda: self._kube.list_lab_pods(tracking.selector),
+            lambda: self._kube.list_lab_namespaces() if tracking.owns_namespaces else [],
+        )
 
         pods_by_name: dict[str, dict[str, Any]] = {}
         for pod in pods:
             name = tracking.owner(pod)
             if name is not None:
                 pods_by_name[name] = pod
+        writes: list[IdleWrite] = []
         for name, pod in pods_by_name.items():
             if name not in busy:
-                self._repair(WorkloadRef(kind, name), tracking, records.get(name), pod)
+                writes.extend(_repair(WorkloadRef(kind, name), tracking, records.get(name), pod))
         for name, record in records.items():
             if name not in busy and name not in pods_by_name:
-                self._repair(WorkloadRef(kind, name), tracking, record, None)
+                writes.extend(_repair(WorkloadRef(kind, name), tracking, record, None))
+        written = self._store.put_many_if_idle(writes=writes)
+        rebuilt = 0
+        for write, done in zip(writes, written, strict=True):
+            if done and write.expect is None:
+                rebuilt += 1
+            elif done:
+                log_repair(write.ref, write.record)
+        if rebuilt:
+            logger.info("rebuilt the lost records of %d %s workloads", rebuilt, kind)
         if tracking.owns_namespaces:
             accounted = set(records) | busy | set(pods_by_name)
             self._collect_leaks(kind, tracking, namespaces, accounted)
-
-    def _repair(
-        self,
-        ref: WorkloadRef,
-        tracking: PodTracking,
-        record: str | None,
-        pod: dict[str, Any] | None,
-    ) -> None:
-        if record is None:
-            assert pod is not None
-            rebuilt = tracking.rebuild(pod)
-            if rebuilt is not None and self._store.put_if_idle(
-                ref=ref, record=rebuilt, expect=None
-            ):
-                logger.info("rebuilt the lost record of %s", ref.key)
-            return
-        update = tracking.assess(record, pod)
-        if update is not None and self._store.put_if_idle(ref=ref, record=update, expect=record):
-            log_repair(ref, update)
 
     def _collect_leaks(
         self,

@@ -27,11 +27,20 @@ class DeadlineExceeded(Exception):
 class Reporter:
     """Event writer and guard for one operation."""
 
-    def __init__(self, operation: Operation, *, store: WorkloadStore, events: EventStore) -> None:
+    def __init__(
+        self,
+        operation: Operation,
+        *,
+        store: WorkloadStore,
+        events: EventStore,
+        progress: int = 0,
+    ) -> None:
+        """``progress``: where events written before this run (with the operation) left
+        the progress bar."""
         self.operation = operation
         self._store = store
         self._events = events
-        self._progress = 0
+        self._progress = progress
 
     @property
     def ref(self) -> WorkloadRef:
@@ -62,6 +71,18 @@ class Reporter:
     def error(self, message: str) -> None:
         """A problem the operation works around; a failure ends it through the runner."""
         self._write([(EventType.ERROR, message)])
+
+    def write(self, events: Sequence[tuple[EventType, str]]) -> None:
+        """Several events in one write; a progress event that would not move the bar
+        forward is left out."""
+        kept = []
+        for type_, data in events:
+            if type_ is EventType.PROGRESS:
+                if int(data) <= self._progress:
+                    continue
+                self._progress = int(data)
+            kept.append((type_, data))
+        self._write(kept)
 
     def progress(self, percent: int) -> None:
         """Move the progress bar forward; it never goes back."""

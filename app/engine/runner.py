@@ -11,10 +11,13 @@ Leases and slots stay inside the runner: kinds only see ``Run``.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass
+from typing import TypeVar
 
 import redis
 
@@ -29,17 +32,59 @@ from app.storage.workloads import LeaseRequest, WorkloadStore
 
 logger = logging.getLogger(__name__)
 
+T = TypeVar("T")
+
 _COMPLETE = [(EventType.PROGRESS, "100"), (EventType.COMPLETE, "")]
 """The events that end a successful operation, announced with its final record."""
 
 
 @dataclass(frozen=True)
 class HandOff:
-    """An operation its caller queued together with this runner's lease on the workload
+    """An operation queued together with this runner's lease on the workload
     (``lease_request``): it runs at once, without asking Redis for what was just written."""
 
     operation: Operation
     secret: str | None
+    start_announced: bool = False
+    """The events announcing the run's start were written with the operation."""
+    progress: int = 0
+    """Where those events left the progress bar."""
+
+
+@dataclass(frozen=True)
+class Queued:
+    """What a caller's queueing step did (see ``OperationRunner.queue_and_run``): whether
+    it queued an operation, and the hand-off if it also took this runner's lease."""
+
+    queued: bool
+    handoff: HandOff | None = None
+
+
+class _Slot:
+    """One of the runner's slots, as a task holds it: taken to run an operation, given up
+    when that operation starts waiting on Kubernetes (``Run.waiting``) and not taken back
+    for it. What follows a wait is a few writes; an operation that took its slot back would
+    queue behind operations only starting, and every spawn of a storm would finish last."""
+
+    def __init__(self, slots: threading.BoundedSemaphore) -> None:
+        self._slots = slots
+        self.held = False
+
+    def take(self, *, blocking: bool = True) -> bool:
+        if not self.held:
+            self.held = self._slots.acquire(blocking=blocking)
+        return self.held
+
+    def give_up(self) -> None:
+        if self.held:
+            self.held = False
+            self._slots.release()
+
+    @contextlib.contextmanager
+    def given_up(self) -> Iterator[None]:
+        """``Run.waiting``: the slot goes to another operation for the rest of this one."""
+        self.give_up()
+        yield
 
 
 class OperationRunner:
@@ -92,14 +137,51 @@ class OperationRunner:
     def submit(self, ref: WorkloadRef, handoff: HandOff | None = None) -> None:
         """Run ``ref``'s operations here, unless another worker has them; if a task here
         already does, it looks once more before it ends (and takes the lease again)."""
+        self._check_kind(ref)
+        if self._claim(ref):
+            start_task(self._run_workload, ref, handoff, name=f"op-{ref.key}")
+
+    def queue_and_run(
+        self, ref: WorkloadRef, queue: Callable[[LeaseRequest], tuple[T, Queued]]
+    ) -> T:
+        """Call ``queue`` (the caller's atomic queueing step, asking for this runner's lease)
+        in a task of this runner, which goes on to run what it queued as ``submit`` would;
+        return the first part of ``queue``'s result (or raise its error) as soon as it is
+        known.
+
+        The task starts the operation's work right after queueing it, without a Redis round
+        trip or a task of its own in between: its first Kubernetes calls are under way by
+        the time the caller, woken with the result, answers its request.
+        """
+        self._check_kind(ref)
+        result: Future[T] = Future()
+
+        def queue_then_run() -> None:
+            try:
+                answer, queued = queue(self.lease_request())
+            except BaseException as exc:  # handed to the caller
+                result.set_exception(exc)
+                return
+            result.set_result(answer)
+            if queued.queued and self._claim(ref):
+                self._run_workload(ref, queued.handoff)
+
+        start_task(queue_then_run, name=f"op-{ref.key}")
+        return result.result()
+
+    def _check_kind(self, ref: WorkloadRef) -> None:
         if ref.kind not in self._kinds:
             raise ValueError(f"no workload kind {ref.kind!r} is registered")
+
+    def _claim(self, ref: WorkloadRef) -> bool:
+        """Mark ``ref`` as run by a task here; False (and that task asked to look once more)
+        if one already runs it."""
         with self._active_lock:
             if ref in self._active:
                 self._active[ref] = True
-                return
+                return False
             self._active[ref] = False
-        start_task(self._run_workload, ref, handoff, name=f"op-{ref.key}")
+        return True
 
     # Finding work --------------------------------------------------------------------
 
@@ -137,12 +219,13 @@ class OperationRunner:
         """Run the handed-off operation, whose lease this task holds, if a slot is free (if
         not, the lease goes back for a worker with room). True if another operation may
         be waiting."""
-        if self._slots.acquire(blocking=False):
+        slot = _Slot(self._slots)
+        if slot.take(blocking=False):
             try:
-                self._run_while_leased(ref, lease, handoff)
+                self._run_while_leased(ref, lease, handoff, slot)
             finally:
                 lease.release()
-                self._slots.release()
+                slot.give_up()
         else:
             lease.release()
         # One queued while we let go would otherwise wait for the scanner.
@@ -150,17 +233,21 @@ class OperationRunner:
 
     def _run_while_available(self, ref: WorkloadRef, lease: RedisLease) -> None:
         """Run the workload's operations while this worker can take their lease."""
-        with self._slots:
+        slot = _Slot(self._slots)
+        slot.take()
+        try:
             # A stopping worker leaves what is pending to the others.
             while not self._stopping.is_set() and lease.acquire():
                 try:
-                    self._run_while_leased(ref, lease, None)
+                    self._run_while_leased(ref, lease, None, slot)
                 finally:
                     lease.release()
                 # An operation queued while we were letting go would otherwise wait
                 # for the scanner; look once more.
                 if self._store.operation(ref) is None:
                     break
+        finally:
+            slot.give_up()
 
     def _done(self, ref: WorkloadRef) -> bool:
         """End this task's turn for ``ref``, unless it was asked to look again."""
@@ -171,7 +258,9 @@ class OperationRunner:
             self._active.pop(ref, None)
             return True
 
-    def _run_while_leased(self, ref: WorkloadRef, lease: RedisLease, first: HandOff | None) -> None:
+    def _run_while_leased(
+        self, ref: WorkloadRef, lease: RedisLease, first: HandOff | None, slot: _Slot
+    ) -> None:
         lost = threading.Event()
         done = threading.Event()
 
@@ -185,22 +274,32 @@ class OperationRunner:
         try:
             while not lost.is_set() and not self._stopping.is_set():
                 if first is not None:
-                    self._execute(first.operation, first.secret)
+                    self._execute(first.operation, first.secret, first, slot)
                     first = None
                     continue
                 queued = self._store.operation_and_secret(ref)
                 if queued.operation is None:
                     return
-                self._execute(queued.operation, queued.secret)
+                # Each operation starts holding a slot (its predecessor may have given it up).
+                slot.take()
+                self._execute(queued.operation, queued.secret, None, slot)
         finally:
             done.set()
 
     # Running one operation -----------------------------------------------------------
 
-    def _execute(self, operation: Operation, secret: str | None) -> None:
+    def _execute(
+        self, operation: Operation, secret: str | None, handoff: HandOff | None, slot: _Slot
+    ) -> None:
         kind = self._kinds[operation.ref.kind]
-        reporter = Reporter(operation, store=self._store, events=self._events)
-        run = Run(operation, reporter, secret)
+        announced = handoff is not None and handoff.start_announced
+        reporter = Reporter(
+            operation,
+            store=self._store,
+            events=self._events,
+            progress=handoff.progress if handoff is not None and announced else 0,
+        )
+        run = Run(operation, reporter, secret, start_announced=announced, waiting=slot.given_up)
         try:
             steps = kind.spawn if operation.action is Action.SPAWN else kind.delete
             finished = steps(run)

@@ -1,9 +1,20 @@
-"""Wait, by watching, for Kubernetes objects to disappear within an operation's time."""
+"""Wait, by watching, for Kubernetes objects to disappear within an operation's time.
+
+A watch that fails on the way (a dropped connection, a 5xx, a 429) is opened again after a
+short pause, from a fresh read: the object's disappearance is read from Kubernetes, so a
+lost watch costs a moment, never the operation.
+"""
 
 from __future__ import annotations
 
+import time
+from typing import Any
+
 from app.engine.reporter import Reporter
-from app.storage.kubernetes import KubernetesStorage, WatchExpired
+from app.storage.kubernetes import KubernetesError, KubernetesStorage, WatchExpired, is_transient
+
+WATCH_RETRY_SECONDS = 0.5
+"""The pause before a failed watch is opened again."""
 
 
 def wait_pod_gone(kube: KubernetesStorage, reporter: Reporter, namespace: str, name: str) -> None:
@@ -19,12 +30,22 @@ def wait_pod_gone(kube: KubernetesStorage, reporter: Reporter, namespace: str, n
                     return
         except WatchExpired:
             continue
+        except KubernetesError as exc:
+            pause_after_failed_watch(reporter, exc)
 
 
-def wait_namespace_gone(kube: KubernetesStorage, reporter: Reporter, name: str) -> None:
+def wait_namespace_gone(
+    kube: KubernetesStorage,
+    reporter: Reporter,
+    name: str,
+    last_seen: dict[str, Any] | None = None,
+) -> None:
+    """Return once the namespace is gone; ``last_seen`` (the delete's answer, say) saves the
+    first read."""
     while True:
         reporter.check()
-        namespace = kube.read_namespace(name)
+        namespace = last_seen or kube.read_namespace(name)
+        last_seen = None
         if namespace is None:
             return
         version = namespace["metadata"]["resourceVersion"]
@@ -34,6 +55,16 @@ def wait_namespace_gone(kube: KubernetesStorage, reporter: Reporter, name: str) 
                     return
         except WatchExpired:
             continue
+        except KubernetesError as exc:
+            pause_after_failed_watch(reporter, exc)
+
+
+def pause_after_failed_watch(reporter: Reporter, exc: KubernetesError) -> None:
+    """Re-raise a lasting failure; after a transient one, wait a moment (within the
+    operation's time) before the caller reads and watches again."""
+    if not is_transient(exc):
+        raise exc
+    time.sleep(min(WATCH_RETRY_SECONDS, max(0.0, reporter.remaining())))
 
 
 def _watch_seconds(reporter: Reporter) -> int:

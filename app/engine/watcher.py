@@ -39,6 +39,10 @@ from app.storage.workloads import WorkloadStore
 
 logger = logging.getLogger(__name__)
 
+COMPLETENESS_CHECK_SECONDS = 1.0
+"""How often the leader looks, between reconciles, whether Redis lost its completeness
+marker (came back empty) and must be rebuilt at once."""
+
 LEASE_NAME = "lab-watcher"
 """The role's lease (its name predates other kinds of workload; replicas agree on it)."""
 _MAX_BACKOFF_SECONDS = 30.0
@@ -248,4 +252,18 @@ class WorkloadWatcher:
                 logger.warning("reconcile skipped: %s", exc)
             except Exception:
                 logger.exception("reconcile failed")
-            wake.wait(self._config.reconcile_seconds)
+            self._await_next_reconcile(tenure, wake)
+
+    def _await_next_reconcile(self, tenure: Tenure, wake: threading.Event) -> None:
+        """Until the next reconcile is due, or sooner: woken (a watch listed again), or
+        Redis no longer complete (it came back empty, and readers are told to wait)."""
+        deadline = time.monotonic() + self._config.reconcile_seconds
+        while not tenure.ended:
+            left = deadline - time.monotonic()
+            if left <= 0 or wake.wait(min(left, COMPLETENESS_CHECK_SECONDS)):
+                return
+            try:
+                if not self._store.is_complete():
+                    return
+            except redis.RedisError:
+                return  # The reconcile reports it; the wait above paces the retries.

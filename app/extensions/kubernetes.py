@@ -3,11 +3,19 @@
 The ``kubernetes`` client has no default request timeout: a call to an API server that
 stops answering would block its caller forever. ``DeadlineApiClient`` supplies the
 configured timeout to every call that does not pass its own (watches pass a longer one).
+
+Calls also wait for one of the pool's connections rather than open another. urllib3 opens a
+connection beyond the pool's size when every pooled one is busy, and closes it after one
+call ("Connection pool is full, discarding connection"): in a storm of spawns a worker with
+32 operations creating their objects at once made hundreds of such calls, each paying for a
+new connection (and, under gevent, an address lookup in a thread pool) on the busiest path.
 """
 
 from __future__ import annotations
 
+import copy
 import os
+import threading
 from pathlib import Path
 from typing import Any, cast
 
@@ -22,15 +30,34 @@ from app.config import KubernetesConfig
 USER_AGENT = "lab-spawner/1"
 """The ``User-Agent`` of every Kubernetes call the service makes."""
 
+CONNECTIONS = 64
+"""Connections the request client keeps to the API server, and its calls in flight. A
+worker runs at most ``operations.maxConcurrent`` (32) operations, whose widest step creates
+about six objects at once; past 64 calls in flight the API server's own latency, not our
+connections, sets the pace."""
+
+WATCH_CONNECTIONS = 512
+"""Connections the watch client keeps. Every operation waiting for a pod watches it, and
+waiting operations are not bounded (``Run.waiting``): in a storm a worker follows a few
+hundred pods at once, each watch holding its connection for a second or two."""
+
 
 class DeadlineApiClient(k8s.ApiClient):
-    """An ``ApiClient`` that never makes a call without a timeout."""
+    """An ``ApiClient`` that never makes a call without a timeout.
 
-    def __init__(self, configuration: k8s.Configuration, request_timeout: float) -> None:
+    With ``bounded``, at most ``CONNECTIONS`` calls are in flight: the others wait for a
+    pooled connection. A bounded client's responses are read before the call returns (its
+    connection is free only then), so it is not for watches.
+    """
+
+    def __init__(
+        self, configuration: k8s.Configuration, request_timeout: float, *, bounded: bool = False
+    ) -> None:
         super().__init__(configuration)
         self.request_timeout = request_timeout
         # Names the service in the API server's audit log (and our RBAC proof reads it there).
         self.user_agent = USER_AGENT
+        self._slots = threading.BoundedSemaphore(CONNECTIONS) if bounded else None
 
     def call_api(
         self,
@@ -41,14 +68,17 @@ class DeadlineApiClient(k8s.ApiClient):
         post_params: Any = None,
         _request_timeout: Any = None,
     ) -> Any:
-        return super().call_api(
-            method,
-            url,
-            header_params,
-            body,
-            post_params,
-            _request_timeout=_request_timeout or self.request_timeout,
-        )
+        timeout = _request_timeout or self.request_timeout
+        if self._slots is None:
+            return super().call_api(
+                method, url, header_params, body, post_params, _request_timeout=timeout
+            )
+        with self._slots:
+            response = super().call_api(
+                method, url, header_params, body, post_params, _request_timeout=timeout
+            )
+            response.read()
+            return response
 
 
 def _kubeconfig_path(config: KubernetesConfig) -> str | None:
@@ -96,10 +126,20 @@ def build_configuration(config: KubernetesConfig) -> k8s.Configuration:
 def _tune(configuration: k8s.Configuration) -> k8s.Configuration:
     # gevent workers run many requests concurrently in one process; the default pool
     # (5 x CPUs) would make them queue for a connection.
-    configuration.connection_pool_maxsize = 64
+    configuration.connection_pool_maxsize = CONNECTIONS
     # Retry refused connections (an API server restarting), never a request that may have
     # reached the server: a read timeout is reported, so the deadline stays the deadline.
-    configuration.retries = Retry(total=2, connect=2, read=0, redirect=0, status=0, other=0)
+    # A 429 comes back as an answer (not retried here, where its Retry-After would turn it
+    # into an error): the storage layer retries it after the wait the server asked for.
+    configuration.retries = Retry(
+        total=2,
+        connect=2,
+        read=0,
+        redirect=0,
+        status=0,
+        other=0,
+        respect_retry_after_header=False,
+    )
     return configuration
 
 
@@ -116,9 +156,13 @@ class KubernetesExtension:
 
     def init_app(self, app: Flask, config: KubernetesConfig) -> None:
         configuration = build_configuration(config)
-        app.extensions["kubernetes"] = DeadlineApiClient(configuration, config.request_timeout)
+        app.extensions["kubernetes"] = DeadlineApiClient(
+            configuration, config.request_timeout, bounded=True
+        )
+        watch_configuration = copy.deepcopy(configuration)
+        watch_configuration.connection_pool_maxsize = WATCH_CONNECTIONS
         app.extensions["kubernetes_watches"] = DeadlineApiClient(
-            configuration, config.request_timeout
+            watch_configuration, config.request_timeout, bounded=False
         )
 
     @property

@@ -31,12 +31,38 @@ def build_redis(config: RedisConfig) -> redis.Redis:
     return redis.Redis(connection_pool=pool)
 
 
+PROBE_TIMEOUT = 1.0
+"""Seconds the readiness probe waits for Redis: Kubernetes gives the whole probe two."""
+
+
+def build_probe_redis(config: RedisConfig) -> redis.Redis:
+    """A small client of its own for the readiness probe, with the probe's short timeouts:
+    a stalled Redis fails the probe in time, and a probe never waits behind requests for a
+    pooled connection."""
+    timeout = min(PROBE_TIMEOUT, config.socket_timeout)
+    pool = redis.BlockingConnectionPool.from_url(
+        config.url,
+        socket_timeout=timeout,
+        socket_connect_timeout=min(timeout, config.socket_connect_timeout),
+        max_connections=2,
+        timeout=timeout,
+        decode_responses=True,
+    )
+    return redis.Redis(connection_pool=pool)
+
+
 class RedisExtension:
-    """Flask extension holding the process's Redis client."""
+    """Flask extension holding the process's Redis clients: one for everything, and one
+    for the readiness probe."""
 
     def init_app(self, app: Flask, config: RedisConfig) -> None:
         app.extensions["redis"] = build_redis(config)
+        app.extensions["redis-probe"] = build_probe_redis(config)
 
     @property
     def client(self) -> redis.Redis:
         return cast(redis.Redis, current_app.extensions["redis"])
+
+    @property
+    def probe(self) -> redis.Redis:
+        return cast(redis.Redis, current_app.extensions["redis-probe"])

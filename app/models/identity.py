@@ -47,10 +47,12 @@ class UserInfo:
 
 @dataclass(frozen=True)
 class Caller:
-    """An authenticated request: the raw token (for delegation) and what it proves."""
+    """An authenticated request: the raw token (for delegation), what it proves, and the
+    user's identity when the route asked for it."""
 
     token: str
     data: TokenData
+    user: UserInfo | None = None
 
     @property
     def username(self) -> str:

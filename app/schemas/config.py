@@ -27,6 +27,7 @@ from app.config.models import (
     LabSize,
     LabVolume,
     LabVolumeMount,
+    LimitsConfig,
     NetworkPolicyConfig,
     OperationsConfig,
     PrepullConfig,
@@ -61,7 +62,7 @@ def _url_template(value: str) -> None:
 
 class GafaelfawrSchema(StrictCamelCaseSchema):
     url = fields.Url(required=True, require_tld=False, schemes={"http", "https"})
-    timeout = fields.Float(load_default=5.0, validate=_POSITIVE)
+    timeout = fields.Float(load_default=3.0, validate=_POSITIVE)
     cache_seconds = fields.Integer(load_default=30, validate=validate.Range(min=0, max=3600))
 
     @post_load
@@ -73,8 +74,8 @@ class GafaelfawrSchema(StrictCamelCaseSchema):
 class RedisSchema(StrictCamelCaseSchema):
     url = fields.String(load_default="redis://127.0.0.1:6379/0")
     key_prefix = fields.String(load_default="spawner:")
-    socket_timeout = fields.Float(load_default=5.0, validate=_POSITIVE)
-    socket_connect_timeout = fields.Float(load_default=2.0, validate=_POSITIVE)
+    socket_timeout = fields.Float(load_default=2.0, validate=_POSITIVE)
+    socket_connect_timeout = fields.Float(load_default=1.0, validate=_POSITIVE)
     max_connections = fields.Integer(load_default=1000, validate=validate.Range(min=1))
 
     @post_load
@@ -477,7 +478,7 @@ def _document(data: dict[str, Any], registry: str | None) -> dict[str, Any]:
 class ImagesSchema(StrictCamelCaseSchema):
     refresh_seconds = fields.Float(load_default=300.0, validate=validate.Range(min=1))
     lease_seconds = fields.Float(load_default=30.0, validate=validate.Range(min=1))
-    request_timeout = fields.Float(load_default=10.0, validate=_POSITIVE)
+    request_timeout = fields.Float(load_default=5.0, validate=_POSITIVE)
     credentials_secret = fields.String(load_default=None, validate=_DNS_LABEL)
     insecure_registries = fields.List(fields.String(validate=_REGISTRY_HOST), load_default=list)
 
@@ -528,6 +529,18 @@ class WatcherSchema(StrictCamelCaseSchema):
         return WatcherConfig(**data)
 
 
+class LimitsSchema(StrictCamelCaseSchema):
+    max_body_bytes = fields.Integer(
+        load_default=1024 * 1024, validate=validate.Range(min=1024, max=64 * 1024 * 1024)
+    )
+    streams_per_user = fields.Integer(load_default=20, validate=validate.Range(min=1))
+    mutations_per_minute = fields.Integer(load_default=30, validate=validate.Range(min=1))
+
+    @post_load
+    def _build(self, data: dict[str, Any], **_: Any) -> LimitsConfig:
+        return LimitsConfig(**data)
+
+
 class ConfigSchema(StrictCamelCaseSchema):
     log_level = fields.String(
         load_default="INFO",
@@ -545,6 +558,7 @@ class ConfigSchema(StrictCamelCaseSchema):
     images = fields.Nested(ImagesSchema, load_default=lambda: ImagesSchema().load({}))
     prepuller = fields.Nested(PrepullerSchema, load_default=lambda: PrepullerSchema().load({}))
     watcher = fields.Nested(WatcherSchema, load_default=lambda: WatcherSchema().load({}))
+    limits = fields.Nested(LimitsSchema, load_default=lambda: LimitsSchema().load({}))
 
     @validates_schema
     def _unique_prepull_names(self, data: dict[str, Any], **_: Any) -> None:

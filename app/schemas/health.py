@@ -21,16 +21,25 @@ class ReadySchema(Schema):
         keys=fields.String(),
         values=fields.String(),
         required=True,
-        metadata={"description": "State of each dependency (`redis`, `kubernetes`): `ok`."},
+        metadata={"description": "Each check (`redis`, `kubernetes`, `state`, `images`): `ok`."},
     )
 
 
 class NotReadySchema(ErrorSchema):
-    """``GET /readyz`` when a dependency is down: the usual error body plus each check."""
+    """``GET /readyz`` when a dependency is down or the state is being rebuilt: the usual
+    error body plus each check."""
 
     checks = fields.Dict(
         keys=fields.String(),
         values=fields.String(),
         required=True,
-        metadata={"description": "State of each dependency: `ok` or why it failed."},
+        metadata={
+            "description": (
+                "`redis` and `kubernetes`: `ok`, or `error: <kind>`; `state`: `ok` when "
+                "Redis holds every workload, `rebuilding` while it is rebuilt from "
+                "Kubernetes after coming back empty, `unknown` when Redis does not answer; "
+                "`images`: `ok` once every image list has been read (or tried), else "
+                "`unread: <names>`."
+            )
+        },
     )

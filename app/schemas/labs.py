@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from marshmallow import (
@@ -20,6 +21,16 @@ from app.models.lab import SpawnChoices
 _ENV_NAME = validate.Regexp(
     r"^[A-Za-z_][A-Za-z0-9_]*$", error="must be an environment variable name"
 )
+
+MAX_ENV_VARIABLES = 256
+MAX_ENV_NAME_LENGTH = 128
+MAX_ENV_JSON_BYTES = 64 * 1024
+"""Bounds on a spawn request's ``env``. It goes into the lab's env ConfigMap (its
+credentials into the lab Secret), which Kubernetes refuses above 1 MiB, and, as JSON, into
+the lab's spec annotation on its namespace and pod, where Kubernetes allows 256 KiB of
+annotations in all. Measured as that JSON (escapes included, so no choice of characters can
+inflate it), the request's share stays at a quarter of the tightest limit, whatever the
+platform adds: a spawn never fails late, after objects were created, on an env too big."""
 
 
 class LabOptionsSchema(Schema):
@@ -146,11 +157,31 @@ class SpawnRequestSchema(Schema):
 
     options = fields.Nested(SpawnOptionsSchema, required=True)
     env = fields.Dict(
-        keys=fields.String(validate=_ENV_NAME),
+        keys=fields.String(validate=[validate.Length(max=MAX_ENV_NAME_LENGTH), _ENV_NAME]),
         values=fields.String(),
         load_default=dict,
-        metadata={"description": "Environment from JupyterHub (lowest precedence)."},
+        metadata={
+            "description": (
+                "Environment from JupyterHub (lowest precedence): at most "
+                f"{MAX_ENV_VARIABLES} variables, names of at most {MAX_ENV_NAME_LENGTH} "
+                f"characters, {MAX_ENV_JSON_BYTES} bytes in all as JSON. Names the platform "
+                "sets itself are refused."
+            )
+        },
     )
+
+    @validates_schema
+    def _bounded_env(self, data: dict[str, Any], **_: Any) -> None:
+        env: dict[str, str] = data.get("env") or {}
+        if len(env) > MAX_ENV_VARIABLES:
+            raise ValidationError(
+                f"at most {MAX_ENV_VARIABLES} variables ({len(env)} given)", "env"
+            )
+        size = len(json.dumps(env))
+        if size > MAX_ENV_JSON_BYTES:
+            raise ValidationError(
+                f"at most {MAX_ENV_JSON_BYTES} bytes in all as JSON ({size} given)", "env"
+            )
 
 
 class GroupSchema(Schema):

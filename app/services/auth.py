@@ -62,15 +62,21 @@ class AuthService:
     def __init__(self, gafaelfawr: GafaelfawrClient) -> None:
         self._gafaelfawr = gafaelfawr
 
-    def authenticate(self, headers: Headers) -> Caller:
+    def authenticate(self, headers: Headers, *, with_user: bool = False) -> Caller:
+        """The verified caller; ``with_user`` also fetches the user's identity (in the same
+        round trips), for routes that act on it."""
         token = bearer_token(headers)
         if token is None:
             raise AuthenticationError("no token: send 'Authorization: Bearer <token>'")
-        data = self._gafaelfawr.token_info(token)
+        user = None
+        if with_user:
+            data, user = self._gafaelfawr.identity(token)
+        else:
+            data = self._gafaelfawr.token_info(token)
         claimed = headers.get(USER_HEADER)
         if claimed is not None and claimed != data.username:
             raise PermissionDeniedError(f"the {USER_HEADER} header does not match the token's user")
-        return Caller(token=token, data=data)
+        return Caller(token=token, data=data, user=user)
 
     @staticmethod
     def authorize(caller: Caller, grants: tuple[Grant, ...], path_user: str | None) -> None:

@@ -1,4 +1,10 @@
-"""Readiness: can this process reach what it needs to serve requests?"""
+"""Readiness: can this process serve requests, is what it would answer complete, and
+could it take a spawn (every image list read once)?
+
+The checks run at once, each with its own short deadline, so the probe answers within
+Kubernetes' probe timeout however a dependency fails (refusing, or accepting and never
+answering).
+"""
 
 from __future__ import annotations
 
@@ -10,11 +16,16 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from app.extensions import kubernetes_ext, redis_ext
+from app.engine.concurrency import concurrently
+from app.extensions import kubernetes_ext, labs_ext, redis_ext
+from app.extensions.redis import PROBE_TIMEOUT
+from app.services.images import ImageService
 
 logger = logging.getLogger(__name__)
 
-_PROBE_TIMEOUT = 2.0
+OK = "ok"
+REBUILDING = "rebuilding"
+UNKNOWN = "unknown"
 
 
 @dataclass(frozen=True)
@@ -23,26 +34,57 @@ class Readiness:
 
     @property
     def ready(self) -> bool:
-        return all(state == "ok" for state in self.checks.values())
+        return all(state == OK for state in self.checks.values())
+
+    @property
+    def problems(self) -> str:
+        """The failing checks in words: ``redis unavailable, state unknown``."""
+        return ", ".join(
+            f"{name} unavailable" if state.startswith("error") else f"{name} {state}"
+            for name, state in self.checks.items()
+            if state != OK
+        )
 
 
-def _check_redis() -> str:
+def _check_redis(probe: redis.Redis, complete_key: str) -> tuple[str, str]:
+    """Redis's state, and whether it holds every workload (``rebuilding`` after it came
+    back empty, until the rebuild from Kubernetes is done)."""
     try:
-        redis_ext.client.ping()
+        complete = probe.exists(complete_key)
     except redis.RedisError as exc:
         logger.warning("readiness: Redis unavailable: %s", type(exc).__name__)
-        return f"error: {type(exc).__name__}"
-    return "ok"
+        return f"error: {type(exc).__name__}", UNKNOWN
+    return OK, OK if complete else REBUILDING
 
 
-def _check_kubernetes() -> str:
+def _check_kubernetes(api: k8s.ApiClient) -> str:
     try:
-        k8s.VersionApi(kubernetes_ext.api_client).get_code(_request_timeout=_PROBE_TIMEOUT)
+        k8s.VersionApi(api).get_code(_request_timeout=PROBE_TIMEOUT)
     except (ApiException, HTTPError, OSError) as exc:
         logger.warning("readiness: Kubernetes API unavailable: %s", type(exc).__name__)
         return f"error: {type(exc).__name__}"
-    return "ok"
+    return OK
+
+
+def _check_images(images: ImageService) -> str:
+    """Whether every configuration's image list has been read (or tried) once: before
+    that, a spawn may be refused for want of a list."""
+    try:
+        unread = images.unread()
+    except redis.RedisError as exc:
+        return f"error: {type(exc).__name__}"
+    return OK if not unread else "unread: " + ", ".join(unread)
 
 
 def check_readiness() -> Readiness:
-    return Readiness(checks={"redis": _check_redis(), "kubernetes": _check_kubernetes()})
+    # Clients are looked up here, in the request's context; the checks run beside it.
+    probe, complete_key = redis_ext.probe, labs_ext.engine.store.complete_key
+    api = kubernetes_ext.api_client
+    (redis_state, state), kubernetes = concurrently(
+        lambda: _check_redis(probe, complete_key), lambda: _check_kubernetes(api)
+    )
+    # Only once Redis has just answered: the image lists are read from it, on the service's
+    # own connections, whose deadline is longer than the probe's.
+    images = _check_images(labs_ext.context.images) if redis_state == OK else UNKNOWN
+    checks = {"redis": redis_state, "kubernetes": kubernetes, "state": state, "images": images}
+    return Readiness(checks=checks)

@@ -73,6 +73,14 @@ class ImageService:
             result.append((block, image_set))
         return result
 
+    def unread(self) -> list[str]:
+        """Configurations whose image list no refresh has tried to read yet (a failed read
+        counts as tried: its error is then what the form and a spawn report). Until every
+        one has been tried, a spawn may be refused for want of a list, so the service is not
+        ready."""
+        stored = self._store.load()
+        return [block.name for block in self._config.prepull if block.name not in stored]
+
     def sets_for(self, user: UserInfo) -> list[tuple[PrepullConfig, ImageSet]]:
         return [(b, s) for b, s in self.image_sets() if in_any_group(user, b.groups)]
 

@@ -7,9 +7,17 @@ never turn that into Kubernetes API load.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import NoReturn
 
-from app.engine.engine import Engine
-from app.errors import ConflictError, InvalidRequestError, NotFoundError, PermissionDeniedError
+from app.builders.env import reserved_env_problem
+from app.engine.engine import Engine, UnknownEventId
+from app.errors import (
+    ConflictError,
+    InvalidRequestError,
+    NotFoundError,
+    PermissionDeniedError,
+    RebuildingError,
+)
 from app.models.identity import UserInfo, user_to_json
 from app.models.images import image_to_json
 from app.models.lab import LabOptions, LabRecord, LabSpec, LabStatus, PodState, SpawnChoices
@@ -20,6 +28,7 @@ from app.storage.events import EventType
 from app.storage.labs import lab_ref, parse_record, record_json
 from app.storage.workloads import DeleteQueued
 from app.workloads.lab.records import lab_record
+from app.workloads.lab.spawn import starting_events
 
 
 class LabService:
@@ -30,21 +39,25 @@ class LabService:
     # Reads ---------------------------------------------------------------------------
 
     def list_labs(self) -> list[str]:
-        return self._ctx.labs.usernames()
-
-    def status(self, username: str) -> LabRecord:
-        record = self._ctx.labs.get(username)
-        if record is None:
-            raise NotFoundError(f"user {username} has no lab")
-        return record
+        """Every user with a lab; never a partial list while Redis is being rebuilt."""
+        stored = self._ctx.labs.stored_usernames()
+        if not stored.complete:
+            raise _rebuilding()
+        return stored.names
 
     def status_json(self, username: str) -> str:
         """The status body as Redis holds it, for the routes JupyterHub polls constantly:
-        records are stored in the response's shape, so nothing is parsed or re-encoded."""
-        raw = self._ctx.labs.get_json(username)
-        if raw is None:
-            raise NotFoundError(f"user {username} has no lab")
-        return raw
+        records are stored in the response's shape, so nothing is parsed or re-encoded.
+
+        No record means "no lab" only when Redis holds every lab; while it is rebuilt
+        after coming back empty, the answer is 503 ``rebuilding``, never a false 404 that
+        JupyterHub would read as a stopped server."""
+        stored = self._ctx.labs.stored_json(username)
+        if stored.record is not None:
+            return stored.record
+        if not stored.complete:
+            raise _rebuilding()
+        raise NotFoundError(f"user {username} has no lab")
 
     # Spawn ---------------------------------------------------------------------------
 
@@ -60,6 +73,12 @@ class LabService:
         refusal = spawn_refusal(user)
         if refusal is not None:
             raise PermissionDeniedError(refusal)
+        reserved = reserved_env_problem(env, self._ctx.config)
+        if reserved is not None:
+            raise InvalidRequestError(
+                f"env.{reserved}: set by the platform; a spawn request may not set it",
+                field=f"env.{reserved}",
+            )
         size = lab_config.size(choices.size)
         if size is None:
             names = ", ".join(s.name for s in allowed_sizes(user, lab_config.sizes))
@@ -96,7 +115,10 @@ class LabService:
             },
             secret=token,
             first_events=[(EventType.INFO, "Lab creation requested")],
+            start_events=starting_events(spec),
         )
+        if queued.rebuilding:
+            raise _rebuilding()
         if not queued.queued:
             state = parse_record(queued.current).status.value if queued.current else "busy"
             raise ConflictError(
@@ -104,14 +126,23 @@ class LabService:
             )
         return record
 
-    def follow_events(self, username: str, after: str) -> Following | None:
-        """The events of the lab's current (or last) operation after ``after``; None when
+    def follow_events(self, username: str, after: str) -> Following:
+        """The events of the lab's current (or last) operation after ``after``; 404 when
         the user has had no operation lately."""
-        return self._engine.follow(
-            lab_ref(username),
-            after=after,
-            idle_seconds=self._ctx.config.operations.keepalive_seconds,
-        )
+        try:
+            following = self._engine.follow(
+                lab_ref(username),
+                after=after,
+                idle_seconds=self._ctx.config.operations.keepalive_seconds,
+            )
+        except UnknownEventId:
+            raise InvalidRequestError(
+                "Last-Event-ID is later than any event of this lab's operation",
+                field="Last-Event-ID",
+            ) from None
+        if following is None:
+            self._missing(username, "no lab operation to follow")
+        return following
 
     # Delete --------------------------------------------------------------------------
 
@@ -123,7 +154,17 @@ class LabService:
             first_events=[(EventType.INFO, "Lab deletion requested")],
         )
         if result is DeleteQueued.MISSING:
-            raise NotFoundError(f"user {username} has no lab")
+            self._missing(username, "no lab")
+
+    def _missing(self, username: str, what: str) -> NoReturn:
+        """404 for a lab Redis does not have, or 503 while Redis may not have it yet."""
+        if not self._ctx.labs.workloads.is_complete():
+            raise _rebuilding()
+        raise NotFoundError(f"user {username} has {what}")
+
+
+def _rebuilding() -> RebuildingError:
+    return RebuildingError("the service is rebuilding its state from Kubernetes; ask again shortly")
 
 
 def _terminating(raw: str) -> str:

@@ -196,6 +196,16 @@ class Following:
             self._batches.close()
             self._release()
 
+    @classmethod
+    def ended(cls) -> Following:
+        """A stream with nothing more to say: its operation ended before the events its
+        client resumes after."""
+
+        def nothing() -> Generator[list[Event] | None, None, None]:
+            yield from ()
+
+        return cls(nothing(), False, lambda: None)
+
 
 class ChannelListener(Protocol):
     """Something else this process learns of through the hub's subscription."""

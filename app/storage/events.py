@@ -125,6 +125,13 @@ class EventStore:
     def exists(self, subject: str) -> bool:
         return bool(self._redis.exists(self.key(subject)))
 
+    def last(self, subject: str) -> Event | None:
+        """The stream's newest event; None when there is no stream."""
+        entries = cast(
+            list[tuple[str, dict[str, str]]], self._redis.xrevrange(self.key(subject), count=1)
+        )
+        return _event(*entries[0]) if entries else None
+
     def read(self, subject: str, after: str = "0-0") -> list[Event]:
         """Every event after ``after`` (all of them by default)."""
         start = f"({after}" if after != "0-0" else "-"

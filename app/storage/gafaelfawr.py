@@ -3,39 +3,60 @@
 Every worker and replica verifies each request's token. Caching token-info and user-info in
 the shared Redis keeps Gafaelfawr's load independent of how often JupyterHub polls. Cache
 keys are SHA-256 digests of the token, so Redis never holds a usable credential.
+
+A spawn needs both answers for a token that is usually new; ``identity`` reads both cache
+entries in one Redis call and asks Gafaelfawr for the missing ones at once, so a new token
+costs one round trip to each rather than two in turn. Calls go through urllib3's pool
+directly: ``requests`` would merge proxy settings from the environment on every call, and
+past its pool size would open (and discard) extra connections; here a call waits for one
+of the pool's connections instead.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import redis
-import requests
+import urllib3
 from marshmallow import Schema, ValidationError
-from requests.adapters import HTTPAdapter
+from urllib3.util.retry import Retry
 
 from app.config import GafaelfawrConfig
+from app.engine.concurrency import concurrently
 from app.errors import AuthenticationError, DependencyUnavailableError
 from app.models.identity import TokenData, UserInfo
 from app.schemas.gafaelfawr import TokenInfoSchema, UserInfoSchema
 
 logger = logging.getLogger(__name__)
 
-_TOKEN_INFO = "/auth/api/v1/token-info"  # noqa: S105 (a route)
-_USER_INFO = "/auth/api/v1/user-info"
-
 LOCAL_CACHE_SECONDS = 5.0
 """How long this process reuses an answer before asking Redis again."""
 
+CONNECTIONS = 32
+"""Connections to Gafaelfawr per process, and calls in flight."""
+
 _LOCAL_CACHE_ENTRIES = 10_000
 _STRIPES = 64
-_TOKEN_INFO_SCHEMA = TokenInfoSchema()
-_USER_INFO_SCHEMA = UserInfoSchema()
+
+
+@dataclass(frozen=True)
+class _Kind:
+    """One of Gafaelfawr's answers about a token."""
+
+    name: str
+    path: str
+    schema: Schema
+
+
+_TOKEN_INFO = _Kind("token-info", "/auth/api/v1/token-info", TokenInfoSchema())
+_USER_INFO = _Kind("user-info", "/auth/api/v1/user-info", UserInfoSchema())
 
 
 class GafaelfawrClient:
@@ -46,60 +67,60 @@ class GafaelfawrClient:
         config: GafaelfawrConfig,
         redis_client: redis.Redis,
         key_prefix: str,
-        session: requests.Session | None = None,
     ) -> None:
         self._config = config
         self._redis = redis_client
         self._prefix = f"{key_prefix}gafaelfawr:"
-        if session is None:
-            session = requests.Session()
-            adapter = HTTPAdapter(pool_connections=4, pool_maxsize=64, max_retries=1)
-            session.mount("http://", adapter)
-            session.mount("https://", adapter)
-        self._session = session
+        # A refused connection is tried once more; a request that was sent and not
+        # answered in time is not: the caller waits one timeout, never several.
+        retry = Retry(total=1, connect=1, read=0, status=0, other=0, redirect=0)
+        self._http = urllib3.PoolManager(maxsize=CONNECTIONS, block=True, retries=retry)
         # A few seconds of memory in front of Redis: JupyterHub polls every lab's status
         # with one token, so most requests then need no Redis round trip for auth.
         self._local: dict[str, tuple[float, Any]] = {}
         self._local_seconds = min(LOCAL_CACHE_SECONDS, float(config.cache_seconds))
-        # One fetch per key at a time: without it, every request that misses the cache at
+        # One fetch per token at a time: without it, every request that misses the cache at
         # the same moment (a burst of streams opening) asks Gafaelfawr itself.
         self._stripes = [threading.Lock() for _ in range(_STRIPES)]
 
     def token_info(self, token: str) -> TokenData:
         """What the token proves; ``AuthenticationError`` if Gafaelfawr rejects it."""
-        result: TokenData = self._fetch("token-info", _TOKEN_INFO, token, _TOKEN_INFO_SCHEMA)
+        (result,) = self._fetch(token, (_TOKEN_INFO,))
         return result
 
-    def user_info(self, token: str) -> UserInfo:
-        """The identity of the token's user: uid, gid, groups and quota."""
-        result: UserInfo = self._fetch("user-info", _USER_INFO, token, _USER_INFO_SCHEMA)
-        return result
+    def identity(self, token: str) -> tuple[TokenData, UserInfo]:
+        """What the token proves and who its user is (uid, gid, groups, quota), fetched
+        together (see the module's docstring)."""
+        token_data, user = self._fetch(token, (_TOKEN_INFO, _USER_INFO))
+        return token_data, user
 
-    def _cache_key(self, kind: str, token: str) -> str:
-        digest = hashlib.sha256(token.encode()).hexdigest()
-        return f"{self._prefix}{kind}:{digest}"
-
-    def _fetch(self, kind: str, path: str, token: str, schema: Schema) -> Any:
-        """The parsed answer: from this process's memory, else Redis, else Gafaelfawr.
+    def _fetch(self, token: str, kinds: tuple[_Kind, ...]) -> list[Any]:
+        """The parsed answers: from this process's memory, else Redis, else Gafaelfawr.
 
         The memory holds parsed answers (immutable), so a request that finds one there
         costs a hash and a lookup, not a schema load.
         """
-        key = self._cache_key(kind, token)
-        found = self._local_get(key)
-        if found is not None:
+        digest = hashlib.sha256(token.encode()).hexdigest()
+        keys = [f"{self._prefix}{kind.name}:{digest}" for kind in kinds]
+        found = [self._local_get(key) for key in keys]
+        if all(value is not None for value in found):
             return found
-        with self._stripes[hash(key) % _STRIPES]:
-            found = self._local_get(key)
-            if found is not None:
+        with self._stripes[int(digest[:8], 16) % _STRIPES]:
+            found = [self._local_get(key) for key in keys]
+            missing = [i for i, value in enumerate(found) if value is None]
+            if not missing:
                 return found
-            cached = self._cache_get(key)
-            data = json.loads(cached) if cached is not None else self._ask(kind, path, token)
-            parsed = self._parse(schema, data, kind)
-            if cached is None:
-                self._cache_set(key, json.dumps(data))
-            self._local_set(key, parsed)
-            return parsed
+            cached = self._cache_get([keys[i] for i in missing])
+            unasked = [i for i, text in zip(missing, cached, strict=True) if text is None]
+            asks = [functools.partial(self._ask, kinds[i], token) for i in unasked]
+            asked = concurrently(*asks) if asks else []
+            answers = dict(zip(unasked, asked, strict=True))
+            for i, text in zip(missing, cached, strict=True):
+                data = json.loads(text) if text is not None else answers[i]
+                found[i] = self._parse(kinds[i], data)
+                self._local_set(keys[i], found[i])
+            self._cache_set({keys[i]: json.dumps(answers[i]) for i in unasked})
+            return found
 
     def _local_get(self, key: str) -> Any:
         entry = self._local.get(key)
@@ -117,57 +138,60 @@ class GafaelfawrClient:
                 self._local.clear()
         self._local[key] = (now + self._local_seconds, data)
 
-    def _ask(self, kind: str, path: str, token: str) -> Any:
+    def _ask(self, kind: _Kind, token: str) -> Any:
         """Gafaelfawr's own answer, or the error it means for our caller."""
+        timeout = self._config.timeout
         try:
-            response = self._session.get(
-                self._config.url + path,
+            response = self._http.request(
+                "GET",
+                self._config.url + kind.path,
                 headers={"Authorization": f"Bearer {token}"},
-                timeout=self._config.timeout,
+                timeout=timeout,
+                pool_timeout=timeout,
             )
-        except requests.RequestException as exc:
-            logger.warning("Gafaelfawr %s request failed: %s", kind, type(exc).__name__)
+        except urllib3.exceptions.HTTPError as exc:
+            logger.warning("Gafaelfawr %s request failed: %s", kind.name, type(exc).__name__)
             raise DependencyUnavailableError(
                 "cannot verify the token: the authentication service is unavailable"
             ) from None
-        if response.status_code in (401, 403):
+        if response.status in (401, 403):
             raise AuthenticationError("the token is invalid or expired")
-        if response.status_code != 200:
-            logger.warning("Gafaelfawr %s answered HTTP %d", kind, response.status_code)
+        if response.status != 200:
+            logger.warning("Gafaelfawr %s answered HTTP %d", kind.name, response.status)
             raise DependencyUnavailableError(
                 "cannot verify the token: the authentication service answered "
-                f"HTTP {response.status_code}"
+                f"HTTP {response.status}"
             )
         try:
-            return response.json()
+            return json.loads(response.data)
         except ValueError:
             raise DependencyUnavailableError(
-                f"the authentication service's {kind} answer is not JSON"
+                f"the authentication service's {kind.name} answer is not JSON"
             ) from None
 
-    def _cache_get(self, key: str) -> str | None:
-        if self._config.cache_seconds <= 0:
-            return None
-        try:
-            value = self._redis.get(key)
-        except redis.RedisError:
-            return None
-        return value if isinstance(value, str) else None
+    # Redis errors are not caught here: every route needs Redis after authenticating, so an
+    # outage is answered 503 at once rather than after a Gafaelfawr round trip and a second
+    # wait for a Redis that does not answer.
 
-    def _cache_set(self, key: str, value: str) -> None:
+    def _cache_get(self, keys: list[str]) -> list[str | None]:
         if self._config.cache_seconds <= 0:
+            return [None] * len(keys)
+        values = self._redis.mget(keys)
+        return [value if isinstance(value, str) else None for value in values]
+
+    def _cache_set(self, entries: dict[str, str]) -> None:
+        if self._config.cache_seconds <= 0 or not entries:
             return
-        try:
-            self._redis.set(key, value, ex=self._config.cache_seconds)
-        except redis.RedisError:
-            # The cache is an optimisation; a Redis outage must not turn into auth failures.
-            logger.warning("could not cache a Gafaelfawr answer: Redis unavailable")
+        pipeline = self._redis.pipeline(transaction=False)
+        for key, value in entries.items():
+            pipeline.set(key, value, ex=self._config.cache_seconds)
+        pipeline.execute()
 
     @staticmethod
-    def _parse(schema: Schema, data: Any, kind: str) -> Any:
+    def _parse(kind: _Kind, data: Any) -> Any:
         try:
-            return schema.load(data)
+            return kind.schema.load(data)
         except ValidationError as exc:
             raise DependencyUnavailableError(
-                f"the authentication service's {kind} answer is malformed: {exc.messages}"
+                f"the authentication service's {kind.name} answer is malformed: {exc.messages}"
             ) from None

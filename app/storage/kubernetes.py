@@ -36,16 +36,27 @@ TRANSIENT_STATUSES = frozenset({0, 429, 500, 502, 503, 504})
 
 RETRY_ATTEMPTS = 4
 RETRY_BASE_SECONDS = 0.2
+MAX_RETRY_AFTER_SECONDS = 5.0
+"""The longest a throttled call waits on the API server's ``Retry-After`` before retrying."""
 
 
 class KubernetesError(Exception):
     """A Kubernetes call failed; ``status`` is the HTTP code (0 when unreachable)."""
 
-    def __init__(self, status: int, reason: str, message: str) -> None:
+    def __init__(
+        self, status: int, reason: str, message: str, retry_after: float | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.reason = reason
         self.message = message
+        self.retry_after = retry_after
+        """Seconds the API server asked the client to wait (a 429's ``Retry-After``)."""
+
+
+def is_transient(exc: KubernetesError) -> bool:
+    """A failure worth trying again: unreachable, timed out, throttled or server trouble."""
+    return exc.status in TRANSIENT_STATUSES
 
 
 class WatchExpired(Exception):
@@ -61,7 +72,15 @@ def _error(exc: ApiException) -> KubernetesError:
         reason = body.get("reason", "")
     except (TypeError, ValueError):
         pass
-    return KubernetesError(exc.status or 0, reason, message)
+    return KubernetesError(exc.status or 0, reason, message, _retry_after(exc))
+
+
+def _retry_after(exc: ApiException) -> float | None:
+    value = (exc.headers or {}).get("Retry-After")
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None  # an HTTP date: the backoff stands
 
 
 CORE = "/api/v1"
@@ -143,11 +162,13 @@ def _call(api: k8s.ApiClient, method: str, path: str, **kwargs: Any) -> Any:
         try:
             return _call_once(api, method, path, **kwargs)
         except KubernetesError as exc:
-            if exc.status not in TRANSIENT_STATUSES or attempt == RETRY_ATTEMPTS - 1:
+            if not is_transient(exc) or attempt == RETRY_ATTEMPTS - 1:
                 raise
-            delay = RETRY_BASE_SECONDS * (2**attempt)
+            delay = RETRY_BASE_SECONDS * (2**attempt) * (0.5 + random.random())  # noqa: S311
+            if exc.retry_after is not None:
+                delay = max(delay, min(exc.retry_after, MAX_RETRY_AFTER_SECONDS))
             logger.info("Kubernetes %s (%s); retrying in %.2fs", exc.status, exc.reason, delay)
-            time.sleep(delay * (0.5 + random.random()))  # noqa: S311 (jitter, not crypto)
+            time.sleep(delay)
     raise AssertionError("unreachable")
 
 
@@ -193,15 +214,18 @@ class KubernetesStorage:
         )
         return result
 
-    def _delete(self, resource: str, namespace: str | None, name: str) -> bool:
-        """Ask for the object's deletion; False if it was already gone."""
+    def _delete(self, resource: str, namespace: str | None, name: str) -> dict[str, Any] | None:
+        """Ask for the object's deletion; the API server's answer (the object, or a Status),
+        or None if it was already gone."""
         try:
-            _call(self._api, "DELETE", resource_path(resource, namespace, name))
+            answer: dict[str, Any] = _call(
+                self._api, "DELETE", resource_path(resource, namespace, name)
+            )
         except KubernetesError as exc:
             if exc.status == 404:
-                return False
+                return None
             raise
-        return True
+        return answer
 
     def _list(
         self, resource: str, namespace: str | None = None, **selectors: str
@@ -220,8 +244,11 @@ class KubernetesStorage:
     def create_namespace(self, body: dict[str, Any]) -> dict[str, Any]:
         return self._create("namespaces", body)
 
-    def delete_namespace(self, name: str) -> None:
-        self._delete("namespaces", None, name)
+    def delete_namespace(self, name: str) -> dict[str, Any] | None:
+        """Ask for the namespace's deletion; the namespace as the API server answered (it
+        stays, terminating, until its contents are gone), or None if it was already gone."""
+        answer = self._delete("namespaces", None, name)
+        return answer if answer is not None and answer.get("kind") == "Namespace" else None
 
     def list_lab_namespaces(self) -> list[dict[str, Any]]:
         selector = f"{MANAGED_BY_LABEL}={MANAGED_BY}"
@@ -273,7 +300,7 @@ class KubernetesStorage:
 
     def delete_pod(self, namespace: str, name: str) -> bool:
         """Ask for the pod's deletion; False if it was already gone."""
-        return self._delete("pods", namespace, name)
+        return self._delete("pods", namespace, name) is not None
 
     def list_pods(self, namespace: str, label_selector: str) -> list[dict[str, Any]]:
         return list(self._list("pods", namespace, label_selector=label_selector).get("items") or [])

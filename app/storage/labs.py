@@ -14,7 +14,7 @@ import redis
 from app.engine.workload import WorkloadRef
 from app.models.lab import LabRecord, LabStatus, PodState
 from app.schemas.labs import LabStatusSchema
-from app.storage.workloads import WorkloadStore
+from app.storage.workloads import StoredNames, StoredRecord, WorkloadStore
 
 LAB_KIND = "lab"
 """The labs' kind among the workloads."""
@@ -64,6 +64,13 @@ class LabStore:
     def get_json(self, username: str) -> str | None:
         """The record as stored: already the status routes' JSON body."""
         return self.workloads.record(lab_ref(username))
+
+    def stored_json(self, username: str) -> StoredRecord:
+        """The record as stored, and whether Redis holds every lab (see ``WorkloadStore``)."""
+        return self.workloads.stored_record(lab_ref(username))
+
+    def stored_usernames(self) -> StoredNames:
+        return self.workloads.stored_names(LAB_KIND)
 
     def get(self, username: str) -> LabRecord | None:
         raw = self.get_json(username)

@@ -9,8 +9,16 @@ so two workers or replicas can never both start a spawn of the same workload or 
 each other's outcome.
 
 Keys, with the configured prefix in front: ``<kind>:<name>`` (record), ``<kind>s`` (the
-kind's names), ``op:<kind>:<name>``, ``lease:<kind>:<name>``, ``secret:<kind>:<name>``, and
-``ops``, the pending operations of every kind ordered by when they were queued.
+kind's names), ``op:<kind>:<name>``, ``lease:<kind>:<name>``, ``secret:<kind>:<name>``,
+``ops``, the pending operations of every kind ordered by when they were queued, and
+``complete`` with ``rebuilding`` (below).
+
+**Completeness.** Redis can come back empty (a restart without persistence, a flush) while
+labs run on. An empty Redis must then never read as an empty platform: ``complete`` is set
+only by a rebuild from Kubernetes that ran to its end (``mark_complete``), and goes with
+everything else when Redis is emptied. Until it is back, a read that finds no record cannot
+tell "none" from "not rebuilt yet" (``StoredRecord.complete``), and no spawn is queued for a
+workload without a record.
 """
 
 from __future__ import annotations
@@ -38,6 +46,8 @@ class SpawnQueued:
     queued: bool
     leased: bool = False
     current: str | None = None
+    rebuilding: bool = False
+    """Refused because Redis is being rebuilt and has no record of the workload yet."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +79,34 @@ class OperationAndSecret:
 
 
 @dataclass(frozen=True)
+class StoredRecord:
+    """A workload's record as a reader finds it, and whether Redis holds every workload:
+    when it does not, a missing record means "not rebuilt yet", not "none"."""
+
+    record: str | None
+    complete: bool
+
+
+@dataclass(frozen=True)
+class StoredNames:
+    """The names of a kind's workloads, and whether Redis holds every workload (if not,
+    the list may lack some)."""
+
+    names: list[str]
+    complete: bool
+
+
+@dataclass(frozen=True)
+class IdleWrite:
+    """One write of ``WorkloadStore.put_many_if_idle``: ``record`` for ``ref``, if its
+    record is still ``expect`` (None: there is none) and no operation runs for it."""
+
+    ref: WorkloadRef
+    record: str
+    expect: str | None
+
+
+@dataclass(frozen=True)
 class RecordAndBusy:
     """A workload's record, and whether an operation is under way for it."""
 
@@ -88,6 +126,7 @@ class WorkloadStore:
         self._queue_delete = scripts.load(client, "queue_delete")
         self._finish = scripts.load(client, "finish_operation")
         self._put_if_idle = scripts.load(client, "put_if_idle")
+        self._mark_complete = scripts.load(client, "mark_complete")
 
     # Keys ----------------------------------------------------------------------------
 
@@ -110,11 +149,50 @@ class WorkloadStore:
     def pending_key(self) -> str:
         return f"{self._p}ops"
 
+    @property
+    def complete_key(self) -> str:
+        return f"{self._p}complete"
+
+    @property
+    def rebuilding_key(self) -> str:
+        return f"{self._p}rebuilding"
+
     # Reads ---------------------------------------------------------------------------
 
     def record(self, ref: WorkloadRef) -> str | None:
         raw = self._redis.get(self.record_key(ref))
         return str(raw) if raw else None
+
+    def stored_record(self, ref: WorkloadRef) -> StoredRecord:
+        """The record and whether Redis is complete, in one round trip."""
+        raw, complete = cast(
+            list[str | None], self._redis.mget(self.record_key(ref), self.complete_key)
+        )
+        return StoredRecord(raw or None, complete is not None)
+
+    def stored_names(self, kind: str) -> StoredNames:
+        """The kind's names and whether Redis is complete, in one round trip."""
+        pipe = self._redis.pipeline(transaction=False)
+        pipe.smembers(self.index_key(kind))
+        pipe.exists(self.complete_key)
+        names, complete = pipe.execute()
+        return StoredNames(sorted(cast(set[str], names)), bool(complete))
+
+    def is_complete(self) -> bool:
+        return bool(self._redis.exists(self.complete_key))
+
+    def begin_rebuild(self, rebuild_id: str, ttl_seconds: float) -> None:
+        """Note that a rebuild started; ``mark_complete`` needs the note to still be there."""
+        self._redis.set(self.rebuilding_key, rebuild_id, px=max(1, int(ttl_seconds * 1000)))
+
+    def mark_complete(self, *, rebuild_id: str, finished: str) -> bool:
+        """Declare Redis complete after the rebuild ``rebuild_id``; False, and nothing
+        written, when Redis was emptied since it began (its note is gone)."""
+        return bool(
+            self._mark_complete(
+                keys=[self.rebuilding_key, self.complete_key], args=[rebuild_id, finished]
+            )
+        )
 
     def names(self, kind: str) -> list[str]:
         """The names of every workload of ``kind`` with a record, sorted."""
@@ -171,6 +249,7 @@ class WorkloadStore:
         secret: str | None,
         events: Announcement,
         lease: LeaseRequest | None = None,
+        if_leased: Announcement | None = None,
     ) -> SpawnQueued:
         """Record a new workload and queue its spawn, unless one exists that has not failed
         (or an operation is still queued for it).
@@ -179,10 +258,14 @@ class WorkloadStore:
         beside the operation, never in the record, so a worker that resumes the spawn can
         still use it; it expires a minute after the operation's deadline and goes when the
         operation ends), the restarted event stream with ``events`` and, with ``lease``, the
-        workload's lease for the worker that will run the operation at once.
+        workload's lease for the worker that will run the operation at once, and then the
+        events of ``if_leased`` (which announce that run) if the lease was taken.
         """
         ref = operation.ref
         ttl = max(1, int(operation.deadline - operation.started) + 60)
+        # Where the events appended only with the lease start, counting from 1 as Lua does:
+        # after the 12 fixed arguments and the first events' own.
+        leased_events = 13 + len(events.args) if if_leased is not None else 0
         reply = cast(
             list[int | str],
             self._queue_spawn(
@@ -194,6 +277,7 @@ class WorkloadStore:
                     self.secret_key(ref),
                     events.stream,
                     self.lease_key(ref),
+                    self.complete_key,
                 ],
                 args=[
                     record,
@@ -207,12 +291,16 @@ class WorkloadStore:
                     self.feed_channel,
                     lease.owner if lease is not None else "",
                     lease.ttl_ms if lease is not None else 0,
+                    leased_events,
                     *events.args,
+                    *(if_leased.args if if_leased is not None else ()),
                 ],
             ),
         )
         if int(reply[0]) == 1:
             return SpawnQueued(queued=True, leased=int(reply[1]) == 1)
+        if int(reply[0]) == -1:
+            return SpawnQueued(queued=False, rebuilding=True)
         return SpawnQueued(queued=False, current=str(reply[1]) or None)
 
     def queue_delete(
@@ -275,9 +363,22 @@ class WorkloadStore:
         """Write ``record`` only while no operation runs for ``ref`` and its record is still
         ``expect`` (None: there is none). Repairs use it, so they never undo an operation's
         outcome: any operation that started or ended since the caller read changes one."""
-        return bool(
-            self._put_if_idle(
-                keys=[self.record_key(ref), self.operation_key(ref), self.index_key(ref.kind)],
-                args=[record, expect or "", ref.kind, ref.name, self.feed_channel],
-            )
-        )
+        keys, args = self._idle_write(IdleWrite(ref, record, expect))
+        return bool(self._put_if_idle(keys=keys, args=args))
+
+    def put_many_if_idle(self, *, writes: list[IdleWrite]) -> list[bool]:
+        """``put_if_idle`` for each write, all in one round trip (each write stays atomic on
+        its own); whether each was written, in order. A rebuild writes hundreds at once."""
+        if not writes:
+            return []
+        pipeline = self._redis.pipeline(transaction=False)
+        for write in writes:
+            keys, args = self._idle_write(write)
+            self._put_if_idle(keys=keys, args=args, client=pipeline)
+        return [bool(result) for result in pipeline.execute()]
+
+    def _idle_write(self, write: IdleWrite) -> tuple[list[str], list[str]]:
+        """``put_if_idle.lua``'s keys and arguments for ``write``."""
+        ref = write.ref
+        keys = [self.record_key(ref), self.operation_key(ref), self.index_key(ref.kind)]
+        return keys, [write.record, write.expect or "", ref.kind, ref.name, self.feed_channel]

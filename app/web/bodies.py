@@ -1,7 +1,14 @@
-"""Parse request bodies with marshmallow and report the first problem by field."""
+"""Parse request bodies with marshmallow and report the first problem by field.
+
+Before a schema sees a body, its shape is bounded: its size by Flask's ``MAX_CONTENT_LENGTH``
+(413 ``body_too_large``), its nesting here (the spawn body is two levels deep; a body of a
+thousand nested objects would otherwise exhaust the parser's recursion), and no string in it
+may hold a NUL byte, which no Kubernetes object, file name or environment value can carry.
+"""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -9,6 +16,9 @@ from flask import request
 from marshmallow import Schema, ValidationError
 
 from app.errors import InvalidRequestError
+
+MAX_DEPTH = 8
+"""Levels of objects and arrays a body may nest; the service's bodies use two or three."""
 
 
 def _first_problem(messages: Any, prefix: str = "") -> tuple[str, str]:
@@ -21,11 +31,46 @@ def _first_problem(messages: Any, prefix: str = "") -> tuple[str, str]:
     return prefix, str(messages)
 
 
+def check_structure(data: Any, max_depth: int = MAX_DEPTH) -> None:
+    """422 naming the place where ``data`` nests deeper than ``max_depth`` or holds a NUL.
+
+    Walked with an explicit stack, so the check itself never recurses.
+    """
+    stack: list[tuple[Any, str, int]] = [(data, "", 0)]
+    while stack:
+        value, path, depth = stack.pop()
+        if isinstance(value, str):
+            if "\x00" in value:
+                raise InvalidRequestError(f"{path}: NUL bytes are not allowed", field=path)
+            continue
+        if isinstance(value, dict):
+            items: list[tuple[str, Any]] = list(value.items())
+        elif isinstance(value, list):
+            items = [(str(i), v) for i, v in enumerate(value)]
+        else:
+            continue
+        if depth >= max_depth:
+            raise InvalidRequestError(
+                f"the request body nests deeper than {max_depth} levels", field=path or None
+            )
+        for key, item in items:
+            child = f"{path}.{key}" if path else key
+            if "\x00" in key:
+                raise InvalidRequestError(f"{child}: NUL bytes are not allowed", field=child)
+            stack.append((item, child, depth + 1))
+
+
 def load_body(schema: Schema) -> dict[str, Any]:
     """The request's JSON body validated by ``schema``; a 422 naming the field otherwise."""
-    data = request.get_json(silent=True)
+    if not request.is_json:
+        raise InvalidRequestError("the request body must be a JSON object")
+    try:
+        data = json.loads(request.get_data(cache=False))
+    except (ValueError, RecursionError):
+        raise InvalidRequestError("the request body must be a JSON object") from None
     if not isinstance(data, dict):
         raise InvalidRequestError("the request body must be a JSON object")
+    check_structure(data)
     try:
         result: dict[str, Any] = schema.load(data)
     except ValidationError as exc:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import logging
 
 import redis
-from flask import Flask, Response, jsonify
-from werkzeug.exceptions import HTTPException
+from flask import Flask, Response, current_app, jsonify
+from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
-from app.errors import AuthenticationError, ServiceError
+from app.errors import AuthenticationError, BodyTooLargeError, ServiceError
 
 logger = logging.getLogger(__name__)
 
@@ -26,6 +26,9 @@ def _service_error(exc: ServiceError) -> Response:
     response = error_response(exc.status, exc.code, exc.message, exc.field)
     if isinstance(exc, AuthenticationError):
         response.headers["WWW-Authenticate"] = 'Bearer realm="spawner"'
+    retry_after = getattr(exc, "retry_after", None)
+    if retry_after is not None:
+        response.headers["Retry-After"] = str(retry_after)
     return response
 
 
@@ -36,6 +39,11 @@ def _http_error(exc: HTTPException) -> Response:
         if name.lower() not in ("content-type", "content-length"):
             response.headers[name] = value
     return response
+
+
+def _body_too_large(exc: RequestEntityTooLarge) -> Response:
+    limit = current_app.config.get("MAX_CONTENT_LENGTH")
+    return _service_error(BodyTooLargeError(f"the request body is larger than {limit} bytes"))
 
 
 def _redis_down(exc: redis.RedisError) -> Response:
@@ -53,5 +61,8 @@ def _unexpected(exc: Exception) -> Response:
 def register_error_handlers(app: Flask) -> None:
     app.register_error_handler(ServiceError, _service_error)
     app.register_error_handler(HTTPException, _http_error)
+    app.register_error_handler(RequestEntityTooLarge, _body_too_large)
     app.register_error_handler(redis.RedisError, _redis_down)
+    # Redis answered, with an error: a bug of ours, not an outage.
+    app.register_error_handler(redis.ResponseError, _unexpected)
     app.register_error_handler(Exception, _unexpected)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from devstack.kube import errors
@@ -55,6 +55,31 @@ class Decision:
 NO_FAULT = Decision()
 
 
+@dataclass
+class Pause:
+    """A request held on arrival until the test releases it (``release``), then served
+    as usual: the moment to kill the client that sent it, as if the client died right after
+    its request left. ``arrived`` is set when the request is being held."""
+
+    verb: str
+    resource: str
+    namespace: str | None
+    name: str | None
+    arrived: threading.Event = field(default_factory=threading.Event)
+    released: threading.Event = field(default_factory=threading.Event)
+
+    def matches(self, verb: str, resource: str, namespace: str | None, name: str | None) -> bool:
+        return (
+            self.verb == verb
+            and self.resource == resource
+            and (self.namespace is None or self.namespace == namespace)
+            and (self.name is None or self.name == name)
+        )
+
+    def release(self) -> None:
+        self.released.set()
+
+
 class RequestFaults:
     """The fault rules of one emulator; thread-safe."""
 
@@ -64,6 +89,7 @@ class RequestFaults:
         self._rules: list[_Rule] = []
         self._random = random.Random(seed)  # noqa: S311 - reproducible faults, not secrets
         self._released = threading.Event()
+        self._pauses: list[Pause] = []
 
     # -- arming ----------------------------------------------------------------------------
 
@@ -101,6 +127,53 @@ class RequestFaults:
             _Rule("timeout", rate=rate, count=count, verb=verb, resource=resource, seconds=hold)
         )
 
+    def pause_next(
+        self,
+        verb: str,
+        resource: str,
+        *,
+        namespace: str | None = None,
+        name: str | None = None,
+    ) -> Pause:
+        """Hold the next matching request on arrival until the returned ``Pause`` is
+        released (or everything is cleared)."""
+        pause = Pause(verb, resource, namespace, name)
+        with self._lock:
+            self._pauses.append(pause)
+        return pause
+
+    def claim_pause(
+        self, verb: str, resource: str, namespace: str | None, name: str | None
+    ) -> Pause | None:
+        """The pause armed for this request, if any, now taken by it (each pause holds
+        one request); the server then waits on ``hold``."""
+        if not self._pauses:
+            return None
+        with self._lock:
+            pause = next(
+                (
+                    p
+                    for p in self._pauses
+                    if not p.arrived.is_set() and p.matches(verb, resource, namespace, name)
+                ),
+                None,
+            )
+            if pause is not None:
+                pause.arrived.set()
+            return pause
+
+    def hold(self, pause: Pause) -> None:
+        """Wait until ``pause`` is released (``clear`` releases it too)."""
+        pause.released.wait()
+        self.cancel(pause)
+
+    def cancel(self, pause: Pause) -> None:
+        """Disarm ``pause`` (released, and no longer matching any request)."""
+        pause.release()
+        with self._lock:
+            if pause in self._pauses:
+                self._pauses.remove(pause)
+
     def drop_watches(self) -> int:
         """Close every open watch stream now; returns how many there were."""
         return self._drop_watches()
@@ -113,6 +186,9 @@ class RequestFaults:
         """Disarm everything and release requests being held."""
         with self._lock:
             self._rules = []
+            for pause in self._pauses:
+                pause.release()
+            self._pauses = []
             self._released.set()
             self._released = threading.Event()
 

@@ -9,6 +9,7 @@ never on the store lock.
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import logging
 import select
@@ -44,18 +45,30 @@ _REASONS = {
     405: "Method Not Allowed",
     409: "Conflict",
     410: "Gone",
+    413: "Request Entity Too Large",
     415: "Unsupported Media Type",
     422: "Unprocessable Entity",
+    429: "Too Many Requests",
     500: "Internal Server Error",
+    503: "Service Unavailable",
     504: "Gateway Timeout",
 }
 
 
-def _json_response(start_response: StartResponse, code: int, body: Any) -> list[bytes]:
+def _json_response(
+    start_response: StartResponse,
+    code: int,
+    body: Any,
+    headers: list[tuple[str, str]] | None = None,
+) -> list[bytes]:
     payload = json.dumps(body, separators=(",", ":")).encode()
     start_response(
         f"{code} {_REASONS.get(code, 'Unknown')}",
-        [("Content-Type", "application/json"), ("Content-Length", str(len(payload)))],
+        [
+            ("Content-Type", "application/json"),
+            ("Content-Length", str(len(payload))),
+            *(headers or []),
+        ],
     )
     return [payload]
 
@@ -102,6 +115,13 @@ class ApiServer:
             self._record(environ, "get" if method == "GET" else method.lower(), None, code)
             return _json_response(start_response, code, body)
 
+        pause = self._faults.claim_pause(info.verb, info.resource.plural, info.namespace, info.name)
+        if pause is not None:
+            # Read the whole request first: the server has it, whatever its client does next.
+            length = int(environ.get("CONTENT_LENGTH") or 0)
+            body = environ["wsgi.input"].read(length) if length > 0 else b""
+            environ["wsgi.input"] = io.BytesIO(body)
+            self._faults.hold(pause)
         decision = self._faults.decide(info.verb, info.resource.plural)
         if decision.delay:
             self._faults.wait(decision.delay)
@@ -199,7 +219,11 @@ class ApiServer:
     ) -> list[bytes]:
         if decision.error is not None:
             self._record(environ, info.verb, info, decision.error.code)
-            return _json_response(start_response, decision.error.code, decision.error.status())
+            # A throttling API server (priority and fairness) says when to come back.
+            throttled = [("Retry-After", "1")] if decision.error.code == 429 else None
+            return _json_response(
+                start_response, decision.error.code, decision.error.status(), throttled
+            )
         self._faults.wait(decision.hold or 0.0)
         self._record(environ, info.verb, info, 504)
         sock = environ.get("werkzeug.socket")
@@ -259,11 +283,21 @@ class ApiServer:
         )
 
 
+MAX_REQUEST_BYTES = 3 * 1024 * 1024
+"""kube-apiserver's limit on a request body (``--max-request-bytes`` defaults to 3 MiB)."""
+
+
 def _read_json(environ: dict[str, Any]) -> Any:
     try:
         length = int(environ.get("CONTENT_LENGTH") or 0)
     except ValueError:
         raise errors.bad_request("invalid Content-Length") from None
+    if length > MAX_REQUEST_BYTES:
+        raise errors.ApiError(
+            413,
+            "RequestEntityTooLarge",
+            f"Request entity too large: limit is {MAX_REQUEST_BYTES}",
+        )
     raw = environ["wsgi.input"].read(length) if length > 0 else b""
     if not raw.strip():
         return None

@@ -11,6 +11,7 @@ validator per kind is built on first use and kept for the life of the process.
 
 from __future__ import annotations
 
+import base64
 import functools
 import json
 import re
@@ -38,6 +39,9 @@ _DNS_LABEL_MAX = 63
 _DNS_SUBDOMAIN_MAX = 253
 _LABEL_VALUE_MAX = 63
 _ANNOTATIONS_MAX_BYTES = 256 * 1024
+_DATA_MAX_BYTES = 1024 * 1024
+"""The most a ConfigMap's or a Secret's values may hold in all (kube-apiserver's
+``MaxSecretSize``, which it applies to ConfigMaps too)."""
 _GENERATED_SUFFIX = "x" * 5
 _CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
 
@@ -114,6 +118,8 @@ class Validator:
         elif resource.kind == "DaemonSet":
             template_spec = ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
             causes.extend(_pod_spec_causes(template_spec, "spec.template.spec"))
+        elif resource.kind in ("ConfigMap", "Secret"):
+            causes.extend(_data_size_causes(obj))
         elif resource.kind == "ResourceQuota":
             hard = (obj.get("spec") or {}).get("hard") or {}
             causes.extend(_quantity_map_causes(hard, "spec.hard"))
@@ -235,6 +241,25 @@ def _metadata_causes(resource: ResourceType, meta: dict[str, Any]) -> Iterator[C
             "FieldValueTooLong",
             f"Too long: must have at most {_ANNOTATIONS_MAX_BYTES} bytes",
         )
+
+
+def _data_size_causes(obj: dict[str, Any]) -> Iterator[Cause]:
+    """A ConfigMap's or Secret's values past 1 MiB in all, as the API server refuses them:
+    an object the service builds too big must fail here as it would in a cluster."""
+    size = 0
+    if obj.get("kind") == "Secret":
+        for value in (obj.get("data") or {}).values():
+            try:
+                size += len(base64.b64decode(str(value), validate=True))
+            except ValueError:
+                size += len(str(value))  # the schema check reports the encoding
+        size += sum(len(str(v).encode()) for v in (obj.get("stringData") or {}).values())
+    else:
+        size += sum(len(str(v).encode()) for v in (obj.get("data") or {}).values())
+        size += sum(len(base64.b64decode(str(v))) for v in (obj.get("binaryData") or {}).values())
+    if size > _DATA_MAX_BYTES:
+        message = f"Too long: must have at most {_DATA_MAX_BYTES} bytes"
+        yield _cause("", "FieldValueTooLong", message)
 
 
 def _quantity_map_causes(values: dict[str, Any], field: str) -> Iterator[Cause]:

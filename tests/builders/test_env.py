@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 from app.builders import lab_env
-from app.builders.env import format_cores
+from app.builders.env import (
+    format_cores,
+    reserved_env_names,
+    reserved_env_problem,
+    spawner_env,
+)
 from app.builders.lab import build_lab
 from app.config import Config
 from tests.builders.conftest import COPIED, DIGEST, PULL_DATA, TOKEN, make_config, make_spec
@@ -91,3 +96,17 @@ def test_env_config_map(full_config: Config) -> None:
     container = objects.pod["spec"]["containers"][0]
     assert container["envFrom"] == [{"configMapRef": {"name": "nb-rachel-env"}}]
     assert all("valueFrom" in e and "value" not in e for e in container["env"])
+
+
+def test_what_the_spawner_sets_is_reserved() -> None:
+    """Every name ``spawner_env`` can write, and those the Secret and the configuration set,
+    are refused in a request; names JupyterHub passes are not."""
+    config = make_config(env={"SITE": "configured"})
+    spec = make_spec(config, env={}, debug=True, reset_user_env=True)
+    reserved = reserved_env_names(config)
+    assert set(spawner_env(spec)) <= reserved
+    assert {"ACCESS_TOKEN", "SITE", "PATH", "LD_PRELOAD", "HOME"} <= reserved
+    request = {"JUPYTERHUB_API_URL": "x", "JUPYTERHUB_API_TOKEN": "y", "LANG": "C"}
+    assert reserved_env_problem(request, config) is None
+    assert reserved_env_problem({**request, "KUBERNETES_PORT": "1"}, config) == "KUBERNETES_PORT"
+    assert reserved_env_problem({"A": "1", "PATH": "/", "CPU_LIMIT": "9"}, config) == "CPU_LIMIT"

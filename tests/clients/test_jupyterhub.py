@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 import requests
-from labspawner import LabSpawnerClient, NotFoundError
+from labspawner import LabSpawnerClient, NotFoundError, ServiceUnavailableError
 
 from devstack.redis_process import free_port
 from devstack.stack import REPO_ROOT, LocalStack
@@ -42,6 +43,10 @@ class Hub:
     proxy_token: str
     service_token: str
     log: Path
+    command: list[str]
+    workdir: Path
+    env: dict[str, str]
+    process: subprocess.Popen[bytes] | None = None
 
     def api(self, token: str) -> requests.Session:
         session = requests.Session()
@@ -53,6 +58,34 @@ class Hub:
         response.raise_for_status()
         model: dict[str, Any] = response.json()
         return model
+
+    def start(self) -> None:
+        """Start JupyterHub on its database, and wait until its API answers."""
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(
+                self.command, cwd=self.workdir, env=self.env, stdout=out, stderr=subprocess.STDOUT
+            )
+        process = self.process
+
+        def answering() -> bool:
+            assert process.poll() is None, self.log.read_text()[-3000:]
+            with contextlib.suppress(requests.ConnectionError):
+                return requests.get(f"{self.url}/hub/api/", timeout=2).status_code == 200
+            return False
+
+        wait_for(answering, timeout=60, interval=0.2)
+
+    def stop(self) -> None:
+        """Shut JupyterHub down as an operator does (SIGTERM); its servers keep running."""
+        if self.process is None:
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.process = None
 
 
 @pytest.fixture(scope="module")
@@ -93,34 +126,20 @@ def hub(
         "GAFAELFAWR_URL": stack.gafaelfawr.url,
         "JUPYTERHUB_CRYPT_KEY": secrets.token_hex(32),
     }
-    log = workdir / "jupyterhub.log"
     jupyterhub = Path(sys.executable).parent / "jupyterhub"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [str(jupyterhub), "-f", str(workdir / "jupyterhub_config.py")],
-            cwd=workdir,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
     hub = Hub(
-        f"http://127.0.0.1:{public}", f"http://127.0.0.1:{api}", proxy_token, service_token, log
+        url=f"http://127.0.0.1:{public}",
+        proxy_api=f"http://127.0.0.1:{api}",
+        proxy_token=proxy_token,
+        service_token=service_token,
+        log=workdir / "jupyterhub.log",
+        command=[str(jupyterhub), "-f", str(workdir / "jupyterhub_config.py")],
+        workdir=workdir,
+        env=env,
     )
-
-    def answering() -> bool:
-        assert process.poll() is None, log.read_text()[-3000:]
-        with contextlib.suppress(requests.ConnectionError):
-            return requests.get(f"{hub.url}/hub/api/", timeout=2).status_code == 200
-        return False
-
-    wait_for(answering, timeout=60, interval=0.2)
+    hub.start()
     yield hub
-    process.send_signal(signal.SIGTERM)
-    try:
-        process.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
+    hub.stop()
 
 
 @pytest.fixture(scope="module")
@@ -315,6 +334,54 @@ def test_poll_notices_a_lab_deleted_behind_the_hubs_back(
     assert final is not None and final.type == "complete"
     # JupyterHub's poll now answers 0 and the hub forgets the server.
     wait_for(lambda: _server_gone(hub), timeout=30)
+
+
+def test_a_restarted_hub_keeps_labs_while_the_service_rebuilds(
+    stack: LocalStack,
+    stack_tokens: dict[str, str],
+    hub: Hub,
+    user_api: requests.Session,
+    admin: LabSpawnerClient,
+) -> None:
+    """Redis comes back empty and JupyterHub restarts before the service has rebuilt its
+    state: the hub's start-up poll gets 503 ``rebuilding``, which is "unknown", so the hub
+    keeps Rachel's server (a poll saying "stopped" would make it stop, and delete, the lab)."""
+    assert _server_gone(hub)
+    assert _start(hub, user_api, {"image": stack.demo_image, "size": "small"})[-1].get("ready")
+    before = admin.lab_status(USER)
+    assert before.running
+    admin_token = stack_tokens["admin"]
+    hub.stop()
+    # A slow list of lab pods (a big cluster) holds the rebuild open past the hub's start.
+    stack.kube.faults.add_latency(10.0, verb="list", resource="pods")
+    try:
+        redis.Redis.from_url(stack.redis_url).flushall()
+        with (
+            LabSpawnerClient(stack.spawner_url, admin_token, retries=0) as once,
+            pytest.raises(ServiceUnavailableError) as rebuilding,
+        ):
+            once.lab_status(USER)
+        assert rebuilding.value.code == "rebuilding"
+        hub.start()
+        # The hub polled the server while the service rebuilt, and kept it.
+        log = hub.log.read_text()
+        assert f"{USER} still running" in log
+        assert f"Lab of {USER}: state unknown" in log
+    finally:
+        stack.kube.faults.clear()
+    assert hub.user_model()["servers"][""]["ready"]
+    wait_for(lambda: _status_or_none(admin) is not None, timeout=60)
+    # The same lab, rebuilt from Kubernetes: never deleted, never spawned again.
+    assert admin.lab_status(USER) == before
+    assert user_api.delete(f"{hub.url}/hub/api/users/{USER}/server", timeout=60).ok
+    wait_for(lambda: _server_gone(hub), timeout=60)
+
+
+def _status_or_none(admin: LabSpawnerClient) -> Any:
+    try:
+        return admin.lab_status(USER)
+    except ServiceUnavailableError:
+        return None
 
 
 def test_start_replaces_a_lab_that_failed(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
@@ -246,3 +247,31 @@ def test_validation_surfaces_as_api_exception(core_v1: CoreV1Api, namespace: str
     with pytest.raises(kubernetes.client.exceptions.ApiException) as caught:
         core_v1.create_namespaced_pod(namespace, _pod(name="Bad_Name"))
     assert caught.value.status == 422
+
+
+def test_configmaps_and_secrets_over_one_mib_are_422(core_v1: CoreV1Api, namespace: str) -> None:
+    """As kube-apiserver refuses them: a lab whose env ConfigMap or Secret grew past the
+    limit must fail here, not only in a real cluster."""
+    half = "x" * (512 * 1024)
+    config_map = {"metadata": {"name": "big"}, "data": {"a": half, "b": half, "c": "x"}}
+    status = _rejected(core_v1.create_namespaced_config_map, namespace, config_map)
+    assert status["code"] == 422
+    assert "must have at most 1048576 bytes" in status["message"]
+    encoded = base64.b64encode(b"x" * (700 * 1024)).decode()
+    secret = {"metadata": {"name": "big"}, "data": {"a": encoded}, "stringData": {"b": half}}
+    status = _rejected(core_v1.create_namespaced_secret, namespace, secret)
+    assert status["code"] == 422
+    # Exactly at the limit is accepted; the limit counts decoded bytes, not base64.
+    at_limit = base64.b64encode(b"x" * (1024 * 1024)).decode()
+    accepted = {"metadata": {"name": "at-limit"}, "data": {"a": at_limit}}
+    core_v1.create_namespaced_secret(namespace, accepted)
+    core_v1.create_namespaced_config_map(
+        namespace, {"metadata": {"name": "at-limit"}, "data": {"a": "x" * (1024 * 1024)}}
+    )
+
+
+def test_a_request_body_over_three_mib_is_413(core_v1: CoreV1Api, namespace: str) -> None:
+    big = {"metadata": {"name": "huge"}, "data": {str(i): "x" * 1024 * 1024 for i in range(4)}}
+    status = _rejected(core_v1.create_namespaced_config_map, namespace, big)
+    assert status["code"] == 413
+    assert status["reason"] == "RequestEntityTooLarge"

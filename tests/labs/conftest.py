@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,6 +65,24 @@ def fresh_image(lab_raw_config: dict[str, Any]) -> str:
     """An image of this test's configuration that no node has pulled yet."""
     reference: str = lab_raw_config["prepull"][0]["images"][-1]["url"]
     return reference
+
+
+@pytest.fixture
+def slow_image(
+    lab_raw_config: dict[str, Any], kube: KubernetesEmulator
+) -> Iterator[Callable[[float], str]]:
+    """Adds to this test's configuration (before its app is made) an image no node has,
+    whose pull takes the given seconds; the emulator's pull times are reset afterwards."""
+    pulls = kube.cluster.settings.pull_seconds_by_image
+
+    def add(pull_seconds: float) -> str:
+        image = f"registry.test/lsstsqre/sciplat-lab:slow-{time.time_ns()}"
+        lab_raw_config["prepull"][0]["images"].append(simple_image(image, "Slow"))
+        pulls[f"{image}*"] = pull_seconds
+        return image
+
+    yield add
+    pulls.clear()
 
 
 @pytest.fixture

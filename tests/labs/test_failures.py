@@ -11,7 +11,6 @@ from flask.testing import FlaskClient
 
 from app.builders.names import MANAGED_BY, MANAGED_BY_LABEL
 from devstack.kube import KubernetesEmulator
-from tests.conftest import simple_image
 from tests.labs.conftest import LabUser, read_events, spawn_body
 
 
@@ -86,6 +85,7 @@ def test_spawn_deadline(
     make_app: Callable[..., object],
     new_user: Callable[..., LabUser],
     kube: KubernetesEmulator,
+    slow_image: Callable[[float], str],
 ) -> None:
     from app.config import parse_config
 
@@ -93,15 +93,10 @@ def test_spawn_deadline(
     assert isinstance(lab, dict)
     lab["spawnTimeout"] = 1.5
     # An image no node has cached yet, so the simulated pull time applies.
-    slow = f"registry.test/lsstsqre/sciplat-lab:slow-{time.time_ns()}"
-    lab_raw_config["prepull"][0]["images"].append(simple_image(slow, "Slow"))
+    slow = slow_image(30.0)
     client = make_app(parse_config(lab_raw_config)).test_client()  # type: ignore[attr-defined]
     user = new_user()
-    kube.cluster.settings.pull_seconds_by_image[f"{slow}*"] = 30.0
-    try:
-        types, errors, elapsed = _spawn_and_read(client, user, image=slow)
-    finally:
-        kube.cluster.settings.pull_seconds_by_image.clear()
+    types, errors, elapsed = _spawn_and_read(client, user, image=slow)
     assert types[-1] == "failed"
     assert any("did not finish within 1.5 seconds" in e for e in errors)
     assert elapsed < 6

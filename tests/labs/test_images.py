@@ -24,7 +24,7 @@ from devstack.gafaelfawr import GafaelfawrEmulator, GroupSpec, NotebookQuotaSpec
 from devstack.kube import KubernetesEmulator
 from devstack.registry import RegistryEmulator
 from tests.conftest import bearer
-from tests.labs.conftest import read_events
+from tests.labs.conftest import read_events, wait_for
 
 CREDENTIALS = ("puller", "pull-secret-value-4711")
 CREDENTIALS_SECRET = "registry-credentials"
@@ -561,5 +561,25 @@ def test_spawn_waits_for_a_source_never_listed(
         assert "not been read from its registry yet" in response.get_json()["message"]
         text = _form(client, user)
         assert "never read yet" in text
+    finally:
+        registry.fail_with(None)
+
+
+def test_not_ready_until_every_image_list_was_read_once(
+    image_raw_config: dict[str, Any],
+    registry: RegistryEmulator,
+    make_app: Callable[[Config], Flask],
+) -> None:
+    """Right after start, a spawn could be refused for want of an image list: the service
+    is not ready until the refresher has tried every list once. A failed read counts as
+    tried (its error is what the form and a spawn then report)."""
+    registry.fail_with(503)
+    try:
+        client = make_app(parse_config(image_raw_config)).test_client()
+        first = client.get("/readyz")
+        assert first.status_code == 503
+        images = first.get_json()["checks"]["images"]
+        assert images.startswith("unread: ") and "jupyter" in images
+        wait_for(lambda: client.get("/readyz").status_code == 200, timeout=30)
     finally:
         registry.fail_with(None)

@@ -189,6 +189,23 @@ def test_event_stream_resumes_after_last_event_id(
     middle = events[len(events) // 2]
     rest = read_events(lab_client, user.username, user.headers, last_id=middle.id)
     assert rest == events[len(events) // 2 + 1 :]
+    # Resuming after the terminal event: nothing more will come, so the stream ends at once.
+    assert read_events(lab_client, user.username, user.headers, last_id=events[-1].id) == []
+    # An id later than any the stream holds was never sent: refused, not waited on forever.
+    millis, _, _ = events[-1].id.partition("-")
+    later = f"{int(millis) + 10_000}-0"
+    response = lab_client.get(
+        f"/spawner/v1/labs/{user.username}/events",
+        headers={**user.headers, "Last-Event-ID": later},
+    )
+    assert response.status_code == 200  # the operation ended: nothing to wait for
+    assert response.get_data(as_text=True) == ": stream of lab events\n\n"
+    huge = lab_client.get(
+        f"/spawner/v1/labs/{user.username}/events",
+        headers={**user.headers, "Last-Event-ID": f"{2**64}-0"},
+    )
+    assert huge.status_code == 422
+    assert huge.get_json()["field"] == "Last-Event-ID"
 
 
 def test_status_reads_never_call_kubernetes(

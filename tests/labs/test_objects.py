@@ -86,7 +86,7 @@ def test_objects_for_users_with_and_without_gids(
         user = new_user(
             groups=(GroupSpec("staff", 1500), GroupSpec("no-gid"), GroupSpec("science", 2002))
         )
-    env = {"JUPYTERHUB_API_URL": "http://hub/api", "CONFIGURED": "request", "CPU_LIMIT": "request"}
+    env = {"JUPYTERHUB_API_URL": "http://hub/api", "SITE": "request"}
     _spawn(objects_client, user, env)
     namespace = f"nublado-{user.username}"
     objects = _namespace_objects(kube, namespace)
@@ -120,7 +120,8 @@ def test_objects_for_users_with_and_without_gids(
     assert env_map is not None
     data = env_map["data"]
     assert data["JUPYTERHUB_API_URL"] == "http://hub/api"  # from the request
-    assert data["CPU_LIMIT"] == "4.0"  # the service's value beats the request's
+    assert data["SITE"] == "request"
+    assert data["CPU_LIMIT"] == "4.0"  # the service's value
     assert data["MEM_LIMIT"] == "from-config"  # configuration beats the service
     assert data["CONFIGURED"] == "deployment"
     assert data["IMAGE_DESCRIPTION"] == "Weekly 2024_42"

@@ -242,7 +242,11 @@ def test_flushall_restores_every_lab_in_one_reconcile(
     new_user: Callable[..., LabUser],
     admin_headers: dict[str, str],
     redis_client: redis.Redis,
+    kube: KubernetesEmulator,
 ) -> None:
+    """After Redis comes back empty, reads never say "no lab" or give a partial list while
+    the records are rebuilt: they answer 503 ``rebuilding`` with ``Retry-After`` until the
+    rebuild is done, then exactly what they answered before."""
     app = watcher_app(reconcileSeconds=NEVER)
     client = app.test_client()
     watcher = leading(app)
@@ -255,18 +259,42 @@ def test_flushall_restores_every_lab_in_one_reconcile(
     assert expected[fancy.username]["quotas"]["limits"]["cpu"] == 4.0
     assert {g["name"] for g in expected[fancy.username]["groups"]} == {"astro", "unix-less"}
     reconciles = watcher.reconciles
+    # A slow list of lab pods holds the rebuild open long enough to be seen.
+    kube.faults.add_latency(0.5, verb="list", resource="pods")
 
     redis_client.flushall()
 
     # The lease went with the data: a new tenure starts with one reconcile.
-    wait_for(lambda: all(status_of(client, u, admin_headers) == s for u, s in expected.items()))
+    answers: list[int] = []
+
+    def rebuilt() -> bool:
+        listed = client.get("/spawner/v1/labs", headers=admin_headers)
+        answers.append(listed.status_code)
+        if listed.status_code == 503:
+            assert listed.get_json()["code"] == "rebuilding"
+            assert int(listed.headers["Retry-After"]) >= 1
+        else:
+            assert listed.status_code == 200
+            assert set(expected) <= set(listed.get_json()), "a partial list"
+        for username, before in expected.items():
+            response = client.get(f"/spawner/v1/labs/{username}", headers=admin_headers)
+            answers.append(response.status_code)
+            assert response.status_code in (200, 503), response.get_data(as_text=True)
+            if response.status_code == 503:
+                assert response.get_json()["code"] == "rebuilding"
+                return False
+            assert response.get_json() == before
+        return listed.status_code == 200
+
+    wait_for(rebuilt)
+    kube.faults.clear()
+    assert 503 in answers and 404 not in answers
     assert all(s["status"] == "running" for s in expected.values())
     # One reconcile is enough; a slow machine may lose and retake the lease meanwhile, and
     # every new tenure starts with a reconcile of its own. The records are written during
     # the reconcile and it is counted when it returns, so the count may lag them a moment.
     wait_for(lambda: watcher.reconciles >= reconciles + 1)
-    listed = client.get("/spawner/v1/labs", headers=admin_headers).get_json()
-    assert set(expected) <= set(listed)
+    assert client.get("/readyz").get_json()["checks"]["state"] == "ok"
 
 
 def test_leaked_namespace_is_deleted_only_when_seen_twice(

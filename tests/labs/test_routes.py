@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import pytest
+from flask import Flask
 from flask.testing import FlaskClient
 
+from app.extensions.labs import machinery_of
+from app.storage.events import EventType
+from app.storage.labs import lab_ref
 from tests.conftest import bearer
 from tests.labs.conftest import LabUser, read_events, spawn_body
+
+
+def _with_env(env: dict[str, str]) -> dict[str, object]:
+    return {**spawn_body(), "env": env}
+
 
 ADMIN_ROUTES = [
     ("GET", "/spawner/v1/labs"),
@@ -88,6 +98,24 @@ def test_user_status_and_missing_labs(
         ({"options": {"image": "x", "size": "small"}, "env": {"A": 1}}, "env.A", ""),
         ({"options": {"image": "x", "size": "small"}, "extra": 1}, "extra", "Unknown field"),
         (spawn_body(debug="perhaps"), "options.debug", "must be true or false"),
+        # Names the platform owns, and names that change how the lab starts.
+        (_with_env({"ACCESS_TOKEN": "x"}), "env.ACCESS_TOKEN", "set by the platform"),
+        (_with_env({"LD_PRELOAD": "/tmp/x.so"}), "env.LD_PRELOAD", "set by the platform"),
+        (_with_env({"PATH": "/tmp"}), "env.PATH", "set by the platform"),
+        (_with_env({"CPU_LIMIT": "64"}), "env.CPU_LIMIT", "set by the platform"),
+        (
+            _with_env({"KUBERNETES_SERVICE_HOST": "10.0.0.1"}),
+            "env.KUBERNETES_SERVICE_HOST",
+            "set by the platform",
+        ),
+        # Bounded so the env ConfigMap can never pass Kubernetes' 1 MiB object limit.
+        (_with_env({"BIG": "x" * (65 * 1024)}), "env", "bytes in all as JSON"),
+        (_with_env({"CTL": "\x01" * (11 * 1024)}), "env", "bytes in all as JSON"),
+        (_with_env({f"V{i}": "1" for i in range(1000)}), "env", "at most 256 variables"),
+        (_with_env({"N" * 200: "1"}), "env.", "Longer than maximum length 128"),
+        # NUL bytes reach no Kubernetes object.
+        (_with_env({"SITE": "a\x00b"}), "env.SITE", "NUL bytes"),
+        (spawn_body(size="small\x00"), "options.size", "NUL bytes"),
     ],
 )
 def test_bad_spawn_bodies_name_the_field(
@@ -125,6 +153,43 @@ def test_body_must_be_json_object(
         assert "JSON object" in response.get_json()["message"]
 
 
+@pytest.mark.parametrize("depth", [9, 2000, 50_000])
+def test_a_deeply_nested_body_is_refused_not_a_crash(
+    lab_client: FlaskClient, new_user: Callable[..., LabUser], depth: int
+) -> None:
+    """Nesting is bounded before any schema sees the body; past the parser's own recursion
+    limit the body is refused as not JSON, never a 500."""
+    user = new_user()
+    body = '{"options": ' * depth + "{}" + "}" * depth
+    response = lab_client.post(
+        f"/spawner/v1/labs/{user.username}/spawn",
+        data=body,
+        headers={**user.headers, "Content-Type": "application/json"},
+    )
+    assert response.status_code == 422
+    message = response.get_json()["message"]
+    assert "nests deeper than 8 levels" in message or "JSON object" in message
+
+
+def test_a_body_over_the_limit_is_413_before_it_is_read(
+    lab_client: FlaskClient, new_user: Callable[..., LabUser], admin_headers: dict[str, str]
+) -> None:
+    user = new_user()
+    url = f"/spawner/v1/labs/{user.username}/spawn"
+    body = json.dumps(_with_env({"SITE": "x" * (2 * 1024 * 1024)}))
+    response = lab_client.post(
+        url, data=body, headers={**user.headers, "Content-Type": "application/json"}
+    )
+    assert response.status_code == 413
+    error = response.get_json()
+    assert error["code"] == "body_too_large"
+    assert str(1024 * 1024) in error["message"]
+    assert (
+        lab_client.get(f"/spawner/v1/labs/{user.username}", headers=admin_headers).status_code
+        == 404
+    )
+
+
 def test_bad_last_event_id(
     lab_client: FlaskClient, new_user: Callable[..., LabUser], admin_headers: dict[str, str]
 ) -> None:
@@ -135,3 +200,21 @@ def test_bad_last_event_id(
     )
     assert response.status_code == 422
     assert response.get_json()["field"] == "Last-Event-ID"
+
+
+def test_resuming_after_an_id_never_sent_is_refused(
+    lab_app: Flask, lab_client: FlaskClient, new_user: Callable[..., LabUser]
+) -> None:
+    """While an operation runs, a Last-Event-ID later than its newest event would wait for
+    events that come with smaller ids and are skipped: it is refused instead."""
+    user = new_user()
+    events = machinery_of(lab_app).engine.events
+    subject = lab_ref(user.username).key
+    events.append(subject, EventType.INFO, "under way")
+    newest = events.last(subject)
+    assert newest is not None
+    millis, _, _ = newest.id.partition("-")
+    url = f"/spawner/v1/labs/{user.username}/events"
+    later = lab_client.get(url, headers={**user.headers, "Last-Event-ID": f"{int(millis) + 1}-0"})
+    assert later.status_code == 422
+    assert "later than any event" in later.get_json()["message"]

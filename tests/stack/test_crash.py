@@ -1,11 +1,12 @@
-"""Killing the worker that runs a spawn: another worker resumes it, with no duplicates."""
+"""Killing the worker that runs a spawn: another worker resumes it, with no duplicates,
+whichever of the spawn's Kubernetes calls it was making when it died."""
 
 from __future__ import annotations
 
 import os
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 import redis
@@ -21,7 +22,12 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
         state_dir=tmp_path_factory.mktemp("devstack-crash"),
         workers=2,
         pull_seconds=3.0,
-        config_overrides={"operations": {"leaseSeconds": 2, "scanSeconds": 0.5}},
+        # A lab takes a moment to start, so a spawn always follows its pod (watch, Events).
+        start_seconds=1.0,
+        config_overrides={
+            "operations": {"leaseSeconds": 2, "scanSeconds": 0.5},
+            "limits": {"mutationsPerMinute": 1000},
+        },
     )
     stack = LocalStack(options).start()
     yield stack
@@ -89,3 +95,101 @@ def test_sigkill_mid_spawn_ends_with_one_running_lab(stack: LocalStack) -> None:
         events = [e for e in parse_sse(r.iter_content(None)) if isinstance(e, SseEvent)]
     assert events[-1].type == "complete"
     assert stack.kube.store.get("namespaces", None, namespace) is None
+
+
+def _spawn_calls(stack: LocalStack, spawn: Callable[[], list[SseEvent]]) -> list[tuple[str, str]]:
+    """The distinct Kubernetes calls a spawn of rachel's lab makes, in the order it makes
+    them: (verb, resource) of each request about her namespace or in it."""
+    namespace = "nublado-rachel"
+    started = time.time()
+    events = spawn()
+    assert events[-1].type == "complete"
+    calls: list[tuple[str, str]] = []
+    for entry in stack.kube.audit.entries():
+        if entry.timestamp < started:
+            continue
+        # A namespace's create names it in its body only: the path has no name.
+        ours = entry.namespace == namespace or (
+            entry.resource == "namespaces" and entry.name in (namespace, "")
+        )
+        if ours and (entry.verb, entry.resource) not in calls:
+            calls.append((entry.verb, entry.resource))
+    return calls
+
+
+def test_a_worker_killed_at_each_step_of_a_spawn_leaves_exactly_one_lab(
+    stack: LocalStack,
+) -> None:
+    """For every Kubernetes call a spawn makes, in turn: hold that call on arrival, kill
+    (SIGKILL) the worker that sent it, let the call through (the API server had it), and
+    require the spawn resumed by another worker to end with exactly one running lab."""
+    state = stack.state()
+    user = {"Authorization": f"Bearer {state['tokens']['rachel']['token']}"}
+    admin = {"Authorization": f"Bearer {state['tokens']['admin']['token']}"}
+    base = f"{stack.spawner_url}/spawner/v1"
+    namespace = "nublado-rachel"
+    store = redis.Redis.from_url(stack.redis_url, decode_responses=True)
+
+    def post_spawn() -> None:
+        response = requests.post(
+            f"{base}/labs/rachel/spawn",
+            json={"options": {"image": stack.demo_image, "size": "small"}, "env": {}},
+            headers=user,
+            allow_redirects=False,
+            timeout=10,
+        )
+        assert response.status_code == 303, response.text
+
+    def events() -> list[SseEvent]:
+        with requests.get(f"{base}/labs/rachel/events", headers=user, stream=True, timeout=60) as r:
+            return [e for e in parse_sse(r.iter_content(None)) if isinstance(e, SseEvent)]
+
+    def delete() -> None:
+        assert requests.delete(f"{base}/labs/rachel", headers=admin, timeout=5).status_code == 202
+        assert events()[-1].type == "complete"
+        _wait(lambda: stack.kube.store.get("namespaces", None, namespace) is None)
+
+    def spawn() -> list[SseEvent]:
+        post_spawn()
+        return events()
+
+    steps = _spawn_calls(stack, spawn)
+    delete()
+    assert ("create", "namespaces") in steps and ("create", "pods") in steps, steps
+    assert len(steps) >= 8, steps
+    exercised = []
+    for verb, resource in steps:
+        scope = None if resource == "namespaces" else namespace
+        pause = stack.kube.faults.pause_next(verb, resource, namespace=scope)
+        try:
+            post_spawn()
+            # A call that follows the pod may not come when the pod is ready at once.
+            _wait(lambda: pause.arrived.is_set() or _running(base, admin))  # noqa: B023
+            if pause.arrived.is_set():
+                holder = str(_wait(lambda: store.get("spawner:lease:lab:rachel")))
+                os.kill(int(holder.split(":")[1]), signal.SIGKILL)
+                exercised.append((verb, resource))
+        finally:
+            stack.kube.faults.cancel(pause)
+        ended = events()
+        assert ended[-1].type == "complete", (verb, resource, [e.data for e in ended])
+        status = requests.get(f"{base}/labs/rachel", headers=admin, timeout=5).json()
+        assert (status["status"], status["pod"]) == ("running", "present"), (verb, resource)
+        pods = [p["metadata"]["name"] for p in stack.kube.store.list("pods", namespace)]
+        assert pods == ["nb-rachel-lab"], (verb, resource, pods)
+        configmaps = sorted(
+            c["metadata"]["name"]
+            for c in stack.kube.store.list("configmaps", namespace)
+            if c["metadata"]["name"].startswith("nb-")
+        )
+        assert configmaps == ["nb-rachel-env", "nb-rachel-nss"], (verb, resource)
+        delete()
+    # Every create, the pod's read and its watch were each interrupted by a kill.
+    assert {s for s in steps if s[0] == "create"} <= set(exercised), exercised
+    assert {("get", "pods"), ("watch", "pods")} <= set(exercised), exercised
+    assert stack.spawner_process is not None and stack.spawner_process.poll() is None
+
+
+def _running(base: str, admin: dict[str, str]) -> bool:
+    response = requests.get(f"{base}/labs/rachel", headers=admin, timeout=5)
+    return response.status_code == 200 and response.json()["status"] == "running"

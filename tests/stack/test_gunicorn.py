@@ -19,8 +19,12 @@ from tests.support.sse import SseEvent, parse_sse
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
+    state_dir = tmp_path_factory.mktemp("devstack")
     options = StackOptions(
-        state_dir=tmp_path_factory.mktemp("devstack"), workers=2, pull_seconds=0.2
+        state_dir=state_dir,
+        workers=2,
+        pull_seconds=0.2,
+        extra_env={"SPAWNER_ACCESS_LOG": str(state_dir / "access.log")},
     )
     stack = LocalStack(options).start()
     yield stack
@@ -47,7 +51,12 @@ def test_two_workers_serve_health_and_readiness(stack: LocalStack) -> None:
     assert requests.get(f"{stack.spawner_url}/healthz", timeout=5).json() == {"status": "ok"}
     ready = requests.get(f"{stack.spawner_url}/readyz", timeout=5)
     assert ready.status_code == 200
-    assert ready.json()["checks"] == {"redis": "ok", "kubernetes": "ok"}
+    assert ready.json()["checks"] == {
+        "redis": "ok",
+        "kubernetes": "ok",
+        "state": "ok",
+        "images": "ok",
+    }
 
 
 def test_auth_errors_are_json_over_http(stack: LocalStack) -> None:
@@ -155,3 +164,15 @@ def test_the_elected_refresher_fills_the_form_for_every_worker(stack: LocalStack
         assert form.status_code == 200
         assert recommended["reference"] in form.text
         assert "Recommended (Weekly 2024_42)" in form.text
+
+
+def test_query_values_never_reach_the_access_log(stack: LocalStack) -> None:
+    """A token sent in the query string is refused, and the access log keeps its name only."""
+    secret = "gt-not-to-be-logged.in-any-line"
+    url = f"{stack.spawner_url}/spawner/v1/labs?token={secret}&page="
+    assert requests.get(url, timeout=5).status_code == 401
+    log = stack.options.state_dir / "access.log"
+    wait_for(lambda: "token=" in log.read_text())
+    text = log.read_text()
+    assert secret not in text
+    assert '"GET /spawner/v1/labs?token=[redacted]&page= HTTP/1.1" 401' in text

@@ -1,15 +1,22 @@
 -- Record a new workload and queue its spawn, unless one exists that has not failed.
 -- KEYS[1]: record; KEYS[2]: operation; KEYS[3]: the kind's index of names;
 -- KEYS[4]: pending operations; KEYS[5]: the operation's secret; KEYS[6]: event stream;
--- KEYS[7]: the workload's lease.
+-- KEYS[7]: the workload's lease; KEYS[8]: the completeness marker (Redis holds every workload).
 -- ARGV[1]: record JSON; ARGV[2]: operation JSON; ARGV[3]: the workload's kind;
 -- ARGV[4]: its name; ARGV[5]: pending member; ARGV[6]: queued-at score; ARGV[7]: secret
 -- ("" keeps none); ARGV[8]: the secret's TTL in seconds; ARGV[9]: the admin feed's channel;
 -- ARGV[10]: who takes the lease if nobody holds it ("" takes none); ARGV[11]: its TTL in
--- milliseconds; then add_events' arguments for the new stream's first events.
--- Returns {1, 1} when queued with the lease taken, {1, 0} when queued without, else
+-- milliseconds; ARGV[12]: where the events written only with the lease start (0: there are
+-- none); then add_events' arguments for the new stream's first events, and from ARGV[12] on
+-- add_events' arguments for the events that announce a run starting at once, appended only
+-- when the lease was taken.
+-- Returns {1, 1} when queued with the lease taken, {1, 0} when queued without, {-1} while
+-- Redis is being rebuilt (a missing record may be one not rebuilt yet), else
 -- {0, current record JSON or ""} (a record that is not failed, or an operation still queued).
 local raw = redis.call('GET', KEYS[1])
+if not raw and redis.call('EXISTS', KEYS[8]) == 0 then
+  return {-1}
+end
 if raw and cjson.decode(raw)['status'] ~= 'failed' then
   return {0, raw}
 end
@@ -24,9 +31,18 @@ if ARGV[7] ~= '' then
   redis.call('SET', KEYS[5], ARGV[7], 'EX', ARGV[8])
 end
 redis.call('DEL', KEYS[6])
-add_events(KEYS[6], 12)
+local leased = ARGV[10] ~= '' and redis.call('SET', KEYS[7], ARGV[10], 'NX', 'PX', ARGV[11])
+local leased_events = tonumber(ARGV[12])
+if leased_events > 0 then
+  add_events(KEYS[6], 13, leased_events - 1)
+  if leased then
+    add_events(KEYS[6], leased_events)
+  end
+else
+  add_events(KEYS[6], 13)
+end
 announce_state(ARGV[9], ARGV[3], ARGV[4], ARGV[1])
-if ARGV[10] ~= '' and redis.call('SET', KEYS[7], ARGV[10], 'NX', 'PX', ARGV[11]) then
+if leased then
   return {1, 1}
 end
 return {1, 0}

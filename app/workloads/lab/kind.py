@@ -12,7 +12,7 @@ from app.services.context import LabContext
 from app.storage.events import EventType
 from app.storage.kubernetes import KubernetesError
 from app.storage.labs import LAB_KIND, record_json
-from app.workloads.lab.delete import run_delete
+from app.workloads.lab.delete import DELETED, run_delete
 from app.workloads.lab.spawn import run_spawn
 from app.workloads.lab.tracking import LabTracking
 
@@ -33,12 +33,12 @@ class LabKind(WorkloadKind):
         return lab.spawn_timeout if action is Action.SPAWN else lab.delete_timeout
 
     def spawn(self, run: Run) -> Finished:
-        record = run_spawn(self._ctx, run)
-        return Finished(record_json(record), [(EventType.INFO, RUNNING)])
+        spawned = run_spawn(self._ctx, run)
+        return Finished(record_json(spawned.record), [*spawned.events, (EventType.INFO, RUNNING)])
 
     def delete(self, run: Run) -> Finished:
         run_delete(self._ctx, run)
-        return Finished(None)
+        return Finished(None, [(EventType.INFO, DELETED)])
 
     def failed_record(self, run: Run, message: str) -> str | None:
         """The lab's record with status failed, and its pod as Kubernetes has it now."""

@@ -19,6 +19,7 @@ from app.builders.namespace import build_namespace
 from app.engine.concurrency import concurrently
 from app.engine.following import PodToFollow, follow_until_ready
 from app.engine.kind import Run, StepFailed
+from app.engine.pods import judge
 from app.engine.reporter import Reporter
 from app.engine.waiting import wait_namespace_gone, wait_pod_gone
 from app.errors import ServiceError
@@ -27,6 +28,7 @@ from app.models.images import image_from_json
 from app.models.lab import LabOptions, LabRecord, LabSpec, LabStatus, PodState
 from app.services.context import LabContext
 from app.services.registries import split_reference
+from app.storage.events import EventType
 from app.storage.kubernetes import KubernetesError, is_ours
 from app.storage.registry import RegistryNotFound
 from app.workloads.lab.records import lab_record
@@ -63,7 +65,24 @@ def spec_from_operation(ctx: LabContext, data: dict[str, Any]) -> LabSpec:
     )
 
 
-def run_spawn(ctx: LabContext, run: Run) -> LabRecord:
+def starting_events(spec: LabSpec) -> list[tuple[EventType, str]]:
+    """The events announcing that a run starts making the lab: written by the run itself,
+    or with the operation when the worker queueing it runs it at once (``Run.start_announced``)."""
+    return [
+        (EventType.INFO, f"Starting a lab for {spec.username} with image {spec.image.name}"),
+        (EventType.PROGRESS, str(STARTING_PROGRESS)),
+    ]
+
+
+@dataclass(frozen=True)
+class Spawned:
+    """A running lab's record, and events of the spawn still to announce with it."""
+
+    record: LabRecord
+    events: list[tuple[EventType, str]]
+
+
+def run_spawn(ctx: LabContext, run: Run) -> Spawned:
     """Create the lab and wait until it is reachable; returns its running record."""
     reporter = run.reporter
     if run.secret is None:
@@ -83,10 +102,7 @@ def run_spawn(ctx: LabContext, run: Run) -> LabRecord:
         lambda: _try_create_namespace(ctx, namespace_body),
         lambda: _read_copied_secrets(ctx),
         lambda: provisioning and not ctx.labs.is_provisioned(spec.username),
-        lambda: reporter.info(
-            f"Starting a lab for {spec.username} with image {spec.image.name}",
-            progress=STARTING_PROGRESS,
-        ),
+        lambda: None if run.start_announced else reporter.write(starting_events(spec)),
     )
     own_pod = not created and _take_over_namespace(ctx, reporter, namespace_body, pod_name)
     objects = build_lab(
@@ -99,15 +115,27 @@ def run_spawn(ctx: LabContext, run: Run) -> LabRecord:
     )
     objects.pod["metadata"].setdefault("annotations", {})[OPERATION_ANNOTATION] = run.operation.id
     _create_objects(ctx, reporter, objects, pod_absent=not own_pod)
-    _, first_look = concurrently(
-        lambda: reporter.info(OBJECTS_CREATED, progress=OBJECTS_CREATED_PROGRESS),
-        lambda: ctx.kube.read_pod(namespace, pod_name),
-    )
-    follow_until_ready(ctx.kube, reporter, PodToFollow(namespace, pod_name), first_look)
+    first_look = ctx.kube.read_pod(namespace, pod_name)
+    created_events = [
+        (EventType.INFO, OBJECTS_CREATED),
+        (EventType.PROGRESS, str(OBJECTS_CREATED_PROGRESS)),
+    ]
+    if first_look is not None and judge(first_look, "lab").ready:
+        # Ready at the first look: the objects' event goes out with the lab's last ones,
+        # in the step that records it running, rather than in a write of its own.
+        announced = created_events
+    else:
+        announced = []
+        reporter.write(created_events)
+        with run.waiting():
+            follow_until_ready(ctx.kube, reporter, PodToFollow(namespace, pod_name), first_look)
     if unprovisioned:
         # Only now: the provisioning container is idempotent and ran to its end.
         ctx.labs.mark_provisioned(spec.username)
-    return lab_record(spec, config, status=LabStatus.RUNNING, pod=PodState.PRESENT, reachable=True)
+    record = lab_record(
+        spec, config, status=LabStatus.RUNNING, pod=PodState.PRESENT, reachable=True
+    )
+    return Spawned(record, announced)
 
 
 def _pinned(ctx: LabContext, reporter: Reporter, spec: LabSpec) -> LabSpec:

@@ -121,6 +121,13 @@ class LabSpawner(Spawner):
     def _default_admin_token(self) -> str:
         return os.environ.get("LAB_SPAWNER_ADMIN_TOKEN", "")
 
+    @default("env_keep")
+    def _default_env_keep(self) -> list[str]:
+        # JupyterHub's default passes the hub's own PATH, PYTHONPATH and the like: they say
+        # nothing about the lab's image, and the service refuses the ones that change how a
+        # lab starts. What JupyterHub must pass (JUPYTERHUB_*) it adds by itself.
+        return ["JUPYTERHUB_SINGLEUSER_APP"]
+
     @default("options_form")
     def _default_options_form(self) -> Any:
         return LabSpawner._fetch_options_form
@@ -273,8 +280,20 @@ class LabSpawner(Spawner):
 
     async def poll(self) -> int | None:
         """``None`` while the lab is starting, running or terminating; ``0`` when it failed
-        or does not exist."""
-        status = await self.api.lab_status(self.username, self._admin())
+        or does not exist.
+
+        When the service cannot say (503: its state is being rebuilt after Redis came back
+        empty, or a dependency is down; or it cannot be reached), the answer is unknown,
+        and unknown is never "stopped": JupyterHub stops, and so deletes, a server whose
+        poll says so when it starts. ``None`` keeps the server, and the next poll asks again.
+        """
+        try:
+            status = await self.api.lab_status(self.username, self._admin())
+        except ServiceUnavailableError as exc:
+            self.log.warning(
+                "Lab of %s: state unknown (%s); polling again later", self.username, exc
+            )
+            return None
         if status is not None and status.get("status") in ACTIVE:
             return None
         return 0

@@ -1,0 +1,229 @@
+"""Blueprints that document themselves: flask-smorest's, plus what this service adds.
+
+flask-smorest generates the OpenAPI document from the blueprints: paths and path parameters
+from the URL rules, summaries from docstrings, bodies from ``@blueprint.response``. Two
+things it cannot know are added here, at the moment a route is registered:
+
+- **Who may call it.** ``requires`` records its grants on the view; the route gets the
+  bearer security requirement, an ``x-required-grants`` list for tools, a sentence saying
+  who may call it, and the 401, 403 and 503 responses ``requires`` itself can give.
+- **How it fails.** Errors are declared as the ``ServiceError`` classes a view can raise
+  (``@raises``), not as status codes, so each documented error response carries the
+  class's machine-readable ``code`` and the one ``Error`` body the error handler renders.
+  Every route also gets 500, from the catch-all handler, so no declaration has to remember it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from flask_smorest import Blueprint
+
+from app.errors import (
+    AuthenticationError,
+    DependencyUnavailableError,
+    PermissionDeniedError,
+    ServiceError,
+)
+from app.schemas.errors import ErrorSchema
+from app.services.auth import Grant
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+SECURITY_SCHEME = "bearer"
+ERROR_SCHEMA_NAME = "Error"
+
+ERRORS_ATTRIBUTE = "service_errors"
+"""Where ``@raises`` leaves its error classes on the view (``functools.wraps`` carries it)."""
+
+AUTH_ERRORS: tuple[type[ServiceError], ...] = (
+    AuthenticationError,
+    PermissionDeniedError,
+    DependencyUnavailableError,
+)
+"""What ``requires`` itself can raise: no or bad token, wrong scope or user, Gafaelfawr down."""
+
+ALWAYS_ERRORS: tuple[type[ServiceError], ...] = (ServiceError,)
+"""The catch-all handler turns any unexpected failure into a 500 ``internal_error``."""
+
+USERNAME_PATTERN = r"^[a-z0-9](?:[a-z0-9]|-[a-z0-9])*$"
+USERNAME_MAX_LENGTH = 55
+"""A Gafaelfawr username as a lab's namespace and pod names can hold it."""
+
+PATH_PARAMETERS: dict[str, dict[str, Any]] = {
+    "username": {
+        "description": "The lab's user: a Gafaelfawr username (lowercase letters, digits and '-').",
+        "schema": {"type": "string", "pattern": USERNAME_PATTERN, "maxLength": USERNAME_MAX_LENGTH},
+    },
+}
+"""Path parameters that mean the same thing on every route, documented once here."""
+
+
+def raises(*errors: type[ServiceError]) -> Callable[[F], F]:
+    """Declare the ``ServiceError`` classes a view (or the services it calls) can raise,
+    beyond the ones ``requires`` implies. The view is returned unchanged."""
+
+    def decorate(view: F) -> F:
+        declared = getattr(view, ERRORS_ATTRIBUTE, ())
+        setattr(view, ERRORS_ATTRIBUTE, tuple(dict.fromkeys((*declared, *errors))))
+        return view
+
+    return decorate
+
+
+def required_grants(view: Callable[..., Any]) -> tuple[Grant, ...]:
+    """The grants ``requires`` recorded on the view; empty for an unauthenticated route."""
+    return tuple(getattr(view, "required_grants", ()))
+
+
+def declared_errors(view: Callable[..., Any]) -> tuple[type[ServiceError], ...]:
+    """Every error class the view's document lists, implied ones included, in order."""
+    implied = AUTH_ERRORS if required_grants(view) else ()
+    errors = (*getattr(view, ERRORS_ATTRIBUTE, ()), *implied, *ALWAYS_ERRORS)
+    return tuple(dict.fromkeys(errors))
+
+
+def header_parameter(
+    name: str, description: str, *, pattern: str | None = None, required: bool = False
+) -> dict[str, Any]:
+    """A request header a route reads, as an OpenAPI parameter for ``@blueprint.doc``."""
+    schema: dict[str, Any] = {"type": "string"}
+    if pattern:
+        schema["pattern"] = pattern
+    return {
+        "name": name,
+        "in": "header",
+        "required": required,
+        "description": description,
+        "schema": schema,
+    }
+
+
+def describe_grants(grants: Sequence[Grant], rule: str) -> str:
+    """Who may call the route, in words: the scope, and whether the path's user is the caller."""
+    if not grants:
+        return "No authentication."
+    user = "`{username}`" if "<username>" in rule else "the path's user"
+    ways = []
+    for grant in grants:
+        if grant.same_user:
+            ways.append(f"scope `{grant.scope}`, and {user} must be the caller's own username")
+        else:
+            ways.append(f"scope `{grant.scope}`")
+    return "Requires " + "; or ".join(ways) + "."
+
+
+def _error_text(error: type[ServiceError]) -> str:
+    """What an error class means to a caller: its docstring, but not the base class's,
+    which describes the hierarchy rather than the unexpected failure it stands for."""
+    if error is ServiceError:
+        return "An unexpected failure; the details are in the service's logs."
+    return " ".join((inspect.getdoc(error) or "").split("\n\n", 1)[0].split())
+
+
+def error_responses(errors: Sequence[type[ServiceError]]) -> dict[int, dict[str, Any]]:
+    """One response per status, listing the codes of every error class with that status.
+
+    Keyed by number, as flask-smorest keys the responses it documents, so a manual entry
+    merges with the decorator's one for the same status rather than replacing it."""
+    by_status: dict[int, list[type[ServiceError]]] = {}
+    for error in errors:
+        by_status.setdefault(error.status, []).append(error)
+    return {
+        status: {
+            "description": " ".join(f"`{c.code}`: {_error_text(c)}" for c in classes),
+            "content": {
+                "application/json": {
+                    "schema": ErrorSchema,
+                    "examples": {
+                        c.code: {
+                            "summary": _error_text(c),
+                            "value": {"code": c.code, "message": _error_text(c)},
+                        }
+                        for c in classes
+                    },
+                }
+            },
+        }
+        for status, classes in sorted(by_status.items())
+    }
+
+
+def _docstring_parts(view: Callable[..., Any]) -> tuple[str, str]:
+    """The docstring's first paragraph, on one line, as the summary; the rest as details."""
+    head, _, rest = (inspect.getdoc(view) or "").partition("\n\n")
+    return " ".join(head.split()), rest.strip()
+
+
+class ApiBlueprint(Blueprint):
+    """A flask-smorest blueprint whose routes also document their access and their errors.
+
+    ``description`` defaults to the first line of the module that defines the blueprint,
+    which names its area in the document's tags.
+    """
+
+    def __init__(self, name: str, import_name: str, **kwargs: Any) -> None:
+        if "description" not in kwargs:
+            module = sys.modules.get(import_name)
+            kwargs["description"] = (inspect.getdoc(module) or "").split("\n", 1)[0]
+        super().__init__(name, import_name, **kwargs)
+
+    def route(
+        self,
+        rule: str,
+        *,
+        parameters: list[Any] | None = None,
+        tags: list[str] | None = None,
+        **options: Any,
+    ) -> Callable[[F], F]:
+        register = super().route(
+            rule, parameters=self._path_parameters(rule, parameters), tags=tags, **options
+        )
+
+        def decorate(view: F) -> F:
+            register(self._documented(rule, options.get("endpoint") or view.__name__, view))
+            return view
+
+        return decorate
+
+    def request_body(self, schema: Any, description: str | None = None) -> Callable[[F], F]:
+        """Document a JSON request body that the view itself parses (with ``load_body``,
+        which reports problems in the service's error shape)."""
+        body: dict[str, Any] = {
+            "required": True,
+            "content": {"application/json": {"schema": schema}},
+        }
+        if description:
+            body["description"] = description
+        return self.doc(requestBody=body)
+
+    @staticmethod
+    def _path_parameters(rule: str, given: list[Any] | None) -> list[Any]:
+        named = {p["name"] for p in given or () if isinstance(p, dict)}
+        shared = [
+            {"in": "path", "name": name, "required": True, **PATH_PARAMETERS[name]}
+            for name in re.findall(r"<(?:[^<>:]*:)?(\w+)>", rule)
+            if name in PATH_PARAMETERS and name not in named
+        ]
+        return [*(given or ()), *shared]
+
+    def _documented(self, rule: str, endpoint: str, view: F) -> F:
+        grants = required_grants(view)
+        summary, details = _docstring_parts(view)
+        doc: dict[str, Any] = {
+            "operationId": f"{self.name}.{endpoint}",
+            "summary": summary or endpoint,
+            "description": "\n\n".join(
+                part for part in (details, describe_grants(grants, rule)) if part
+            ),
+            "security": [{SECURITY_SCHEME: []}] if grants else [],
+            "responses": error_responses(declared_errors(view)),
+        }
+        if grants:
+            doc["x-required-grants"] = [{"scope": g.scope, "sameUser": g.same_user} for g in grants]
+        documented: F = self.doc(**doc)(view)
+        return documented

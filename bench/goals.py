@@ -1,0 +1,240 @@
+"""The performance goals, each judged "met" or "not met" from one run's results.
+
+The reference figures are those of the reference implementation (nublado controller 9.0.3,
+one uvicorn process, state in memory), measured beside this service on one Kubernetes API
+emulator, one load client and one configuration shape, on this kind of machine (2 cores),
+three interleaved runs each. Where a figure depends on the machine's speed (requests per
+second), the reference's is carried to this run through a yardstick measured in it; other
+figures are compared as they are, which holds on this kind of machine only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+REFERENCE_STATUS_PER_STOCK_BARE = 7_819 / 9_811
+"""The reference's lab status requests/s over a bare Flask route under gunicorn's stock
+``gevent`` worker and access log (the yardstick ``bench.status`` measures in every run)."""
+THROUGHPUT_GOAL = 0.9
+"""Status throughput at least 1.2 x the 0.75 of the reference it was: 0.9 of it."""
+
+
+@dataclass(frozen=True)
+class Goal:
+    """One figure: what it is, the reference's, the goal, this run's, and the verdict
+    (None when this run did not measure it)."""
+
+    figure: str
+    reference: str
+    goal: str
+    measured: str
+    met: bool | None
+    reported_only: bool = False
+    """A figure shown for what it explains (a yardstick), with no goal of its own."""
+
+    @property
+    def verdict(self) -> str:
+        if self.reported_only:
+            return "reported" if self.met is not None else "not measured"
+        return {True: "met", False: "not met", None: "not measured"}[self.met]
+
+
+def _get(data: Any, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(key)
+    return data
+
+
+def _num(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def _ms(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:,.1f} ms"
+
+
+def _result(benchmarks: dict[str, Any], name: str) -> dict[str, Any]:
+    result = benchmarks.get(name) or {}
+    return {} if "error" in result else result
+
+
+def _at_most(value: float | None, limit: float) -> bool | None:
+    return None if value is None else value <= limit
+
+
+def _spawn(b: dict[str, Any]) -> Goal:
+    lat = _result(b, "latency")
+    p50, p95 = _num(_get(lat, "latency", "p50_ms")), _num(_get(lat, "latency", "p95_ms"))
+    met = None if p50 is None or p95 is None else p50 <= 26.2 and p95 <= 32.5
+    return Goal(
+        "Sequential spawn p50 / p95, instant API",
+        "26.2 / 32.5 ms",
+        "at or below the reference",
+        f"{_ms(p50)} / {_ms(p95)}",
+        met,
+    )
+
+
+def _storm_wall(b: dict[str, Any]) -> Goal:
+    st = _result(b, "storm")
+    wall = _num(_get(st, "spawn", "total_seconds"))
+    users = _get(st, "spawn", "users")
+    return Goal(
+        f"Storm of {users or 300}: wall to the last `complete`",
+        "4.74 s (300 users)",
+        "at or below the reference",
+        "n/a" if wall is None else f"{wall:.2f} s",
+        _at_most(wall, 4.74) if users == 300 else None,
+    )
+
+
+def _storm_post(b: dict[str, Any]) -> Goal:
+    st = _result(b, "storm")
+    p50 = _num(_get(st, "spawn", "request_answered", "p50_ms"))
+    realistic = _num(_get(_result(b, "storm_5ms"), "spawn", "request_answered", "p50_ms"))
+    users = _get(st, "spawn", "users")
+    return Goal(
+        f"Storm of {users or 300}: a spawn POST answered, p50",
+        "553 ms (300 users)",
+        "at or below the reference",
+        f"{_ms(p50)} (API at 5 ms a call: {_ms(realistic)})",
+        _at_most(p50, 553) if users == 300 else None,
+    )
+
+
+def _status_rate(b: dict[str, Any]) -> Goal:
+    stat = _result(b, "status")
+    rate = _num(_get(stat, "status_route", "requests_per_second"))
+    stock = _num(_get(stat, "bare_route_stock_settings", "requests_per_second"))
+    ratio = _num(stat.get("ratio_status_to_bare_stock"))
+    if rate is None or stock is None or ratio is None:
+        return Goal("Lab status, requests/s", "7,819/s", "", "n/a", None)
+    to_reference = ratio / REFERENCE_STATUS_PER_STOCK_BARE
+    return Goal(
+        "Lab status, requests/s (wrk, 64 connections)",
+        f"7,819/s there; {REFERENCE_STATUS_PER_STOCK_BARE:.2f} x a stock bare route, so "
+        f"{stock * REFERENCE_STATUS_PER_STOCK_BARE:,.0f}/s here",
+        f"at least {THROUGHPUT_GOAL} x the reference",
+        f"{rate:,.0f}/s = {to_reference:.2f} x the reference",
+        to_reference >= THROUGHPUT_GOAL,
+    )
+
+
+def _status_tail(b: dict[str, Any]) -> Goal:
+    stat = _result(b, "status")
+    p50 = _num(_get(stat, "status_route", "latency_ms", "p50"))
+    p99 = _num(_get(stat, "status_route", "latency_ms", "p99"))
+    ratio = None if p50 is None or p99 is None or p50 == 0 else p99 / p50
+    return Goal(
+        "Lab status p99",
+        "12 ms (one process)",
+        "p99 at most 2 x p50",
+        "n/a" if ratio is None else f"p50 {_ms(p50)}, p99 {_ms(p99)} = {ratio:.2f} x p50",
+        None if ratio is None else ratio <= 2.0,
+    )
+
+
+def _bare(b: dict[str, Any]) -> Goal:
+    stat = _result(b, "status")
+    ours = _num(_get(stat, "bare_route", "requests_per_second"))
+    stock = _num(_get(stat, "bare_route_stock_settings", "requests_per_second"))
+    measured = (
+        "n/a"
+        if ours is None or stock is None
+        else f"{ours:,.0f}/s; stock gevent worker and log {stock:,.0f}/s ({ours / stock:.2f} x)"
+    )
+    return Goal(
+        "Bare route of each stack, requests/s",
+        "14,673/s (FastAPI, uvicorn); 9,811/s (Flask, stock gunicorn gevent)",
+        "(reported: the yardstick)",
+        measured,
+        None if ours is None or stock is None else True,
+        reported_only=True,
+    )
+
+
+def _delete(b: dict[str, Any]) -> Goal:
+    lat = _result(b, "latency")
+    hold = _num(lat.get("namespace_termination_ms")) or 0.0
+    p50 = _num(_get(lat, "delete_latency", "p50_ms"))
+    p95 = _num(_get(lat, "delete_latency", "p95_ms"))
+    if p50 is None or p95 is None:
+        return Goal("Sequential delete p50 / p95", "7.1 / 8.6 ms", "", "n/a", None)
+    net50, net95 = p50 - hold, p95 - hold
+    return Goal(
+        "Sequential delete p50 / p95 (to `complete`, net of the emulator's namespace hold)",
+        "7.1 / 8.6 ms",
+        "at or below the reference",
+        f"{_ms(net50)} / {_ms(net95)} (measured {_ms(p50)} / {_ms(p95)}, "
+        f"{hold:.0f} ms of it the namespace terminating)",
+        net50 <= 7.1 and net95 <= 8.6,
+    )
+
+
+def _restart(b: dict[str, Any]) -> Goal:
+    rs = _result(b, "restart")
+    kept = _num(_get(rs, "redis_kept", "seconds_to_full_list"))
+    empty = _num(_get(rs, "redis_empty", "seconds_to_full_list"))
+    measured = (
+        "n/a"
+        if kept is None or empty is None
+        else f"{kept:.2f} s with Redis kept, {empty:.2f} s rebuilt from Kubernetes"
+    )
+    return Goal(
+        f"Restart with {rs.get('labs', 430)} labs to a full list",
+        "2.93 s",
+        "under 1 s",
+        measured,
+        None if kept is None or empty is None else kept < 1.0 and empty < 1.0,
+    )
+
+
+def _streams(b: dict[str, Any]) -> Goal:
+    ev = _result(b, "streams_1000")
+    p99 = _num(_get(ev, "delivery_latency", "p99_ms"))
+    held = ev.get("held_open")
+    return Goal(
+        "1,000 open event streams, one event to all, p99",
+        "62.9 ms",
+        "at or below the reference",
+        "n/a" if p99 is None else f"{_ms(p99)} (held {held} of 1,000, one worker)",
+        _at_most(p99, 62.9),
+    )
+
+
+def _memory(b: dict[str, Any]) -> Goal:
+    st = _result(b, "storm")
+    rss = _num(_get(st, "service_memory_kib", "peak_during_spawn_storm", "rss"))
+    pss = _num(_get(st, "service_memory_kib", "peak_during_spawn_storm", "pss"))
+    measured = (
+        "n/a"
+        if rss is None or pss is None
+        else f"RSS {rss / 1024:.0f} MiB, PSS {pss / 1024:.0f} MiB (arbiter and "
+        f"{st.get('workers')} workers)"
+    )
+    return Goal(
+        "Peak memory in a storm of 300, whole service",
+        "179 MiB RSS (one process)",
+        "total RSS at or below the reference",
+        measured,
+        None if rss is None else rss / 1024 <= 179,
+    )
+
+
+def evaluate(benchmarks: dict[str, Any]) -> list[Goal]:
+    """Every goal, in the order the benchmark page explains them."""
+    return [
+        _spawn(benchmarks),
+        _storm_wall(benchmarks),
+        _storm_post(benchmarks),
+        _status_rate(benchmarks),
+        _status_tail(benchmarks),
+        _bare(benchmarks),
+        _delete(benchmarks),
+        _restart(benchmarks),
+        _streams(benchmarks),
+        _memory(benchmarks),
+    ]
