@@ -53,6 +53,27 @@ def _spawn_calls(entries: list[Any], namespace: str, start: float, end: float) -
     return [Call.from_audit(e) for e in _spawn_entries(entries, namespace, start, end)]
 
 
+def _terminating_seconds(
+    entries: list[Any], removed: list[tuple[str, float]], namespace: str, record: dict[str, Any]
+) -> float | None:
+    """How long the emulator kept this delete's namespace terminating: from its answer to
+    the namespace DELETE to the namespace's removal, both within the delete's wall time."""
+    start, end = record["delete_wall_start"], record["delete_wall_end"]
+    answered = next(
+        (
+            e.timestamp
+            for e in entries
+            if e.verb == "delete"
+            and e.resource == "namespaces"
+            and e.name == namespace
+            and start <= e.timestamp <= end
+        ),
+        None,
+    )
+    gone = next((t for name, t in removed if name == namespace and start <= t <= end), None)
+    return None if answered is None or gone is None else gone - answered
+
+
 def _warm_up(bench: BenchStack, client: SpawnerClient, tokens: dict[str, str]) -> dict[str, Any]:
     """Spawn one lab per node at once (the scheduler spreads them), then delete them all."""
 
@@ -187,8 +208,10 @@ def run(
         finally:
             timing.close()
         entries = audit.entries()
+        removed = bench.stack.kube.cluster.namespaces_removed()
         latencies: list[float] = []
         deletes: list[float] = []
+        terminating: list[float] = []
         phases: dict[str, list[float]] = {
             "post_answered": [],
             "until_first_kubernetes_call": [],
@@ -220,6 +243,9 @@ def run(
             if "delete_kind" in record:
                 if record["delete_kind"] == "complete":
                     deletes.append(record["delete_seconds"])
+                    held = _terminating_seconds(entries, removed, namespace, record)
+                    if held is not None:
+                        terminating.append(held)
                 else:
                     failures[f"delete-{record['delete_kind']}"] += 1
 
@@ -238,6 +264,16 @@ def run(
             # this long first, as a real cluster takes seconds emptying one.
             "namespace_termination_ms": round(
                 bench.stack.kube.cluster.settings.namespace_termination_seconds * 1000, 1
+            ),
+            # Measured per delete: from the emulator's answer to the namespace DELETE to its
+            # removal (the hold above, the timer's lateness and emptying the namespace).
+            "namespace_terminating_measured": summary_ms(terminating),
+            # Each delete less its own namespace's measured terminating time: the service's
+            # share (the request, the calls before the DELETE, noticing it gone, the event).
+            "delete_service_share": summary_ms(
+                [d - t for d, t in zip(deletes, terminating, strict=True)]
+                if len(terminating) == len(deletes)
+                else []
             ),
             "calls_per_spawn": {
                 "median": median(call_counts) if call_counts else None,

@@ -112,11 +112,13 @@ def spawn(client: TimingClient, job: dict[str, Any], *, delete: bool) -> dict[st
     record["seconds"] = outcome.finished_at - started
     record["wall_end"] = time.time()
     if delete:
+        record["delete_wall_start"] = time.time()
         deleting = time.perf_counter()
         client.delete(user)
         gone = client.follow(user, token)
         record["delete_kind"] = gone.kind
         record["delete_seconds"] = gone.finished_at - deleting
+        record["delete_wall_end"] = time.time()
     return record
 
 

@@ -79,6 +79,10 @@ class Cluster:
         self._kubelets.stop()
         self._namespaces.stop()
 
+    def namespaces_removed(self) -> list[tuple[str, float]]:
+        """Recently finalized namespaces and when each was removed (``time.time()``)."""
+        return list(self._namespaces.removed)
+
     # ---- nodes --------------------------------------------------------------------------
 
     def add_node(

@@ -7,6 +7,8 @@ recreates a user's namespace must cope with that, so the delay is simulated.
 
 from __future__ import annotations
 
+import time
+from collections import deque
 from collections.abc import Callable
 
 from .cache import Obj, ObjectCache
@@ -34,6 +36,9 @@ class NamespaceController:
         self._namespaced_resources = namespaced_resources
         self._provisioning: dict[str, Timer] = {}
         self._finalizing: dict[str, Timer] = {}
+        self.removed: deque[tuple[str, float]] = deque(maxlen=10_000)
+        """Each finalized namespace's name and when it was removed (``time.time()``), most
+        recent last: benchmarks take the emulated terminating time out of a delete's."""
 
     def alive(self, name: str) -> bool:
         """The namespace exists and is not terminating, so objects may still be created in it."""
@@ -89,6 +94,7 @@ class NamespaceController:
                     resource, name, obj["metadata"]["name"], uid=obj["metadata"].get("uid")
                 )
         self._writer.delete("namespaces", None, name, uid=namespace["metadata"].get("uid"))
+        self.removed.append((name, time.time()))
 
     def _ordered_resources(self) -> list[str]:
         resources = [r for r in self._namespaced_resources() if r != "namespaces"]
