@@ -22,6 +22,7 @@ from .faults import PodFaults
 from .images import add_image
 from .kubelet import Kubelets
 from .namespaces import NamespaceController
+from .processes import ProcessRuntime
 from .reactor import Reactor
 from .scheduler import Scheduler
 from .settings import ClusterSettings
@@ -45,8 +46,15 @@ class Cluster:
         )
         self._events = EventRecorder(self._writer, self._namespaces.alive)
         self._scheduler = Scheduler(self._cache, self._writer, self._events, self.faults)
+        self.processes = ProcessRuntime(self.store.get)
         self._kubelets = Kubelets(
-            self._cache, self._writer, self._events, self.faults, self.settings, self._reactor
+            self._cache,
+            self._writer,
+            self._events,
+            self.faults,
+            self.settings,
+            self._reactor,
+            self.processes,
         )
         self._daemonsets = DaemonSetController(
             self._cache, self._writer, self._events, self._reactor, self._namespaces.alive

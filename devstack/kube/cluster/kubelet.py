@@ -21,6 +21,8 @@ from .events import EventRecorder, kubelet
 from .faults import PodFaults
 from .images import Pull, PullTracker, add_image, image_id, node_has_image
 from .podstatus import qos_class, set_condition
+from .processes import ContainerConfigError, ProcessRuntime
+from .programs import ImageProgram, program_for
 from .reactor import Reactor, Timer
 from .settings import ClusterSettings
 from .writer import StoreWriter
@@ -37,7 +39,13 @@ class Until:
     due: float
 
 
-Step = float | Until
+class Parked:
+    """Wait until something outside the kubelet (a process's exit) wakes the pod."""
+
+
+PARKED = Parked()
+
+Step = float | Until | Parked
 Lifecycle = Generator[Step, None, None]
 
 
@@ -51,6 +59,9 @@ class PodRun:
     written: dict[str, Any] = field(default_factory=dict)
     lifecycle: Lifecycle | None = None
     timer: Timer | None = None
+    parked: bool = False
+    exits: list[tuple[str, int]] = field(default_factory=list)
+    """Containers whose processes ended since the lifecycle last looked, with exit codes."""
 
     @property
     def uid(self) -> str:
@@ -92,7 +103,9 @@ class Kubelets:
         faults: PodFaults,
         settings: ClusterSettings,
         reactor: Reactor,
+        runtime: ProcessRuntime,
     ) -> None:
+        self._runtime = runtime
         self._cache = cache
         self._writer = writer
         self._events = events
@@ -113,6 +126,7 @@ class Kubelets:
             timer = self._terminating.pop(uid, None)
             if timer is not None:
                 timer.cancel()
+            self._release(pod)
             return
         if pod["metadata"].get("deletionTimestamp"):
             self._terminate(pod)
@@ -140,6 +154,7 @@ class Kubelets:
                     self._maybe_start(pod)
 
     def stop(self) -> None:
+        self._runtime.stop_all()
         for uid in list(self._runs):
             self._drop(uid)
         for timer in self._terminating.values():
@@ -168,7 +183,12 @@ class Kubelets:
         spec = pod.get("spec") or {}
         status = copy.deepcopy(pod.get("status") or {})
         host_ip = nodes.internal_ip(node)
-        pod_ip = host_ip if spec.get("hostNetwork") else self._allocate_ip(node)
+        if self._programs(pod):
+            pod_ip = self._runtime.addresses.take()  # processes listen on it
+        elif spec.get("hostNetwork"):
+            pod_ip = host_ip
+        else:
+            pod_ip = self._allocate_ip(node)
         inits = spec.get("initContainers") or []
         status.update(
             {
@@ -193,6 +213,30 @@ class Kubelets:
         self._derive(status, spec)
         return status
 
+    def _programs(self, pod: Obj) -> dict[str, ImageProgram]:
+        """The pod's containers that run as processes, by name (none: the pod is emulated)."""
+        programs = self._settings.programs
+        if not programs:
+            return {}
+        spec = pod.get("spec") or {}
+        found = {}
+        for container in (spec.get("initContainers") or []) + (spec.get("containers") or []):
+            program = program_for(programs, str(container.get("image") or ""))
+            if program is not None:
+                found[str(container.get("name"))] = program
+        return found
+
+    def _release(self, pod: Obj) -> None:
+        """A pod that is gone: its processes killed, its directory and address given back."""
+        uid = str(pod["metadata"].get("uid"))
+        if not self._programs(pod):
+            return
+        self._runtime.stop_pod(uid, 0)
+        self._runtime.forget_pod(uid)
+        pod_ip = (pod.get("status") or {}).get("podIP")
+        if pod_ip and str(pod_ip).startswith("127."):
+            self._runtime.addresses.give_back(str(pod_ip))
+
     def _allocate_ip(self, node: Obj) -> str:
         name = nodes.node_name(node)
         cidr = str((node.get("spec") or {}).get("podCIDR") or "10.244.0.0/24")
@@ -201,15 +245,25 @@ class Kubelets:
         self._next_ip[name] = host
         return f"{prefix}.{host + 1}"
 
+    def _wake(self, run: PodRun) -> None:
+        """Resume a parked lifecycle (on the reactor thread)."""
+        if self._runs.get(run.uid) is run and run.parked:
+            self._advance(run)
+
     def _advance(self, run: PodRun) -> None:
         """Run the pod's lifecycle until it has to wait, then write its status and sleep."""
         run.timer = None
+        run.parked = False
         while self._runs.get(run.uid) is run and run.lifecycle is not None:
             try:
                 step = next(run.lifecycle)
             except StopIteration:
                 run.lifecycle = None
                 break
+            if isinstance(step, Parked):
+                self._flush(run)
+                run.parked = True
+                return
             now = self._reactor.now()
             due = step.due if isinstance(step, Until) else now + step
             if due > now:
@@ -319,6 +373,19 @@ class Kubelets:
         kind, name = "initContainers", str(container.get("name"))
         status = run.container(kind, name)
         attempt = 0
+        program = self._programs(run.pod).get(name)
+        while program is not None:
+            yield from self._pull(run, container, kind)
+            yield from self._start_process(run, container, kind, program)
+            while not run.exits:
+                yield PARKED
+            _, code = run.exits.pop(0)
+            cs.set_terminated(status, code)
+            if code == 0:
+                status["ready"] = True
+                return
+            yield from self._crash_back_off(run, container, kind, attempt)
+            attempt += 1
         while True:
             yield from self._pull(run, container, kind)
             crashing = self._crashes(container)
@@ -337,6 +404,9 @@ class Kubelets:
 
     def _supervise(self, run: PodRun, mains: list[dict[str, Any]]) -> Lifecycle:
         """After start: restart crashing containers with back-off, or let commands exit."""
+        if self._programs(run.pod):
+            yield from self._supervise_processes(run, mains)
+            return
         attempt = 0
         while True:
             crashing = []
@@ -368,6 +438,29 @@ class Kubelets:
         for after, name, code in sorted(exits):
             yield Until(started + after)
             cs.set_terminated(run.container("containers", name), code)
+
+    def _supervise_processes(self, run: PodRun, mains: list[dict[str, Any]]) -> Lifecycle:
+        """Containers run as processes: each exit is reported, and the container is started
+        again as ``restartPolicy`` says, after a back-off that grows with each restart."""
+        restart_policy = run.spec.get("restartPolicy") or "Always"
+        by_name = {str(c.get("name")): c for c in mains}
+        for container in mains:
+            status = run.container("containers", str(container.get("name")))
+            if cs.is_running(status):
+                status["ready"] = True
+        while any(not cs.is_terminated(run.container("containers", n)) for n in by_name):
+            if not run.exits:
+                yield PARKED
+                continue
+            name, code = run.exits.pop(0)
+            status = run.container("containers", name)
+            cs.set_terminated(status, code)
+            restart = restart_policy == "Always" or (restart_policy == "OnFailure" and code)
+            if restart:
+                attempt = int(status.get("restartCount") or 0)
+                yield from self._crash_back_off(run, by_name[name], "containers", attempt)
+                if cs.is_running(status):
+                    status["ready"] = True
 
     def _crash_back_off(
         self, run: PodRun, container: dict[str, Any], kind: str, attempt: int
@@ -404,11 +497,49 @@ class Kubelets:
         name = str(container.get("name"))
         status = run.container(kind, name)
         source, path = kubelet(run.node), field_path(kind, name)
+        program = self._programs(run.pod).get(name)
+        if program is not None:
+            yield from self._start_process(run, container, kind, program)
+            return
         self._events.normal(run.pod, source, "Created", f"Created container: {name}", path)
         if self._settings.start_seconds > 0:
             yield self._settings.start_seconds
         self._events.normal(run.pod, source, "Started", f"Started container {name}", path)
         cs.set_running(status, cs.new_container_id(), ready)
+
+    def _start_process(
+        self, run: PodRun, container: dict[str, Any], kind: str, program: ImageProgram
+    ) -> Lifecycle:
+        """Start the container as a process; a container that cannot be run waits in
+        ``CreateContainerConfigError`` and is tried again after a back-off."""
+        name = str(container.get("name"))
+        status = run.container(kind, name)
+        source, path = kubelet(run.node), field_path(kind, name)
+        attempt = 0
+        while True:
+            pod = {**run.pod, "status": run.status}
+
+            def exited(code: int, run: PodRun = run, name: str = name) -> None:
+                def record() -> None:
+                    run.exits.append((name, code))
+                    self._wake(run)
+
+                self._reactor.submit(record)
+
+            try:
+                self._runtime.start(
+                    pod, container, program, int(status.get("restartCount") or 0), exited
+                )
+            except ContainerConfigError as exc:
+                cs.set_waiting(status, "CreateContainerConfigError", str(exc))
+                self._events.warning(run.pod, source, "Failed", f"Error: {exc}", path)
+                yield self._backoff(attempt)
+                attempt += 1
+                continue
+            self._events.normal(run.pod, source, "Created", f"Created container: {name}", path)
+            self._events.normal(run.pod, source, "Started", f"Started container {name}", path)
+            cs.set_running(status, cs.new_container_id(), ready=False)
+            return
 
     # ---- images -------------------------------------------------------------------------
 
@@ -538,6 +669,12 @@ class Kubelets:
         grace = meta.get("deletionGracePeriodSeconds")
         if grace is None:
             grace = spec.get("terminationGracePeriodSeconds", DEFAULT_GRACE_SECONDS)
+        if self._runtime.running(uid):
+            self._terminating[uid] = None
+            self._stop_containers(pod, str(spec.get("nodeName")))
+            self._runtime.stop_pod(uid, float(grace))
+            self._remove_when_stopped(pod)
+            return
         delay = min(self._settings.pod_termination_seconds, float(grace))
         node = spec.get("nodeName")
         if delay <= 0 or not node or self._cache.get("nodes", None, node) is None:
@@ -569,6 +706,16 @@ class Kubelets:
 
         meta = pod["metadata"]
         self._writer.mutate("pods", meta.get("namespace"), meta["name"], stop, uid=meta.get("uid"))
+
+    def _remove_when_stopped(self, pod: Obj) -> None:
+        """Remove the pod once its processes have all ended (within their grace period)."""
+        uid = str(pod["metadata"].get("uid"))
+        if self._runtime.running(uid):
+            self._terminating[uid] = self._reactor.call_later(
+                0.02, lambda: self._remove_when_stopped(pod)
+            )
+            return
+        self._remove(pod)
 
     def _remove(self, pod: Obj) -> None:
         meta = pod["metadata"]

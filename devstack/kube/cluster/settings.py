@@ -10,6 +10,8 @@ import fnmatch
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from .programs import ImageProgram
+
 
 @dataclass
 class ClusterSettings:
@@ -25,6 +27,8 @@ class ClusterSettings:
     crash_backoff_seconds: float = 0.05
     image_digest_resolver: Callable[[str], str | None] | None = None
     default_image_size: int = 500_000_000
+    programs: dict[str, ImageProgram] = field(default_factory=dict)
+    """Image repository patterns whose containers run as real processes (``programs``)."""
 
     def pull_time(self, image: str) -> float:
         """The simulated pull time of ``image``: the first matching override, else the default."""

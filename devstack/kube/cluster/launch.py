@@ -1,0 +1,34 @@
+"""Start a container's program so that it dies with the stack: ``python launch.py PROGRAM
+[ARG...]`` (standard library only: it runs by path, from the container's directory).
+
+Linux delivers ``PR_SET_PDEATHSIG``'s signal to a process when the thread that started it
+ends, and the setting survives ``exec``; the kubelet starts every container from its one
+long-lived thread, so a stack that is killed outright takes its containers with it. Where
+the call is not available the program is run all the same.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import sys
+
+PR_SET_PDEATHSIG = 1
+
+
+def main(argv: list[str]) -> None:
+    if not argv:
+        raise SystemExit("usage: launch PROGRAM [ARG...]")
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() == 1:
+        raise SystemExit(1)  # the stack died before the setting took hold
+    os.execvp(argv[0], argv)  # noqa: S606 (a container's own command line, as given)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

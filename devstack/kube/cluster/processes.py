@@ -1,0 +1,372 @@
+"""Containers as real child processes: the local stack's container runtime.
+
+A container of a mapped image (see ``programs``) runs as a process of the stack's own user,
+in a directory of its pod, with its own loopback address. What a real runtime would give it is
+given here where a process can have it:
+
+- the command line from the image's defaults and the container's ``command``/``args``, with
+  ``$(VAR)`` references expanded as Kubernetes does;
+- the environment from ``env`` (values, ``fieldRef``, ConfigMap and Secret keys) and
+  ``envFrom``, plus ``POD_IP`` and ``POD_NAME``;
+- ConfigMap and Secret volumes written out as files, ``emptyDir`` volumes as directories;
+  any path under a mount (in the arguments, the environment or ``workingDir``) is rewritten to
+  that directory, as the process cannot see the pod's mount namespace;
+- its output in a log file per container and restart (what ``pods/<name>/log`` serves).
+
+Each process leads its own process group, so stopping it (SIGTERM, then SIGKILL after the
+grace period) reaches whatever it started; and it is started through ``launch``, which asks the
+kernel to kill it if the stack dies, so no child outlives the stack.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .programs import ImageProgram
+
+Lookup = Callable[[str, str, str], dict[str, Any] | None]
+"""Reads an object of the cluster: (resource, namespace, name) to the object, or None."""
+
+LAUNCHER = Path(__file__).with_name("launch.py")
+"""Run by path: a container's directory is not the stack's, so the module is not importable."""
+
+_REFERENCE = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
+
+
+class ContainerConfigError(Exception):
+    """The container cannot be run as a process (the kubelet's ``CreateContainerConfigError``)."""
+
+
+def expand(text: str, env: Mapping[str, str]) -> str:
+    """Kubernetes' ``$(VAR)`` expansion: a defined name is replaced, ``$$`` is a literal ``$``,
+    anything else stays as written."""
+
+    def replace(match: re.Match[str]) -> str:
+        if match.group(0) == "$$":
+            return "$"
+        name = match.group(1)
+        return env[name] if name in env else match.group(0)
+
+    return _REFERENCE.sub(replace, text)
+
+
+class LoopbackAddresses:
+    """One address of 127.0.0.0/8 per pod; 127.0.0.1 and 127.0.0.0/16 stay the stack's own."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._taken: set[int] = set()
+        self._next = 0
+
+    def take(self) -> str:
+        with self._lock:
+            for _ in range(254 * 254 * 254):
+                self._next = self._next % (254 * 254 * 254) + 1
+                if self._next not in self._taken:
+                    self._taken.add(self._next)
+                    return self._address(self._next)
+        raise RuntimeError("no loopback address is free")
+
+    def give_back(self, address: str) -> None:
+        parts = [int(p) for p in address.split(".")]
+        index = (parts[1] - 1) * 254 * 254 + (parts[2] - 1) * 254 + parts[3]
+        with self._lock:
+            self._taken.discard(index)
+
+    @staticmethod
+    def _address(index: int) -> str:
+        index -= 1
+        return f"127.{index // (254 * 254) + 1}.{index // 254 % 254 + 1}.{index % 254 + 1}"
+
+
+@dataclass
+class RunningContainer:
+    """A container's process, and where its output goes."""
+
+    process: subprocess.Popen[bytes]
+    log_path: Path
+    group: int
+
+
+class ProcessRuntime:
+    """Starts and stops the processes of every process-run pod of the cluster."""
+
+    def __init__(self, lookup: Lookup) -> None:
+        self._root_dir: Path | None = None
+        self._lookup = lookup
+        self._lock = threading.Lock()
+        self._running: dict[tuple[str, str], RunningContainer] = {}
+        self.addresses = LoopbackAddresses()
+
+    # ---- paths --------------------------------------------------------------------------
+
+    @property
+    def _root(self) -> Path:
+        """The pods' directories, made when the first process-run pod starts."""
+        if self._root_dir is None:
+            self._root_dir = Path(tempfile.mkdtemp(prefix="devstack-pods-"))
+        return self._root_dir
+
+    def pod_dir(self, uid: str) -> Path:
+        return self._root / uid
+
+    def log_path(self, uid: str, container: str, restart: int) -> Path:
+        return self.pod_dir(uid) / "logs" / container / f"{restart}.log"
+
+    # ---- start --------------------------------------------------------------------------
+
+    def start(
+        self,
+        pod: dict[str, Any],
+        container: dict[str, Any],
+        program: ImageProgram,
+        restart: int,
+        on_exit: Callable[[int], None],
+    ) -> None:
+        """Start the container's process; ``on_exit(code)`` is called (from another thread)
+        when it ends. Raises ``ContainerConfigError`` when it cannot be run."""
+        meta = pod["metadata"]
+        uid, name = str(meta.get("uid")), str(container.get("name"))
+        mounts = self._prepare_volumes(pod, container)
+        env = self._environment(pod, container, program)
+        argv = [_rewrite(expand(a, env), mounts) for a in program.argv(container)]
+        if not argv:
+            raise ContainerConfigError(f"container {name} has no command and its image none")
+        home = self.pod_dir(uid) / "home"
+        home.mkdir(parents=True, exist_ok=True)
+        env = {k: _rewrite(v, mounts) for k, v in env.items()}
+        env["HOME"] = env["HOME"] if _under_any(env.get("HOME", ""), mounts) else str(home)
+        env["PATH"] = os.environ.get("PATH", "")
+        working = container.get("workingDir") or program.working_dir
+        cwd = Path(_rewrite(str(working), mounts)) if working else home
+        if not cwd.is_dir():
+            raise ContainerConfigError(f"working directory {working} does not exist here")
+        if shutil.which(argv[0], path=env["PATH"]) is None and not Path(argv[0]).is_file():
+            raise ContainerConfigError(f'executable "{argv[0]}" not found on the stack\'s PATH')
+        log_path = self.log_path(uid, name, restart)
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(log_path, "wb") as log:
+            process = subprocess.Popen(
+                [sys.executable, str(LAUNCHER), *argv],
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        running = RunningContainer(process, log_path, process.pid)
+        with self._lock:
+            self._running[(uid, name)] = running
+
+        def wait() -> None:
+            code = process.wait()
+            with self._lock:
+                if self._running.get((uid, name)) is running:
+                    del self._running[(uid, name)]
+            # A process killed by a signal reports 128 + the signal, as a runtime does.
+            on_exit(code if code >= 0 else 128 - code)
+
+        threading.Thread(target=wait, name=f"pod-{name}-wait", daemon=True).start()
+
+    # ---- stop ---------------------------------------------------------------------------
+
+    def stop_pod(self, uid: str, grace_seconds: float) -> None:
+        """SIGTERM to every process group of the pod; SIGKILL to any left after the grace
+        period. Returns at once; the waiters report each exit."""
+        with self._lock:
+            groups = [r for (u, _), r in self._running.items() if u == uid]
+        for running in groups:
+            _signal_group(running.group, signal.SIGTERM)
+        if groups:
+            timer = threading.Timer(max(0.0, grace_seconds), _kill_all_alive, args=(groups,))
+            timer.daemon = True
+            timer.start()
+
+    def forget_pod(self, uid: str) -> None:
+        """Remove the pod's directory once its processes are gone."""
+        shutil.rmtree(self.pod_dir(uid), ignore_errors=True)
+
+    def stop_all(self) -> None:
+        """Kill every process at once (the stack is stopping) and wait for them."""
+        with self._lock:
+            everything = list(self._running.values())
+            self._running.clear()
+        for running in everything:
+            _signal_group(running.group, signal.SIGKILL)
+        for running in everything:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                running.process.wait(timeout=5)
+        if self._root_dir is not None:
+            shutil.rmtree(self._root_dir, ignore_errors=True)
+            self._root_dir = None
+
+    def running(self, uid: str) -> list[int]:
+        """The process ids of the pod's running containers."""
+        with self._lock:
+            return [r.process.pid for (u, _), r in self._running.items() if u == uid]
+
+    # ---- what the process gets ----------------------------------------------------------
+
+    def _environment(
+        self, pod: dict[str, Any], container: dict[str, Any], program: ImageProgram
+    ) -> dict[str, str]:
+        meta = pod["metadata"]
+        namespace = str(meta.get("namespace") or "")
+        status = pod.get("status") or {}
+        env: dict[str, str] = dict(program.env)
+        env["POD_NAME"] = str(meta.get("name"))
+        env["POD_IP"] = str(status.get("podIP") or "")
+        for source in container.get("envFrom") or []:
+            prefix = str(source.get("prefix") or "")
+            for key, value in self._source_data(namespace, source).items():
+                env[prefix + key] = value
+        for item in container.get("env") or []:
+            name = str(item.get("name"))
+            if "valueFrom" in item:
+                found = self._value_from(pod, item["valueFrom"])
+                if found is not None:
+                    env[name] = found
+            else:
+                env[name] = expand(str(item.get("value") or ""), env)
+        return env
+
+    def _source_data(self, namespace: str, source: dict[str, Any]) -> dict[str, str]:
+        for key, resource in (("configMapRef", "configmaps"), ("secretRef", "secrets")):
+            ref = source.get(key)
+            if ref is None:
+                continue
+            obj = self._lookup(resource, namespace, str(ref.get("name")))
+            if obj is None:
+                if ref.get("optional"):
+                    return {}
+                raise ContainerConfigError(f'{resource[:-1]} "{ref.get("name")}" not found')
+            return _data_of(obj, secret=resource == "secrets")
+        return {}
+
+    def _value_from(self, pod: dict[str, Any], value_from: dict[str, Any]) -> str | None:
+        if "fieldRef" in value_from:
+            return _field(pod, str(value_from["fieldRef"].get("fieldPath")))
+        namespace = str(pod["metadata"].get("namespace") or "")
+        for key, resource in (("configMapKeyRef", "configmaps"), ("secretKeyRef", "secrets")):
+            ref = value_from.get(key)
+            if ref is None:
+                continue
+            obj = self._lookup(resource, namespace, str(ref.get("name")))
+            data = _data_of(obj, secret=resource == "secrets") if obj is not None else None
+            if data is None or str(ref.get("key")) not in data:
+                if ref.get("optional"):
+                    return None
+                raise ContainerConfigError(
+                    f'couldn\'t find key {ref.get("key")} in {resource[:-1]} "{ref.get("name")}"'
+                )
+            return data[str(ref.get("key"))]
+        raise ContainerConfigError("an env valueFrom of a kind the local stack does not run")
+
+    def _prepare_volumes(self, pod: dict[str, Any], container: dict[str, Any]) -> dict[str, Path]:
+        """Write the pod's volumes out once; the container's mount paths to their directories."""
+        meta = pod["metadata"]
+        uid, namespace = str(meta.get("uid")), str(meta.get("namespace") or "")
+        volumes = {str(v.get("name")): v for v in (pod.get("spec") or {}).get("volumes") or []}
+        mounts: dict[str, Path] = {}
+        for mount in container.get("volumeMounts") or []:
+            volume = volumes.get(str(mount.get("name")))
+            if volume is None:
+                raise ContainerConfigError(f'volume "{mount.get("name")}" is not in the pod')
+            directory = self.pod_dir(uid) / "volumes" / str(volume["name"])
+            if not directory.exists():
+                directory.mkdir(parents=True)
+                self._fill(volume, namespace, directory)
+            target = directory / str(mount.get("subPath") or "")
+            mounts[str(mount.get("mountPath")).rstrip("/") or "/"] = target
+        return mounts
+
+    def _fill(self, volume: dict[str, Any], namespace: str, directory: Path) -> None:
+        for key, resource, name_key in (
+            ("configMap", "configmaps", "name"),
+            ("secret", "secrets", "secretName"),
+        ):
+            source = volume.get(key)
+            if source is None:
+                continue
+            obj = self._lookup(resource, namespace, str(source.get(name_key)))
+            if obj is None:
+                if source.get("optional"):
+                    return
+                raise ContainerConfigError(f'{resource[:-1]} "{source.get(name_key)}" not found')
+            data = _data_of(obj, secret=resource == "secrets")
+            items = source.get("items")
+            paths = (
+                {str(i["key"]): str(i["path"]) for i in items} if items else {k: k for k in data}
+            )
+            for data_key, path in paths.items():
+                if data_key in data:
+                    file = directory / path
+                    file.parent.mkdir(parents=True, exist_ok=True)
+                    file.write_text(data[data_key])
+            return
+        # emptyDir, and volumes a process cannot have (NFS, PVCs, host paths): an empty
+        # directory of the pod's own.
+
+
+def _data_of(obj: dict[str, Any], *, secret: bool) -> dict[str, str]:
+    """A ConfigMap's or Secret's data as text (a Secret's values are base64)."""
+    data = {str(k): str(v) for k, v in (obj.get("data") or {}).items()}
+    if secret:
+        data = {k: base64.b64decode(v).decode(errors="replace") for k, v in data.items()}
+    return data
+
+
+def _field(pod: dict[str, Any], path: str) -> str:
+    meta, spec, status = pod["metadata"], pod.get("spec") or {}, pod.get("status") or {}
+    fields = {
+        "metadata.name": meta.get("name"),
+        "metadata.namespace": meta.get("namespace"),
+        "metadata.uid": meta.get("uid"),
+        "spec.nodeName": spec.get("nodeName"),
+        "spec.serviceAccountName": spec.get("serviceAccountName"),
+        "status.podIP": status.get("podIP"),
+        "status.hostIP": status.get("hostIP"),
+    }
+    if path in fields:
+        return str(fields[path] or "")
+    match = re.fullmatch(r"metadata\.(labels|annotations)\['([^']+)'\]", path)
+    if match:
+        return str((meta.get(match.group(1)) or {}).get(match.group(2)) or "")
+    raise ContainerConfigError(f"fieldRef {path} is not one the local stack provides")
+
+
+def _rewrite(value: str, mounts: Mapping[str, Path]) -> str:
+    """``value`` with a leading mount path replaced by that mount's directory."""
+    for mount_path in sorted(mounts, key=len, reverse=True):
+        if value == mount_path or value.startswith(mount_path + "/"):
+            return str(mounts[mount_path]) + value[len(mount_path) :]
+    return value
+
+
+def _under_any(value: str, mounts: Mapping[str, Path]) -> bool:
+    return any(value.startswith(str(path)) for path in mounts.values()) if value else False
+
+
+def _signal_group(group: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(group, sig)
+
+
+def _kill_all_alive(groups: list[RunningContainer]) -> None:
+    for running in groups:
+        if running.process.poll() is None:
+            _signal_group(running.group, signal.SIGKILL)
