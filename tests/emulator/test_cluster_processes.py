@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import os
-import signal
 import sys
 import time
 from typing import Any
@@ -19,6 +18,12 @@ from tests.emulator.conftest import WaitUntil
 IMAGE = "registry.test/proc:1"
 PROGRAMS = {"registry.test/proc": ImageProgram(entrypoint=(sys.executable, "-c"))}
 pytestmark = pytest.mark.cluster_settings(programs=PROGRAMS)
+
+
+@pytest.fixture(autouse=True)
+def node(emulator: KubernetesEmulator) -> None:
+    """The node every test's pod runs on."""
+    emulator.cluster.add_node("node-1")
 
 
 def _pod(name: str, code: str, *, restart: str = "Always", **container: Any) -> dict[str, Any]:
@@ -53,7 +58,6 @@ def test_a_pod_runs_its_process_with_its_environment_and_files(
     namespace: str,
     wait_until: WaitUntil,
 ) -> None:
-    emulator.cluster.add_node("node-1")
     core_v1.create_namespaced_config_map(
         namespace, {"metadata": {"name": "conf"}, "data": {"greeting": "hello from a file"}}
     )
@@ -108,7 +112,6 @@ def test_the_exit_code_decides_how_a_pod_ends(
     phase: str,
     reason: str,
 ) -> None:
-    emulator.cluster.add_node("node-1")
     core_v1.create_namespaced_pod(
         namespace, _pod("p", f"raise SystemExit({exit_code})", restart="Never")
     )
@@ -123,7 +126,6 @@ def test_a_crashing_process_is_restarted_with_back_off(
     namespace: str,
     wait_until: WaitUntil,
 ) -> None:
-    emulator.cluster.add_node("node-1")
     core_v1.create_namespaced_pod(namespace, _pod("p", "raise SystemExit(2)"))
 
     def crash_looping() -> bool:
@@ -143,7 +145,6 @@ def test_deleting_a_pod_stops_its_process_within_the_grace_period(
     wait_until: WaitUntil,
 ) -> None:
     """A process that ignores SIGTERM is killed once the pod's grace period (1 s) is over."""
-    emulator.cluster.add_node("node-1")
     code = (
         "import signal, time\n"
         "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
@@ -160,7 +161,7 @@ def test_deleting_a_pod_stops_its_process_within_the_grace_period(
     elapsed = time.monotonic() - started
     assert 0.9 <= elapsed < 5
     with pytest.raises(ProcessLookupError):
-        os.kill(pid, signal.SIG_DFL)
+        os.kill(pid, 0)
 
 
 def test_a_container_that_cannot_run_waits_with_a_reason(
@@ -169,7 +170,6 @@ def test_a_container_that_cannot_run_waits_with_a_reason(
     namespace: str,
     wait_until: WaitUntil,
 ) -> None:
-    emulator.cluster.add_node("node-1")
     pod = _pod("p", "pass", command=["no-such-program-here"])
     core_v1.create_namespaced_pod(namespace, pod)
 
@@ -189,7 +189,6 @@ def test_stopping_the_cluster_leaves_no_process(
     namespace: str,
     wait_until: WaitUntil,
 ) -> None:
-    emulator.cluster.add_node("node-1")
     core_v1.create_namespaced_pod(
         namespace, _pod("p", "import time; print('up', flush=True); time.sleep(60)")
     )
@@ -198,4 +197,4 @@ def test_stopping_the_cluster_leaves_no_process(
     [pid] = emulator.cluster.processes.running(uid)
     emulator.stop()
     with pytest.raises(ProcessLookupError):
-        os.kill(pid, signal.SIG_DFL)
+        os.kill(pid, 0)

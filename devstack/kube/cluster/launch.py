@@ -9,6 +9,7 @@ the call is not available the program is run all the same.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
@@ -20,11 +21,8 @@ PR_SET_PDEATHSIG = 1
 def main(argv: list[str]) -> None:
     if not argv:
         raise SystemExit("usage: launch PROGRAM [ARG...]")
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
+    with contextlib.suppress(OSError, AttributeError):  # no prctl: run it all the same
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() == 1:
         raise SystemExit(1)  # the stack died before the setting took hold
     os.execvp(argv[0], argv)  # noqa: S606 (a container's own command line, as given)

@@ -30,18 +30,6 @@ class ImageProgram:
     env: Mapping[str, str] = field(default_factory=dict)
     working_dir: str = ""
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ImageProgram:
-        unknown = set(data) - {"entrypoint", "cmd", "env", "workingDir"}
-        if unknown:
-            raise ValueError(f"unknown keys in an image program: {sorted(unknown)}")
-        return cls(
-            entrypoint=tuple(str(a) for a in data.get("entrypoint") or ()),
-            cmd=tuple(str(a) for a in data.get("cmd") or ()),
-            env={str(k): str(v) for k, v in (data.get("env") or {}).items()},
-            working_dir=str(data.get("workingDir") or ""),
-        )
-
     def argv(self, container: Mapping[str, Any]) -> list[str]:
         """The command line before ``$(VAR)`` expansion, as a container runtime builds it."""
         command = container.get("command")
@@ -67,8 +55,3 @@ def program_for(programs: Mapping[str, ImageProgram], image: str) -> ImageProgra
         if fnmatch.fnmatchcase(repo, pattern):
             return program
     return None
-
-
-def parse_programs(data: Mapping[str, Any]) -> dict[str, ImageProgram]:
-    """Repository patterns to programs, from configuration (a mapping of mappings)."""
-    return {str(pattern): ImageProgram.from_dict(spec) for pattern, spec in data.items()}
