@@ -19,13 +19,15 @@ from typing import Any
 
 import gevent
 
+from app.web.server_defaults import DEFAULT_WORKERS
 from app.web.server_imports import leave_validator_unimported
 
 # Before any worker imports the app (and with it the Kubernetes client): see the module.
 leave_validator_unimported()
 
 bind = os.environ.get("SPAWNER_BIND", "0.0.0.0:8080")
-workers = int(os.environ.get("SPAWNER_WORKERS", "2"))
+# One worker per replica by default: see the module.
+workers = int(os.environ.get("SPAWNER_WORKERS", str(DEFAULT_WORKERS)))
 # gevent's WSGI server, with keep-alive connections taking turns (see the class).
 worker_class = "app.web.worker.SpawnerWorker"
 worker_connections = int(os.environ.get("SPAWNER_WORKER_CONNECTIONS", "2100"))

@@ -220,7 +220,7 @@ def _memory(b: dict[str, Any]) -> Goal:
         "n/a"
         if rss is None or pss is None
         else f"RSS {rss / 1024:.0f} MiB, PSS {pss / 1024:.0f} MiB (arbiter and "
-        f"{st.get('workers')} workers)"
+        f"{st.get('workers')} {'worker' if st.get('workers') == 1 else 'workers'})"
     )
     return Goal(
         "Peak memory in a storm of 300, whole service",

@@ -1,7 +1,7 @@
 """Benchmark 1: spawn latency with an instant kubelet, next to the emulator's floor.
 
-One user spawns and deletes a lab ``spawns`` times in a row through gunicorn (2 workers),
-from a client in a process of its own (``bench.latency_client``), as JupyterHub is.
+One user spawns and deletes a lab ``spawns`` times in a row through gunicorn, from a
+client in a process of its own (``bench.latency_client``), as JupyterHub is.
 Latency is from sending the POST to parsing the ``complete`` event of the stream. The
 nodes already hold every configured image, and a warm-up spawn lands one lab on each node
 first, so nothing is pulled and every process has its connections open.
@@ -24,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from app.web.server_defaults import DEFAULT_WORKERS
 from bench.client import SpawnerClient
 from bench.floor import Call, Replay, capture_objects
 from bench.services import REPO_ROOT_TEXT, BenchStack, StackSettings, log_findings
@@ -147,12 +148,16 @@ def _wait_namespace_gone(bench: BenchStack, namespace: str, timeout: float = 30.
 
 
 def run(
-    workdir: Path, spawns: int = 50, api_latency: float = 0.0, start_seconds: float = 0.0
+    workdir: Path,
+    spawns: int = 50,
+    api_latency: float = 0.0,
+    start_seconds: float = 0.0,
+    workers: int = DEFAULT_WORKERS,
 ) -> dict[str, Any]:
     """``api_latency``: seconds each Kubernetes call waits, as on a real control plane;
     ``start_seconds``: the kubelet's time to start a lab's containers."""
     settings = StackSettings(
-        workers=2,
+        workers=workers,
         nodes=3,
         pull_seconds=0.0,
         start_seconds=start_seconds,
@@ -254,6 +259,7 @@ def run(
         typical = sequences.most_common(1)[0][0] if sequences else ()
         return {
             "spawns": spawns,
+            "workers": workers,
             "api_latency_ms": api_latency * 1000,
             "kubelet_start_seconds": start_seconds,
             "completed": len(latencies),

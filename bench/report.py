@@ -33,6 +33,14 @@ def _fmt(value: Any, unit: str = "", digits: int = 1) -> str:
     return f"{value}{unit}"
 
 
+def _workers(result: dict[str, Any]) -> str:
+    """``1 worker``, ``2 workers``: the service's gunicorn workers in a benchmark."""
+    count = result.get("workers")
+    if count is None:
+        return "its default workers"
+    return f"{count} worker" + ("" if count == 1 else "s")
+
+
 def _mib(kib: Any) -> str:
     if not kib:
         return "n/a"
@@ -189,7 +197,7 @@ def _overview(results: dict[str, Any]) -> list[str]:
         spawn = st.get("spawn") or {}
         integ = st.get("integrity_after_spawn") or {}
         rows.append(
-            f"| Spawn storm, {spawn.get('users')} users, 2 workers | all done in "
+            f"| Spawn storm, {spawn.get('users')} users, {_workers(st)} | all done in "
             f"{_fmt(spawn.get('total_seconds'), ' s', 2)}; {spawn.get('failed')} failed; "
             f"{integ.get('users_with_duplicate_pods')} duplicate pods, "
             f"{integ.get('orphan_namespace_count')} orphan namespaces; cluster clean after "
@@ -441,7 +449,7 @@ def _latency(r: dict[str, Any]) -> list[str]:
         "## 1. Spawn latency with an instant kubelet",
         "",
         f"{r.get('spawns')} sequential spawns of one user (each deleted before the next) through",
-        "gunicorn with 2 workers; pull time 0, every image already on every node, after a",
+        f"gunicorn with {_workers(r)}; pull time 0, every image already on every node, after a",
         "warm-up spawn on each node. Latency runs from sending the POST to parsing the",
         "`complete` event, timed by a client in a process of its own (`bench.latency_client`):",
         "sharing the emulators' interpreter, it waited for their GIL at every wake-up. It",

@@ -17,6 +17,7 @@ from typing import Any
 
 import requests
 
+from app.web.server_defaults import DEFAULT_WORKERS
 from bench.services import BenchStack, StackSettings, log_findings
 from bench.storm import LABS_PER_NODE, _client
 
@@ -53,9 +54,9 @@ def _until_listed(bench: BenchStack, labs: int) -> dict[str, Any]:
     }
 
 
-def run(workdir: Path, labs: int = 430) -> dict[str, Any]:
+def run(workdir: Path, labs: int = 430, workers: int = DEFAULT_WORKERS) -> dict[str, Any]:
     nodes = max(3, math.ceil(labs / LABS_PER_NODE))
-    settings = StackSettings(workers=2, nodes=nodes, cache_images=True)
+    settings = StackSettings(workers=workers, nodes=nodes, cache_images=True)
     with BenchStack(workdir / "restart", settings) as bench:
         assert bench.service is not None
         names = [f"restart-{index:04d}" for index in range(labs)]
@@ -64,7 +65,7 @@ def run(workdir: Path, labs: int = 430) -> dict[str, Any]:
             bench, {"mode": "spawn", "image": bench.image, "users": list(tokens.items())}
         )
         completed = sum(1 for r in spawned["results"] if r.get("outcome") == "complete")
-        results: dict[str, Any] = {"labs": labs, "spawned": completed, "workers": 2}
+        results: dict[str, Any] = {"labs": labs, "spawned": completed, "workers": workers}
         for name, flush in (("redis_kept", False), ("redis_empty", True)):
             bench.service.stop()
             if flush:

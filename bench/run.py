@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from app.web.server_defaults import DEFAULT_WORKERS
 from bench import latency, machine, prepull, report, restart, status, storm, streams
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -93,6 +94,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help=f"comma-separated subset of: {', '.join(ALL)} (memory is measured by all)",
     )
     parser.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="gunicorn workers of the service; default: the service's own "
+        f"({DEFAULT_WORKERS}), and {status.YARDSTICK_WORKERS} for status (see bench.status)",
+    )
+    parser.add_argument(
         "--spawns",
         type=int,
         default=50,
@@ -152,22 +160,29 @@ def main(argv: list[str] | None = None) -> int:
         print(f"unknown benchmark(s): {', '.join(unknown)}; choose from {', '.join(ALL)}")
         return 2
     api_latency = args.api_latency_ms / 1000
+    workers = args.workers or DEFAULT_WORKERS
     runners: dict[str, Callable[[Path], dict[str, Any]]] = {
-        "latency": lambda w: latency.run(w, spawns=args.spawns),
-        "latency_5ms": lambda w: latency.run(w, spawns=args.spawns, api_latency=api_latency),
+        "latency": lambda w: latency.run(w, spawns=args.spawns, workers=workers),
+        "latency_5ms": lambda w: latency.run(
+            w, spawns=args.spawns, api_latency=api_latency, workers=workers
+        ),
         "latency_slow_kubelet": lambda w: latency.run(
             w,
             spawns=args.slow_spawns,
             api_latency=api_latency,
             start_seconds=args.slow_start_seconds,
+            workers=workers,
         ),
-        "storm": lambda w: storm.run(w, users=args.storm_users),
-        "storm_5ms": lambda w: storm.run(w, users=args.storm_users, api_latency=api_latency),
+        "storm": lambda w: storm.run(w, users=args.storm_users, workers=workers),
+        "storm_5ms": lambda w: storm.run(
+            w, users=args.storm_users, api_latency=api_latency, workers=workers
+        ),
         "storm_slow_kubelet": lambda w: storm.run(
             w,
             users=args.storm_users,
             api_latency=api_latency,
             start_seconds=args.slow_start_seconds,
+            workers=workers,
         ),
         "status": lambda w: status.run(
             w,
@@ -176,10 +191,11 @@ def main(argv: list[str] | None = None) -> int:
             connections=args.connections,
             repeats=args.status_repeats,
             tool={"python": "loadgen"}.get(args.load_tool, args.load_tool),
+            workers=args.workers or status.YARDSTICK_WORKERS,
         ),
         "streams_1000": lambda w: streams.run(w, streams=1000, rounds=args.rounds),
         "streams": lambda w: streams.run(w, streams=args.streams, rounds=args.rounds),
-        "restart": lambda w: restart.run(w, labs=args.restart_labs),
+        "restart": lambda w: restart.run(w, labs=args.restart_labs, workers=workers),
         "prepull": lambda w: prepull.run(
             w, nodes=args.prepull_nodes, images=args.prepull_images, pull_seconds=args.pull_seconds
         ),

@@ -24,6 +24,7 @@ from typing import Any
 import redis
 import requests
 
+from app.web.server_defaults import DEFAULT_WORKERS
 from devstack.gafaelfawr import GroupSpec, UserSpec
 from devstack.redis_process import free_port
 from devstack.stack import REPO_ROOT, LocalStack, StackOptions
@@ -210,7 +211,7 @@ def start_gunicorn(
 class StackSettings:
     """What a benchmark needs from the stack."""
 
-    workers: int = 2
+    workers: int = DEFAULT_WORKERS
     worker_connections: int | None = None
     nodes: int = 3
     pull_seconds: float = 0.0

@@ -1,6 +1,6 @@
 """Benchmark 2 (and 5): a spawn storm of distinct users, then a delete storm.
 
-Every user spawns at the same moment through gunicorn with two workers; the load client
+Every user spawns at the same moment through gunicorn; the load client
 is a separate gevent process (``bench.storm_client``). Afterwards the cluster and Redis are
 checked for duplicates and orphans, everything is deleted at once, and the cluster must end
 clean. Worker memory is sampled throughout.
@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from app.storage.labs import LabStore
+from app.web.server_defaults import DEFAULT_WORKERS
 from bench.services import REPO_ROOT_TEXT, BenchStack, StackSettings, cpu_seconds, log_findings
 from bench.stats import summary_ms
 
@@ -184,13 +185,17 @@ def _wait_clean(bench: BenchStack, timeout: float = 60.0) -> dict[str, Any]:
 
 
 def run(
-    workdir: Path, users: int = 500, api_latency: float = 0.0, start_seconds: float = 0.0
+    workdir: Path,
+    users: int = 500,
+    api_latency: float = 0.0,
+    start_seconds: float = 0.0,
+    workers: int = DEFAULT_WORKERS,
 ) -> dict[str, Any]:
     """``api_latency``: seconds each Kubernetes call waits, as on a real control plane;
     ``start_seconds``: the kubelet's time to start a lab."""
     nodes = max(3, math.ceil(users / LABS_PER_NODE))
     settings = StackSettings(
-        workers=2,
+        workers=workers,
         nodes=nodes,
         pull_seconds=0.0,
         cache_images=True,
@@ -235,7 +240,7 @@ def run(
         return {
             "users": users,
             "api_latency_ms": api_latency * 1000,
-            "workers": 2,
+            "workers": workers,
             "nodes": nodes,
             "spawn": _summarize(spawned),
             "spawn_cpu_seconds": cpu_spawn,

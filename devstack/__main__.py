@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import FrameType
 
+from app.web.server_defaults import DEFAULT_WORKERS
 from devstack.stack import REPO_ROOT, LocalStack, StackOptions
 
 
@@ -24,7 +25,7 @@ def parse_options(
     env = os.environ if environ is None else environ
     parser = argparse.ArgumentParser(prog="python -m devstack", description=__doc__)
     parser.add_argument("--port", type=int, default=int(env.get("SPAWNER_PORT", 8080)))
-    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--workers", type=int, default=DEFAULT_WORKERS)
     parser.add_argument("--nodes", type=int, default=3)
     parser.add_argument("--state-dir", type=Path, default=REPO_ROOT / ".devstack")
     parser.add_argument(

@@ -21,6 +21,7 @@ from typing import Any
 import requests
 import yaml
 
+from app.web.server_defaults import DEFAULT_WORKERS
 from devstack.demo import demo_registry_repositories, demo_tokens, demo_users
 from devstack.gafaelfawr import GafaelfawrEmulator
 from devstack.kube import KubernetesEmulator
@@ -43,7 +44,7 @@ class StackOptions:
     state_dir: Path = field(default_factory=lambda: REPO_ROOT / ".devstack")
     redis_url: str | None = None
     spawner_port: int = 0
-    workers: int = 2
+    workers: int = DEFAULT_WORKERS
     nodes: int = 3
     pull_seconds: float = 0.5
     start_seconds: float = 0.0
