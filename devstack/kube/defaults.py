@@ -16,17 +16,24 @@ from typing import Any
 _POD_DEFAULT_GRACE_SECONDS = 30
 
 
-class ClusterIPAllocator:
-    """Hands out service IPs from 10.96.0.0/12 in order, never the same one twice."""
+def service_cidr_address(n: int) -> str:
+    """The ``n``-th address of the usual service range, 10.96.0.0/12."""
+    return f"10.{96 + (n >> 16) % 16}.{(n >> 8) & 255}.{n & 255}"
 
-    def __init__(self) -> None:
+
+class ClusterIPAllocator:
+    """Hands out service IPs in order, never the same one twice: from 10.96.0.0/12, or from
+    the range ``address`` maps counts to (a stack running processes uses loopback ones)."""
+
+    def __init__(self, address: Callable[[int], str] = service_cidr_address) -> None:
+        self._address = address
         self._counter = itertools.count(10)
         self._lock = threading.Lock()
 
     def allocate(self) -> str:
         with self._lock:
             n = next(self._counter)
-        return f"10.{96 + (n >> 16) % 16}.{(n >> 8) & 255}.{n & 255}"
+        return self._address(n)
 
 
 def _namespace(obj: dict[str, Any]) -> None:
@@ -121,8 +128,8 @@ def _event(obj: dict[str, Any]) -> None:
 class Defaulter:
     """Applies per-kind defaults; holds the state some defaults need (the IP allocator)."""
 
-    def __init__(self) -> None:
-        self._cluster_ips = ClusterIPAllocator()
+    def __init__(self, cluster_ips: ClusterIPAllocator | None = None) -> None:
+        self._cluster_ips = cluster_ips or ClusterIPAllocator()
         self._on_create: dict[str, Callable[[dict[str, Any]], None]] = {
             "namespaces": _namespace,
             "pods": _pod,

@@ -68,7 +68,7 @@ def resource_list(group_name: str, version: str) -> dict[str, Any] | None:
                     "singularName": "",
                     "namespaced": resource.namespaced,
                     "kind": resource.kind,
-                    "verbs": ["get", "patch", "update"],
+                    "verbs": ["get"] if sub == "log" else ["get", "patch", "update"],
                 }
             )
     return {

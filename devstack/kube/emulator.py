@@ -12,8 +12,9 @@ import kubernetes.client
 
 from devstack.kube.audit import AuditLog
 from devstack.kube.cluster import Cluster, ClusterSettings
+from devstack.kube.cluster.services import loopback_service_address
 from devstack.kube.control import ControlApi
-from devstack.kube.defaults import Defaulter
+from devstack.kube.defaults import ClusterIPAllocator, Defaulter
 from devstack.kube.faults import RequestFaults
 from devstack.kube.handlers import Handlers
 from devstack.kube.server import ApiServer
@@ -41,10 +42,21 @@ class KubernetesEmulator(StartStop):
         self.audit = AuditLog()
         self.faults = RequestFaults(self._hub.drop_all)
         self.cluster = Cluster(self.store, settings if settings is not None else ClusterSettings())
-        handlers = Handlers(self.store, shared_validator(), Defaulter())
+        # Services of a stack that runs processes carry traffic, on loopback addresses.
+        allocator = (
+            ClusterIPAllocator(loopback_service_address) if self.cluster.settings.programs else None
+        )
+        handlers = Handlers(self.store, shared_validator(), Defaulter(allocator))
         control = ControlApi(self.audit, self.faults, lambda: self.cluster)
         self.app = ApiServer(
-            self.store, self._hub, handlers, self.audit, self.faults, control, latency=api_latency
+            self.store,
+            self._hub,
+            handlers,
+            self.audit,
+            self.faults,
+            control,
+            logs=self.cluster.logs,
+            latency=api_latency,
         )
         self._server = ServerThread(self.app, port=port)
         self._running = False

@@ -70,7 +70,7 @@ RESOURCES: tuple[ResourceType, ...] = (
         "v1",
         namespaced=True,
         short_names=("po",),
-        subresources=("status",),
+        subresources=("status", "log"),
         returns_deleted_object=True,
     ),
     ResourceType("configmaps", "ConfigMap", "", "v1", namespaced=True, short_names=("cm",)),

@@ -21,6 +21,7 @@ from urllib.parse import parse_qsl
 
 from devstack.kube import discovery, errors, routing
 from devstack.kube.audit import AuditEntry, AuditLog, now
+from devstack.kube.cluster.logs import PodLogs
 from devstack.kube.faults import Decision, RequestFaults
 from devstack.kube.handlers import Handlers
 from devstack.kube.routing import RequestInfo
@@ -85,6 +86,7 @@ class ApiServer:
         faults: RequestFaults,
         control: WsgiApp | None = None,
         *,
+        logs: PodLogs | None = None,
         latency: float = 0.0,
     ) -> None:
         self.latency = latency
@@ -97,6 +99,7 @@ class ApiServer:
         self._audit = audit
         self._faults = faults
         self._control = control
+        self._logs = logs
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         environ[_STARTED] = now()
@@ -130,6 +133,8 @@ class ApiServer:
 
         if info.verb == "watch":
             return self._watch(environ, start_response, info, query)
+        if info.subresource == "log":
+            return self._log(environ, start_response, info, query)
         try:
             code, body = self._dispatch(environ, info, query)
         except errors.ApiError as exc:
@@ -209,6 +214,29 @@ class ApiServer:
                 yield line.encode()
         finally:
             self._hub.remove(watcher)
+
+    def _log(
+        self,
+        environ: dict[str, Any],
+        start_response: StartResponse,
+        info: RequestInfo,
+        query: dict[str, str],
+    ) -> Iterable[bytes]:
+        """A container's output as plain text; followed, a stream until the container ends."""
+        try:
+            if info.verb != "get":
+                raise errors.method_not_allowed("a pod's log can only be read")
+            if self._logs is None or info.namespace is None or info.name is None:
+                raise errors.not_found("pods", info.name or "")
+            sock = environ.get("werkzeug.socket")
+            alive = (lambda: _peer_open(sock)) if sock is not None else None
+            chunks = self._logs.read(info.namespace, info.name, query, alive)
+        except errors.ApiError as exc:
+            self._record(environ, info.verb, info, exc.code)
+            return _json_response(start_response, exc.code, exc.status())
+        self._record(environ, info.verb, info, 200)
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return chunks
 
     def _faulted(
         self,

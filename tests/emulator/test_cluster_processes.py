@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import os
 import sys
 import time
@@ -10,6 +11,7 @@ from typing import Any
 
 import kubernetes.client
 import pytest
+import requests
 
 from devstack.kube import KubernetesEmulator
 from devstack.kube.cluster.programs import ImageProgram
@@ -198,3 +200,238 @@ def test_stopping_the_cluster_leaves_no_process(
     emulator.stop()
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+def _ready(core_v1: kubernetes.client.CoreV1Api, namespace: str) -> bool:
+    state = _state(core_v1, namespace, "p")
+    return bool(state is not None and state.ready)
+
+
+def _home(emulator: KubernetesEmulator, core_v1: kubernetes.client.CoreV1Api, ns: str) -> Any:
+    """The process's working directory: its pod's home."""
+    uid = core_v1.read_namespaced_pod("p", ns).metadata.uid
+    return emulator.cluster.processes.pod_dir(uid) / "home"
+
+
+HTTP_READY_WHEN_FILE = (
+    "import http.server, os\n"
+    "class H(http.server.BaseHTTPRequestHandler):\n"
+    "    def do_GET(self):\n"
+    "        ok = self.path == '/ready' and os.path.exists('flag')\n"
+    "        self.send_response(200 if ok else 503)\n"
+    "        self.end_headers()\n"
+    "    def log_message(self, *args):\n"
+    "        pass\n"
+    "http.server.HTTPServer((os.environ['POD_IP'], 8888), H).serve_forever()\n"
+)
+
+
+def _http_status(url: str) -> int | None:
+    try:
+        return requests.get(url, timeout=1).status_code
+    except requests.RequestException:
+        return None
+
+
+def test_an_http_readiness_probe_decides_when_the_container_is_ready(
+    emulator: KubernetesEmulator,
+    core_v1: kubernetes.client.CoreV1Api,
+    namespace: str,
+    wait_until: WaitUntil,
+) -> None:
+    """The server answers 503 until a file exists: not ready, ready, then unready again."""
+    probe = {
+        "httpGet": {"path": "/ready", "port": "http"},
+        "periodSeconds": 1,
+        "failureThreshold": 1,
+    }
+    pod = _pod(
+        "p",
+        HTTP_READY_WHEN_FILE,
+        ports=[{"name": "http", "containerPort": 8888}],
+        readinessProbe=probe,
+    )
+    core_v1.create_namespaced_pod(namespace, pod)
+    wait_until(lambda: _status(core_v1, namespace, "p").phase == "Running")
+    flag = _home(emulator, core_v1, namespace) / "flag"
+    # Serving, but answering 503: the probe fails and the container stays unready.
+    pod_ip = _status(core_v1, namespace, "p").pod_ip
+    wait_until(lambda: _http_status(f"http://{pod_ip}:8888/ready") == 503, timeout=15)
+    assert not _ready(core_v1, namespace)
+    flag.write_text("")
+    wait_until(lambda: _ready(core_v1, namespace), timeout=10)
+    conditions = {c.type: c.status for c in _status(core_v1, namespace, "p").conditions}
+    assert conditions["Ready"] == "True"
+    flag.unlink()
+    wait_until(lambda: not _ready(core_v1, namespace), timeout=10)
+    events = core_v1.list_namespaced_event(namespace).items
+    assert any(e.reason == "Unhealthy" for e in events)
+
+
+def test_a_tcp_readiness_probe_waits_for_the_port_to_open(
+    emulator: KubernetesEmulator,
+    core_v1: kubernetes.client.CoreV1Api,
+    namespace: str,
+    wait_until: WaitUntil,
+) -> None:
+    code = (
+        "import os, socket, time\n"
+        "while not os.path.exists('flag'):\n"
+        "    time.sleep(0.05)\n"
+        "s = socket.create_server((os.environ['POD_IP'], 7000))\n"
+        "while True:\n"
+        "    s.accept()[0].close()\n"
+    )
+    probe = {"tcpSocket": {"port": 7000}, "periodSeconds": 1}
+    core_v1.create_namespaced_pod(namespace, _pod("p", code, readinessProbe=probe))
+    wait_until(lambda: _status(core_v1, namespace, "p").phase == "Running")
+    assert not _ready(core_v1, namespace)
+    (_home(emulator, core_v1, namespace) / "flag").write_text("")
+    wait_until(lambda: _ready(core_v1, namespace), timeout=10)
+
+
+@pytest.mark.parametrize(
+    ("probe", "ready", "reason"),
+    [
+        ({"exec": {"command": ["true"]}}, True, "ProbeNotRun"),
+        ({"httpGet": {"port": "missing"}}, False, "Unhealthy"),
+    ],
+)
+def test_a_probe_the_stack_cannot_run_is_reported_in_an_event(
+    emulator: KubernetesEmulator,
+    core_v1: kubernetes.client.CoreV1Api,
+    namespace: str,
+    wait_until: WaitUntil,
+    probe: dict[str, Any],
+    ready: bool,
+    reason: str,
+) -> None:
+    pod = _pod("p", "import time; time.sleep(60)", readinessProbe=probe)
+    core_v1.create_namespaced_pod(namespace, pod)
+
+    def reported() -> bool:
+        return any(e.reason == reason for e in core_v1.list_namespaced_event(namespace).items)
+
+    wait_until(reported)
+    assert _ready(core_v1, namespace) is ready
+
+
+def test_the_log_is_the_process_output_with_tail_lines(
+    emulator: KubernetesEmulator,
+    core_v1: kubernetes.client.CoreV1Api,
+    namespace: str,
+    wait_until: WaitUntil,
+) -> None:
+    code = "for i in range(1, 6): print(i, flush=True)\nimport time; time.sleep(60)"
+    core_v1.create_namespaced_pod(namespace, _pod("p", code))
+    wait_until(lambda: "5" in _log(emulator, core_v1, namespace), timeout=15)
+    assert core_v1.read_namespaced_pod_log("p", namespace) == "1\n2\n3\n4\n5\n"
+    assert core_v1.read_namespaced_pod_log("p", namespace, tail_lines=2) == "4\n5\n"
+    assert core_v1.read_namespaced_pod_log("p", namespace, limit_bytes=3) == "1\n2"
+
+
+def test_the_previous_log_is_the_last_start_before_this_one(
+    emulator: KubernetesEmulator,
+    core_v1: kubernetes.client.CoreV1Api,
+    namespace: str,
+    wait_until: WaitUntil,
+) -> None:
+    code = "import os; print('started', os.getpid(), flush=True); raise SystemExit(2)"
+    core_v1.create_namespaced_pod(namespace, _pod("p", code))
+    with pytest.raises(kubernetes.client.ApiException) as refused:
+        core_v1.read_namespaced_pod_log("p", namespace, previous=True)
+    assert refused.value.status == 400
+    assert 'previous terminated container "main"' in json.loads(refused.value.body)["message"]
+
+    def restarted() -> bool:
+        state = _state(core_v1, namespace, "p")
+        return state is not None and (state.restart_count or 0) >= 1
+
+    wait_until(restarted, timeout=10)
+    previous = core_v1.read_namespaced_pod_log("p", namespace, previous=True)
+    assert previous.startswith("started ")
+
+
+def test_a_followed_log_streams_until_the_process_ends(
+    emulator: KubernetesEmulator,
+    core_v1: kubernetes.client.CoreV1Api,
+    namespace: str,
+    wait_until: WaitUntil,
+) -> None:
+    code = (
+        "import os, time\n"
+        "print('first', flush=True)\n"
+        "while not os.path.exists('flag'):\n"
+        "    time.sleep(0.05)\n"
+        "print('second', flush=True)\n"
+    )
+    core_v1.create_namespaced_pod(namespace, _pod("p", code, restart="Never"))
+    wait_until(lambda: "first" in _log(emulator, core_v1, namespace), timeout=15)
+    response = core_v1.read_namespaced_pod_log("p", namespace, follow=True, _preload_content=False)
+    chunks = response.stream(amt=None, decode_content=True)
+    received = next(chunks)
+    assert received == b"first\n"
+    (_home(emulator, core_v1, namespace) / "flag").write_text("")
+    rest = b"".join(chunks)  # ends when the process does
+    assert received + rest == b"first\nsecond\n"
+
+
+def test_a_pod_of_two_containers_needs_the_container_named(
+    core_v1: kubernetes.client.CoreV1Api, namespace: str, wait_until: WaitUntil
+) -> None:
+    pod = _pod("p", "import time; time.sleep(60)")
+    pod["spec"]["containers"].append({**pod["spec"]["containers"][0], "name": "side"})
+    core_v1.create_namespaced_pod(namespace, pod)
+    with pytest.raises(kubernetes.client.ApiException) as refused:
+        core_v1.read_namespaced_pod_log("p", namespace)
+    assert refused.value.status == 400
+    message = json.loads(refused.value.body)["message"]
+    assert "a container name must be specified for pod p" in message
+    assert "[main side]" in message
+    with pytest.raises(kubernetes.client.ApiException) as unknown:
+        core_v1.read_namespaced_pod_log("p", namespace, container="other")
+    assert "container other is not valid for pod p" in json.loads(unknown.value.body)["message"]
+
+
+HELLO_SERVER = (
+    "import http.server, os\n"
+    "class H(http.server.BaseHTTPRequestHandler):\n"
+    "    def do_GET(self):\n"
+    "        body = os.environ['POD_NAME'].encode()\n"
+    "        self.send_response(200)\n"
+    "        self.send_header('Content-Length', str(len(body)))\n"
+    "        self.end_headers()\n"
+    "        self.wfile.write(body)\n"
+    "    def log_message(self, *args):\n"
+    "        pass\n"
+    "http.server.HTTPServer((os.environ['POD_IP'], 8888), H).serve_forever()\n"
+)
+
+
+def test_a_service_forwards_its_port_to_a_ready_pod(
+    core_v1: kubernetes.client.CoreV1Api, namespace: str, wait_until: WaitUntil
+) -> None:
+    """The Service's loopback ClusterIP reaches the pod through a named target port; with
+    no ready endpoint a connection is refused, and a deleted Service stops listening."""
+    service = {
+        "metadata": {"name": "web"},
+        "spec": {"selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": "http"}]},
+    }
+    created = core_v1.create_namespaced_service(namespace, service)
+    url = f"http://{created.spec.cluster_ip}:80/"
+    assert created.spec.cluster_ip.startswith("127.254.")
+    with pytest.raises(requests.ConnectionError):
+        requests.get(url, timeout=5)  # no endpoint yet
+    pod = _pod("p", HELLO_SERVER, ports=[{"name": "http", "containerPort": 8888}])
+    pod["metadata"]["labels"] = {"app": "web"}
+    core_v1.create_namespaced_pod(namespace, pod)
+
+    def answer() -> str | None:
+        try:
+            return requests.get(url, timeout=5).text
+        except requests.ConnectionError:
+            return None
+
+    assert wait_until(lambda: answer() == "p", timeout=15)
+    core_v1.delete_namespaced_service("web", namespace)
+    wait_until(lambda: answer() is None)

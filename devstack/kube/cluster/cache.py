@@ -13,7 +13,7 @@ from typing import Any
 Obj = dict[str, Any]
 Key = tuple[str, str]  # (namespace or "", name)
 
-WATCHED = ("namespaces", "nodes", "pods", "daemonsets")
+WATCHED = ("namespaces", "nodes", "pods", "daemonsets", "services")
 
 
 def key_of(obj: Obj) -> Key:

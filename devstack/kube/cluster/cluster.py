@@ -21,10 +21,12 @@ from .events import EventRecorder
 from .faults import PodFaults
 from .images import add_image
 from .kubelet import Kubelets
+from .logs import PodLogs
 from .namespaces import NamespaceController
 from .processes import ProcessRuntime
 from .reactor import Reactor
 from .scheduler import Scheduler
+from .services import ServiceProxies
 from .settings import ClusterSettings
 from .writer import StoreLike, StoreWriter
 
@@ -47,6 +49,8 @@ class Cluster:
         self._events = EventRecorder(self._writer, self._namespaces.alive)
         self._scheduler = Scheduler(self._cache, self._writer, self._events, self.faults)
         self.processes = ProcessRuntime(self.store.get)
+        self.logs = PodLogs(self.store.get, self.processes)
+        """What ``GET pods/<name>/log`` answers."""
         self._kubelets = Kubelets(
             self._cache,
             self._writer,
@@ -59,6 +63,7 @@ class Cluster:
         self._daemonsets = DaemonSetController(
             self._cache, self._writer, self._events, self._reactor, self._namespaces.alive
         )
+        self._services = ServiceProxies(self._endpoints)
         self._unsubscribe: Callable[[], None] | None = None
         self._node_lock = threading.Lock()
         self._node_count = 0
@@ -86,6 +91,7 @@ class Cluster:
         # The reactor thread has ended, so the components can be reset from this thread.
         self._kubelets.stop()
         self._namespaces.stop()
+        self._services.stop()
 
     def namespaces_removed(self) -> list[tuple[str, float]]:
         """Recently finalized namespaces and when each was removed (``time.time()``)."""
@@ -156,6 +162,25 @@ class Cluster:
         if resource in WATCHED:
             self._reactor.submit(lambda: self._dispatch(event_type, resource, obj))
 
+    def _endpoints(self, namespace: str, selector: dict[str, str]) -> list[Obj]:
+        """A Service's endpoints: Ready pods its selector matches that run as processes
+        (read from the store, as the proxy's threads are not the reactor's)."""
+        found = []
+        for pod in self.store.list("pods", namespace):
+            labels = pod["metadata"].get("labels") or {}
+            status = pod.get("status") or {}
+            if pod["metadata"].get("deletionTimestamp") or any(
+                labels.get(k) != v for k, v in selector.items()
+            ):
+                continue
+            ready = any(
+                c.get("type") == "Ready" and c.get("status") == "True"
+                for c in status.get("conditions") or []
+            )
+            if ready and str(status.get("podIP") or "").startswith("127."):
+                found.append(pod)
+        return found
+
     def _node_placement_changed(self, event_type: str, node: Obj) -> bool:
         name = nodes.node_name(node)
         if event_type == "DELETED":
@@ -184,3 +209,5 @@ class Cluster:
             self._namespaces.on_namespace(event_type, obj)
         elif resource == "daemonsets":
             self._daemonsets.on_daemonset(event_type, obj)
+        elif resource == "services":
+            self._services.on_service(event_type, obj)

@@ -108,3 +108,15 @@ def is_running(status: dict[str, Any]) -> bool:
 
 def is_terminated(status: dict[str, Any]) -> bool:
     return "terminated" in (status.get("state") or {})
+
+
+def port_number(port: Any, containers: list[dict[str, Any]]) -> int | None:
+    """A port as probes and Services name it: a number, or the name of a port one of
+    ``containers`` declares; None for a name none of them declares."""
+    if isinstance(port, int) or (isinstance(port, str) and port.isdigit()):
+        return int(port)
+    for container in containers:
+        for declared in container.get("ports") or []:
+            if declared.get("name") == port:
+                return int(declared["containerPort"])
+    return None

@@ -21,6 +21,7 @@ from .events import EventRecorder, kubelet
 from .faults import PodFaults
 from .images import Pull, PullTracker, add_image, image_id, node_has_image
 from .podstatus import qos_class, set_condition
+from .probes import UNSUPPORTED, Prober, readiness_probe
 from .processes import ContainerConfigError, ProcessRuntime
 from .programs import ImageProgram, program_for
 from .reactor import Reactor, Timer
@@ -106,6 +107,7 @@ class Kubelets:
         runtime: ProcessRuntime,
     ) -> None:
         self._runtime = runtime
+        self._prober = Prober()
         self._cache = cache
         self._writer = writer
         self._events = events
@@ -154,6 +156,7 @@ class Kubelets:
                     self._maybe_start(pod)
 
     def stop(self) -> None:
+        self._prober.stop_all()
         self._runtime.stop_all()
         for uid in list(self._runs):
             self._drop(uid)
@@ -231,6 +234,7 @@ class Kubelets:
         uid = str(pod["metadata"].get("uid"))
         if not self._programs(pod):
             return
+        self._prober.stop(uid)
         self._runtime.stop_pod(uid, 0)
         self._runtime.forget_pod(uid)
         pod_ip = (pod.get("status") or {}).get("podIP")
@@ -298,6 +302,7 @@ class Kubelets:
         run.written = status
 
     def _drop(self, uid: str) -> None:
+        self._prober.stop(uid)
         run = self._runs.pop(uid, None)
         if run is None:
             return
@@ -445,22 +450,65 @@ class Kubelets:
         restart_policy = run.spec.get("restartPolicy") or "Always"
         by_name = {str(c.get("name")): c for c in mains}
         for container in mains:
-            status = run.container("containers", str(container.get("name")))
-            if cs.is_running(status):
-                status["ready"] = True
+            self._probe_readiness(run, container)
         while any(not cs.is_terminated(run.container("containers", n)) for n in by_name):
             if not run.exits:
                 yield PARKED
                 continue
             name, code = run.exits.pop(0)
+            self._prober.stop(run.uid, name)
             status = run.container("containers", name)
             cs.set_terminated(status, code)
             restart = restart_policy == "Always" or (restart_policy == "OnFailure" and code)
             if restart:
                 attempt = int(status.get("restartCount") or 0)
                 yield from self._crash_back_off(run, by_name[name], "containers", attempt)
-                if cs.is_running(status):
-                    status["ready"] = True
+                self._probe_readiness(run, by_name[name])
+
+    def _probe_readiness(self, run: PodRun, container: dict[str, Any]) -> None:
+        """A started container is ready at once, or once its readiness probe passes."""
+        name = str(container.get("name"))
+        status = run.container("containers", name)
+        if not cs.is_running(status):
+            return
+        source, path = kubelet(run.node), field_path("containers", name)
+        kinds = set(container.get("readinessProbe") or {})
+        skipped = sorted(kinds.intersection(UNSUPPORTED))
+        try:
+            probe = readiness_probe(container, str(run.status.get("podIP") or ""))
+        except ContainerConfigError as exc:
+            self._events.warning(
+                run.pod, source, "Unhealthy", f"Readiness probe errored: {exc}", path
+            )
+            return
+        if probe is None:
+            if skipped:
+                message = (
+                    f"the local stack does not run {skipped[0]} probes: "
+                    f"container {name} counts as ready"
+                )
+                self._events.normal(run.pod, source, "ProbeNotRun", message, path)
+            status["ready"] = True
+            return
+        container_id = status.get("containerID")
+
+        def verdict(ready: bool) -> None:
+            def apply() -> None:
+                current = run.container("containers", name)
+                if self._runs.get(run.uid) is not run or current.get("containerID") != container_id:
+                    return  # the pod or this start of the container is gone
+                if not cs.is_running(current):
+                    return
+                current["ready"] = ready
+                if not ready:
+                    self._events.warning(
+                        run.pod, source, "Unhealthy", "Readiness probe failed", path
+                    )
+                self._flush(run)
+
+            self._reactor.submit(apply)
+
+        self._prober.start(run.uid, name, probe, verdict)
 
     def _crash_back_off(
         self, run: PodRun, container: dict[str, Any], kind: str, attempt: int

@@ -63,8 +63,13 @@ def expand(text: str, env: Mapping[str, str]) -> str:
     return _REFERENCE.sub(replace, text)
 
 
+_POD_ADDRESSES = 253 * 254 * 254
+"""127.1.1.1 to 127.253.254.254."""
+
+
 class LoopbackAddresses:
-    """One address of 127.0.0.0/8 per pod; 127.0.0.1 and 127.0.0.0/16 stay the stack's own."""
+    """One address of 127.0.0.0/8 per pod, from 127.1.1.1: 127.0.0.0/16 stays the stack's own
+    servers', and 127.254.0.0/16 is the Services' (``services.SERVICE_RANGE_PREFIX``)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -73,8 +78,8 @@ class LoopbackAddresses:
 
     def take(self) -> str:
         with self._lock:
-            for _ in range(254 * 254 * 254):
-                self._next = self._next % (254 * 254 * 254) + 1
+            for _ in range(_POD_ADDRESSES):
+                self._next = self._next % _POD_ADDRESSES + 1
                 if self._next not in self._taken:
                     self._taken.add(self._next)
                     return self._address(self._next)
@@ -115,10 +120,12 @@ class ProcessRuntime:
 
     @property
     def _root(self) -> Path:
-        """The pods' directories, made when the first process-run pod starts."""
-        if self._root_dir is None:
-            self._root_dir = Path(tempfile.mkdtemp(prefix="devstack-pods-"))
-        return self._root_dir
+        """The pods' directories, made when first needed (by the kubelet starting a pod, or
+        by a reader of a log, on their own threads: one of them makes it)."""
+        with self._lock:
+            if self._root_dir is None:
+                self._root_dir = Path(tempfile.mkdtemp(prefix="devstack-pods-"))
+            return self._root_dir
 
     def pod_dir(self, uid: str) -> Path:
         return self._root / uid
@@ -210,9 +217,15 @@ class ProcessRuntime:
         for running in everything:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 running.process.wait(timeout=5)
-        if self._root_dir is not None:
-            shutil.rmtree(self._root_dir, ignore_errors=True)
-            self._root_dir = None
+        with self._lock:
+            root, self._root_dir = self._root_dir, None
+        if root is not None:
+            shutil.rmtree(root, ignore_errors=True)
+
+    def is_running(self, uid: str, container: str) -> bool:
+        """Whether the container's process is running now."""
+        with self._lock:
+            return (uid, container) in self._running
 
     def running(self, uid: str) -> list[int]:
         """The process ids of the pod's running containers."""
