@@ -11,6 +11,8 @@ from pathlib import Path
 
 import redis
 
+from devstack.launch import launched
+
 
 def free_port() -> int:
     """A TCP port on loopback that nothing listens on right now."""
@@ -40,7 +42,9 @@ class RedisProcess:
         args = [binary, "--port", str(self.port), "--bind", "127.0.0.1"]
         args += ["--save", "", "--appendonly", "no", "--dir", str(self._workdir)]
         args += ["--maxclients", "10000"]
-        self._process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self._process = subprocess.Popen(
+            launched(args), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         client = redis.Redis(port=self.port, socket_connect_timeout=0.2)
         deadline = time.monotonic() + timeout
         while True:

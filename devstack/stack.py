@@ -27,6 +27,7 @@ from devstack.gafaelfawr import GafaelfawrEmulator
 from devstack.kube import KubernetesEmulator
 from devstack.kube.cluster import ClusterSettings
 from devstack.lab_standin import LabStandIn
+from devstack.launch import launched
 from devstack.redis_process import RedisProcess, free_port
 from devstack.registry import RegistryEmulator
 
@@ -214,7 +215,7 @@ class LocalStack:
         )
         env.update(self.options.extra_env)
         command = [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "wsgi:app"]
-        self.spawner_process = subprocess.Popen(command, cwd=REPO_ROOT, env=env)
+        self.spawner_process = subprocess.Popen(launched(command), cwd=REPO_ROOT, env=env)
         deadline = time.monotonic() + timeout
         while True:
             if self.spawner_process.poll() is not None:

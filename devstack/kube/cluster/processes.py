@@ -27,7 +27,6 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 from collections.abc import Callable, Mapping
@@ -35,13 +34,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from devstack.launch import launched
+
 from .programs import ImageProgram
 
 Lookup = Callable[[str, str, str], dict[str, Any] | None]
 """Reads an object of the cluster: (resource, namespace, name) to the object, or None."""
-
-LAUNCHER = Path(__file__).with_name("launch.py")
-"""Run by path: a container's directory is not the stack's, so the module is not importable."""
 
 _REFERENCE = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
 
@@ -167,7 +165,7 @@ class ProcessRuntime:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "wb") as log:
             process = subprocess.Popen(
-                [sys.executable, str(LAUNCHER), *argv],
+                launched(argv),
                 cwd=cwd,
                 env=env,
                 stdin=subprocess.DEVNULL,
