@@ -23,6 +23,7 @@ from .images import add_image
 from .kubelet import Kubelets
 from .logs import PodLogs
 from .namespaces import NamespaceController
+from .podstatus import is_pod_ready
 from .processes import ProcessRuntime
 from .reactor import Reactor
 from .scheduler import Scheduler
@@ -168,16 +169,12 @@ class Cluster:
         found = []
         for pod in self.store.list("pods", namespace):
             labels = pod["metadata"].get("labels") or {}
-            status = pod.get("status") or {}
             if pod["metadata"].get("deletionTimestamp") or any(
                 labels.get(k) != v for k, v in selector.items()
             ):
                 continue
-            ready = any(
-                c.get("type") == "Ready" and c.get("status") == "True"
-                for c in status.get("conditions") or []
-            )
-            if ready and str(status.get("podIP") or "").startswith("127."):
+            pod_ip = str((pod.get("status") or {}).get("podIP") or "")
+            if is_pod_ready(pod) and pod_ip.startswith("127."):
                 found.append(pod)
         return found
 

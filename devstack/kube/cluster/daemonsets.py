@@ -18,6 +18,7 @@ from . import nodes
 from .cache import Obj, ObjectCache
 from .events import DAEMONSET_CONTROLLER, EventRecorder
 from .placement import matches_selector, untolerated_taint
+from .podstatus import is_pod_ready
 from .reactor import Reactor
 from .writer import StoreWriter
 
@@ -70,13 +71,6 @@ def may_stay(template_spec: dict[str, Any], node: Obj) -> bool:
         matches_selector(template_spec, node)
         and untolerated_taint(template_spec, node, ("NoExecute",)) is None
     )
-
-
-def is_pod_ready(pod: Obj) -> bool:
-    for condition in (pod.get("status") or {}).get("conditions") or []:
-        if condition.get("type") == "Ready":
-            return condition.get("status") == "True"
-    return False
 
 
 class DaemonSetController:

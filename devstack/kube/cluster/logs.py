@@ -66,19 +66,26 @@ class PodLogs:
         limit = _count(query, "limitBytes")
         uid = str(pod["metadata"].get("uid"))
         path = self._runtime.log_path(uid, container, restart)
-        text = _tail(_read_end(path), tail)
+        end, text = _read_end(path)
+        text = _tail(text, tail)
         if limit is not None:
             text = text[:limit]
         follow = _flag(query, "follow") and not previous and limit is None
         if not follow:
             return iter([text])
-        return self._follow(uid, container, path, text, alive)
+        return self._follow(uid, container, path, text, end, alive)
 
     def _follow(
-        self, uid: str, container: str, path: Path, first: bytes, alive: Alive | None
+        self,
+        uid: str,
+        container: str,
+        path: Path,
+        first: bytes,
+        offset: int,
+        alive: Alive | None,
     ) -> Iterator[bytes]:
+        """``first``, then what the file gains after ``offset`` while the container runs."""
         yield first
-        offset = path.stat().st_size if path.exists() else 0
         while True:
             running = self._runtime.is_running(uid, container)
             more = _read_from(path, offset)
@@ -133,15 +140,17 @@ def _count(query: dict[str, str], name: str) -> int | None:
     return value
 
 
-def _read_end(path: Path) -> bytes:
-    """The file's last ``MAX_LOG_BYTES``; nothing for a file that is not there."""
+def _read_end(path: Path) -> tuple[int, bytes]:
+    """The file's last ``MAX_LOG_BYTES`` and the offset just after them (where a follow
+    goes on reading); nothing for a file that is not there."""
     try:
         with path.open("rb") as file:
             size = file.seek(0, 2)
             file.seek(max(0, size - MAX_LOG_BYTES))
-            return file.read(MAX_LOG_BYTES)
+            data = file.read(MAX_LOG_BYTES)
+            return file.tell(), data
     except FileNotFoundError:
-        return b""
+        return 0, b""
 
 
 def _read_from(path: Path, offset: int) -> bytes:

@@ -68,3 +68,11 @@ def qos_class(pod_spec: dict[str, Any]) -> str:
 def pod_key(pod: Obj) -> str:
     meta = pod.get("metadata") or {}
     return f"{meta.get('namespace')}/{meta.get('name')}"
+
+
+def is_pod_ready(pod: Obj) -> bool:
+    """Whether the pod's ``Ready`` condition is true."""
+    for condition in (pod.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "Ready":
+            return condition.get("status") == "True"
+    return False
