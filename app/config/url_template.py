@@ -2,8 +2,9 @@
 
 The default names the lab's Service by its short cluster DNS name, which resolves only for a
 JupyterHub running in the cluster's DNS search path. A hub elsewhere needs the fully qualified
-``.svc.cluster.local`` name, a proxy or a fixed address (the local stack's lab stand-in), so the
-URL is a template filled in per user.
+``.svc.cluster.local`` name, the Service's cluster IP (a hub on the cluster network that does not
+use its DNS, as on the local stack), a proxy or a fixed address, so the URL is a template filled in
+per user.
 
 JupyterHub keeps only the scheme, host and port of the URL a spawner reports and appends its own
 ``/user/<name>/`` path, so a template is checked to yield exactly that: an absolute http or
@@ -20,8 +21,11 @@ import re
 from string import Formatter
 from urllib.parse import urlsplit
 
-PLACEHOLDERS = ("username", "namespace", "service", "port")
+PLACEHOLDERS = ("username", "namespace", "service", "port", "cluster_ip")
 """The names a template may use, each as a plain ``{name}``."""
+
+SERVICE_ADDRESS = "cluster_ip"
+"""The placeholder known only once the lab's Service exists: the address Kubernetes gave it."""
 
 DEFAULT_TEMPLATE = "http://{service}.{namespace}:{port}"
 """The lab Service's short DNS name, for a JupyterHub running inside the cluster."""
@@ -31,6 +35,7 @@ _SAMPLE = {
     "namespace": "nublado-someone",
     "service": "nb-someone-lab",
     "port": 8888,
+    "cluster_ip": "10.96.0.10",
 }
 """Values shaped like real ones; what a template yields for them decides its validity."""
 
@@ -39,9 +44,18 @@ _DNS_NAME = re.compile(rf"^{_LABEL}(\.{_LABEL})*\.?$")
 """A host name: dot-separated labels, optionally fully qualified with a final dot."""
 
 
-def render(template: str, *, username: str, namespace: str, service: str, port: int) -> str:
+def render(
+    template: str, *, username: str, namespace: str, service: str, port: int, cluster_ip: str
+) -> str:
     """Fill in a template that :func:`template_problem` accepted."""
-    return template.format(username=username, namespace=namespace, service=service, port=port)
+    return template.format(
+        username=username, namespace=namespace, service=service, port=port, cluster_ip=cluster_ip
+    )
+
+
+def uses_service_address(template: str) -> bool:
+    """Whether the template needs the Service's cluster IP (and so a Service to read)."""
+    return any(field == SERVICE_ADDRESS for _, field, _, _ in Formatter().parse(template))
 
 
 def template_problem(template: str) -> str | None:

@@ -102,7 +102,7 @@ class LabService:
             self._ctx.config,
             status=LabStatus.STARTING,
             pod=PodState.MISSING,
-            reachable=False,
+            url=None,
         )
         queued = self._engine.queue_spawn(
             lab_ref(user.username),

@@ -290,6 +290,9 @@ class KubernetesStorage:
     def read_secret(self, namespace: str, name: str) -> dict[str, Any] | None:
         return self._get("secrets", namespace, name)
 
+    def read_service(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self._get("services", namespace, name)
+
     # Pods ----------------------------------------------------------------------------
 
     def read_pod(self, namespace: str, name: str) -> dict[str, Any] | None:

@@ -10,6 +10,7 @@ from app.builders import internal_url, lab_namespace, object_name, quotas
 from app.builders.lab import LabObjects, build_lab
 from app.builders.names import SPEC_ANNOTATION
 from app.builders.record import lab_record, spec_from_annotation
+from app.builders.service import service_address
 from app.config import Config
 from app.models.lab import LabStatus, PodState
 from app.workloads.lab.records import lab_record as status_record
@@ -155,17 +156,24 @@ def test_internal_url_follows_the_configured_template(template: str, expected: s
     assert internal_url(config, "wile") == expected
 
 
-def test_status_record_carries_the_templated_url_once_reachable() -> None:
-    config = make_config(internalUrl="http://{service}.{namespace}.svc.cluster.local:{port}")
-    spec = make_spec(config, WILE)
+def test_internal_url_naming_the_cluster_ip_waits_for_the_services_address() -> None:
+    config = make_config(internalUrl="http://{cluster_ip}:{port}")
+    assert internal_url(config, "wile") is None
+    assert internal_url(config, "wile", cluster_ip="10.96.7.7") == "http://10.96.7.7:8888"
+    assert service_address({"spec": {"clusterIP": "10.96.7.7"}}) == "10.96.7.7"
+    # A headless Service, or none at all, has no address to give.
+    assert service_address({"spec": {"clusterIP": "None"}}) == ""
+    assert service_address(None) == ""
+
+
+def test_status_record_holds_no_credentials_and_the_url_it_is_given() -> None:
+    config = make_config()
+    spec = make_spec(config, WILE, env={"JUPYTERHUB_API_TOKEN": "secret", "TZ": "UTC"})
     running = status_record(
-        spec, config, status=LabStatus.RUNNING, pod=PodState.PRESENT, reachable=True
+        spec, config, status=LabStatus.RUNNING, pod=PodState.PRESENT, url="http://10.0.0.1:1"
     )
-    assert running.internal_url == "http://nb-wile-lab.nublado-wile.svc.cluster.local:8888"
-    starting = status_record(
-        spec, config, status=LabStatus.STARTING, pod=PodState.PRESENT, reachable=False
-    )
-    assert starting.internal_url is None
+    assert running.internal_url == "http://10.0.0.1:1"
+    assert running.env == {"TZ": "UTC"}
 
 
 def test_network_policy(full_config: Config) -> None:

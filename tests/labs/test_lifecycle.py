@@ -110,6 +110,28 @@ def test_status_internal_url_follows_the_configured_template(
     assert status["internal_url"] == f"https://{user.username}.labs.example:8888"
 
 
+def test_internal_url_may_name_the_services_cluster_ip(
+    lab_raw_config: dict[str, Any],
+    make_app: Callable[[Config], Flask],
+    new_user: Callable[..., LabUser],
+    admin_headers: dict[str, str],
+    kube: KubernetesEmulator,
+) -> None:
+    """A hub that reaches labs by address rather than by DNS name: the URL holds the address
+    Kubernetes gave the lab's Service when the spawn created it."""
+    lab_raw_config["lab"]["internalUrl"] = "http://{cluster_ip}:{port}"
+    client = make_app(parse_config(lab_raw_config)).test_client()
+    user = new_user()
+    _spawn(client, user)
+    assert read_events(client, user.username, user.headers)[-1].type == "complete"
+    status = client.get(f"/spawner/v1/labs/{user.username}", headers=admin_headers).get_json()
+    service = kube.store.get("services", f"nublado-{user.username}", f"nb-{user.username}-lab")
+    assert service is not None
+    address = service["spec"]["clusterIP"]
+    assert address and address != "None"
+    assert status["internal_url"] == f"http://{address}:8888"
+
+
 def test_second_spawn_conflicts(lab_client: FlaskClient, new_user: Callable[..., LabUser]) -> None:
     user = new_user()
     _spawn(lab_client, user)

@@ -297,6 +297,38 @@ def test_flushall_restores_every_lab_in_one_reconcile(
     assert client.get("/readyz").get_json()["checks"]["state"] == "ok"
 
 
+def test_rebuilt_record_reads_the_services_address_for_its_url(
+    watcher_app: MakeApp,
+    lab_raw_config: dict[str, Any],
+    new_user: Callable[..., LabUser],
+    admin_headers: dict[str, str],
+    redis_client: redis.Redis,
+) -> None:
+    """With ``{cluster_ip}`` in ``lab.internalUrl`` a record rebuilt from its pod alone finds
+    the URL by reading the lab's Service: the status after the rebuild is the one before."""
+    raw = copy.deepcopy(lab_raw_config)
+    raw["lab"]["internalUrl"] = "http://{cluster_ip}:{port}"
+    app = watcher_app(raw, reconcileSeconds=NEVER)
+    client = app.test_client()
+    watcher = leading(app)
+    user = new_user()
+    spawn_running(client, user)
+    before = status_of(client, user.username, admin_headers)
+    assert before["internal_url"].startswith("http://") and before["internal_url"] != "http://:8888"
+    reconciles = watcher.reconciles
+
+    redis_client.flushall()
+
+    wait_for(lambda: watcher.reconciles > reconciles)
+    wait_for(
+        lambda: (
+            client.get(f"/spawner/v1/labs/{user.username}", headers=admin_headers).status_code
+            == 200
+        )
+    )
+    assert status_of(client, user.username, admin_headers) == before
+
+
 def test_leaked_namespace_is_deleted_only_when_seen_twice(
     watcher_app: MakeApp,
     new_user: Callable[..., LabUser],

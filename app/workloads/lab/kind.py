@@ -26,7 +26,7 @@ class LabKind(WorkloadKind):
 
     def __init__(self, ctx: LabContext) -> None:
         self._ctx = ctx
-        self.tracking = LabTracking(ctx.config)
+        self.tracking = LabTracking(ctx.config, ctx.kube)
 
     def timeout(self, action: Action) -> float:
         lab = self._ctx.config.lab

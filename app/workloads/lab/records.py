@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from app.builders.env import SECRET_REQUEST_ENV
-from app.builders.lab import internal_url, quotas
+from app.builders.lab import quotas
+from app.builders.names import LAB_SUFFIX, lab_namespace, object_name
+from app.builders.service import internal_url, needs_service_address, service_address
 from app.config import Config
 from app.models.lab import LabRecord, LabSpec, LabStatus, PodState
+from app.storage.kubernetes import KubernetesStorage
 
 
 def lab_record(
@@ -14,10 +19,11 @@ def lab_record(
     *,
     status: LabStatus,
     pod: PodState,
-    reachable: bool,
+    url: str | None,
     error: str | None = None,
 ) -> LabRecord:
-    """The record of ``spec``'s lab; ``internal_url`` only once the lab can be reached.
+    """The record of ``spec``'s lab; ``url`` is its ``internal_url``, given only once the lab
+    can be reached (see :func:`reachable_at`).
 
     Credentials JupyterHub passes in the spawn environment never appear in a record.
     """
@@ -31,6 +37,27 @@ def lab_record(
         gid=spec.user.gid,
         groups=[{"name": g.name, "id": g.id} for g in spec.user.groups],
         quotas=quotas(spec.size),
-        internal_url=internal_url(config, spec.username) if reachable else None,
+        internal_url=url,
         error=error,
     )
+
+
+def reachable_at(
+    kube: KubernetesStorage,
+    config: Config,
+    username: str,
+    *,
+    service: dict[str, Any] | None = None,
+) -> str | None:
+    """Where JupyterHub reaches ``username``'s lab.
+
+    Most templates name only what is known from the username. One naming ``{cluster_ip}``
+    needs the lab's Service as Kubernetes has it: ``service`` when the caller holds it (the
+    spawn that created it), else it is read. None while the Service has no address.
+    """
+    if not needs_service_address(config):
+        return internal_url(config, username)
+    if service is None:
+        namespace = lab_namespace(config.namespace_prefix, username)
+        service = kube.read_service(namespace, object_name(username, LAB_SUFFIX))
+    return internal_url(config, username, cluster_ip=service_address(service))

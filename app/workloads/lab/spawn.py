@@ -31,7 +31,7 @@ from app.services.registries import split_reference
 from app.storage.events import EventType
 from app.storage.kubernetes import KubernetesError, is_ours
 from app.storage.registry import RegistryNotFound
-from app.workloads.lab.records import lab_record
+from app.workloads.lab.records import lab_record, reachable_at
 
 OPERATION_ANNOTATION = "lab-spawner.jupyter.org/operation"
 """Marks which operation created a pod, so a resumed spawn adopts its own pod."""
@@ -114,7 +114,7 @@ def run_spawn(ctx: LabContext, run: Run) -> Spawned:
         provision=unprovisioned,
     )
     objects.pod["metadata"].setdefault("annotations", {})[OPERATION_ANNOTATION] = run.operation.id
-    _create_objects(ctx, reporter, objects, pod_absent=not own_pod)
+    service = _create_objects(ctx, reporter, objects, pod_absent=not own_pod)
     first_look = ctx.kube.read_pod(namespace, pod_name)
     created_events = [
         (EventType.INFO, OBJECTS_CREATED),
@@ -132,9 +132,8 @@ def run_spawn(ctx: LabContext, run: Run) -> Spawned:
     if unprovisioned:
         # Only now: the provisioning container is idempotent and ran to its end.
         ctx.labs.mark_provisioned(spec.username)
-    record = lab_record(
-        spec, config, status=LabStatus.RUNNING, pod=PodState.PRESENT, reachable=True
-    )
+    url = reachable_at(ctx.kube, config, spec.username, service=service)
+    record = lab_record(spec, config, status=LabStatus.RUNNING, pod=PodState.PRESENT, url=url)
     return Spawned(record, announced)
 
 
@@ -225,19 +224,19 @@ def _read_copied_secrets(ctx: LabContext) -> CopiedSecrets:
 
 def _create_objects(
     ctx: LabContext, reporter: Reporter, objects: LabObjects, *, pod_absent: bool
-) -> None:
-    """Everything the pod needs at once, then the pod (the namespace exists already)."""
+) -> dict[str, Any]:
+    """Everything the pod needs at once, then the pod (the namespace exists already).
+
+    Returns the Service as Kubernetes stored it, which holds the address it was given."""
     steps = objects.in_creation_order()
-    concurrently(
-        *(
-            functools.partial(ctx.kube.apply, resource, body)
-            for resource, body in steps
-            if resource not in ("namespaces", "pods")
-        ),
+    before_pod = [(r, b) for r, b in steps if r not in ("namespaces", "pods")]
+    applied = concurrently(
+        *(functools.partial(ctx.kube.apply, resource, body) for resource, body in before_pod)
     )
     for resource, body in steps:
         if resource == "pods":
             _create_pod(ctx, reporter, body, known_absent=pod_absent)
+    return next(obj for (r, _), obj in zip(before_pod, applied, strict=True) if r == "services")
 
 
 def _try_create_namespace(ctx: LabContext, body: dict[str, Any]) -> bool:

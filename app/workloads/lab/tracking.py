@@ -7,6 +7,7 @@ rebuilt from the spec annotation on its pod, so losing Redis never loses a runni
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -24,13 +25,17 @@ from app.config.models import Config
 from app.engine.pods import judge
 from app.engine.tracking import PodTracking
 from app.models.lab import LabRecord, LabStatus, PodState
+from app.storage.kubernetes import KubernetesStorage
 from app.storage.labs import parse_record, record_json
-from app.workloads.lab.records import lab_record
+from app.workloads.lab.records import lab_record, reachable_at
 
 logger = logging.getLogger(__name__)
 
 LAB_POD_SELECTOR = f"{MANAGED_BY_LABEL}={MANAGED_BY},{COMPONENT_LABEL}={LAB_COMPONENT}"
 """Every lab pod the service created, in any namespace, and nothing else."""
+
+ReachableAt = Callable[[str], str | None]
+"""A lab's ``internal_url`` by username, None while it has none (``records.reachable_at``)."""
 
 DELETED_ERROR = "the lab pod was deleted outside the spawner"
 _TERMINAL_PHASES = ("Failed", "Succeeded")
@@ -42,19 +47,23 @@ class LabTracking(PodTracking):
     selector = LAB_POD_SELECTOR
     owns_namespaces = True
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, kube: KubernetesStorage) -> None:
         self._config = config
+        self._kube = kube
 
     def owner(self, obj: dict[str, Any]) -> str | None:
         return lab_user(obj, self._config.namespace_prefix)
 
     def assess(self, record: str, pod: dict[str, Any] | None) -> str | None:
-        update = assess(parse_record(record), pod)
+        update = assess(parse_record(record), pod, self._reachable_at)
         return record_json(update) if update is not None else None
 
     def rebuild(self, pod: dict[str, Any]) -> str | None:
-        record = rebuild_record(pod, self._config)
+        record = rebuild_record(pod, self._config, self._reachable_at)
         return record_json(record) if record is not None else None
+
+    def _reachable_at(self, username: str) -> str | None:
+        return reachable_at(self._kube, self._config, username)
 
 
 def lab_user(obj: dict[str, Any], namespace_prefix: str) -> str | None:
@@ -95,20 +104,31 @@ def stopped_error(pod: dict[str, Any]) -> str:
 
 
 def _with(
-    record: LabRecord, status: LabStatus, pod: PodState, error: str | None
+    record: LabRecord,
+    status: LabStatus,
+    pod: PodState,
+    error: str | None,
+    url: str | None = None,
 ) -> LabRecord | None:
-    if (record.status, record.pod, record.error) == (status, pod, error):
+    """``record`` changed to these values (keeping its URL unless given one), or None when it
+    holds them already."""
+    url = url or record.internal_url
+    if (record.status, record.pod, record.error, record.internal_url) == (status, pod, error, url):
         return None
-    return replace(record, status=status, pod=pod, error=error)
+    return replace(record, status=status, pod=pod, error=error, internal_url=url)
 
 
-def assess(record: LabRecord, pod: dict[str, Any] | None) -> LabRecord | None:
+def assess(
+    record: LabRecord, pod: dict[str, Any] | None, reachable_at: ReachableAt
+) -> LabRecord | None:
     """The record ``pod`` (None: no pod) calls for, or None if ``record`` is right already.
 
     Only for labs no operation is working on. A running lab fails only when its pod is gone
     or has stopped for good: a container restart is the kubelet's business. A starting lab
     (one rebuilt from a pending pod) is judged like a spawn judges it, since no operation
-    is left to do so. A failed lab stays failed and only learns whether its pod exists.
+    is left to do so, and gets its URL when it runs. A running lab without a URL (its
+    Service had no address when the record was rebuilt) is given one once it can be. A
+    failed lab stays failed and only learns whether its pod exists.
     """
     if pod is None:
         if record.status == LabStatus.FAILED:
@@ -125,12 +145,18 @@ def assess(record: LabRecord, pod: dict[str, Any] | None) -> LabRecord | None:
         if verdict.failure:
             return _with(record, LabStatus.FAILED, PodState.PRESENT, verdict.failure)
         if verdict.ready:
-            return _with(record, LabStatus.RUNNING, PodState.PRESENT, None)
+            url = reachable_at(record.username)
+            return _with(record, LabStatus.RUNNING, PodState.PRESENT, None, url)
         return None
+    if record.status is LabStatus.RUNNING and record.internal_url is None:
+        url = reachable_at(record.username)
+        return _with(record, LabStatus.RUNNING, PodState.PRESENT, record.error, url)
     return _with(record, record.status, PodState.PRESENT, record.error)
 
 
-def rebuild_record(pod: dict[str, Any], config: Config) -> LabRecord | None:
+def rebuild_record(
+    pod: dict[str, Any], config: Config, reachable_at: ReachableAt
+) -> LabRecord | None:
     """A lab record from its pod alone, for a lab Redis has forgotten.
 
     None when the pod cannot tell (no readable spec annotation) or is going away anyway.
@@ -167,6 +193,6 @@ def rebuild_record(pod: dict[str, Any], config: Config) -> LabRecord | None:
         config,
         status=status,
         pod=PodState.PRESENT,
-        reachable=status is LabStatus.RUNNING,
+        url=reachable_at(spec.username) if status is LabStatus.RUNNING else None,
         error=error,
     )
