@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint docs pytest setup redis-server bench clean hub
+.PHONY: run test lint docs pytest setup redis-server chromium bench clean hub
 
 $(STAMP): requirements.txt requirements-dev.txt client/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,13 @@ redis-server:
 	@command -v redis-server >/dev/null 2>&1 || { \
 	  echo "installing redis-server from Debian's packages"; \
 	  apt-get update -qq && apt-get install -y -qq redis-server >/dev/null; }
+
+# The browser test drives Debian's Chromium through Playwright (Playwright's own browser
+# downloads are not used).
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing chromium from Debian's packages"; \
+	  apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
 
 # configurable-http-proxy for JupyterHub (the end-to-end test and `make hub`), from npm.
 HUB_PROXY := hub/node_modules/.bin/configurable-http-proxy
@@ -58,7 +65,7 @@ lint: setup
 docs: $(STAMP)
 	$(BIN)/sphinx-build -q -W --keep-going -b html -d docs/_build/doctrees docs docs/_build/html
 
-pytest: setup
+pytest: setup chromium
 	$(BIN)/pytest
 
 test: lint docs pytest

@@ -21,7 +21,8 @@ def parse_options(
 ) -> StackOptions:
     """The stack's options from the command line, with defaults from the environment
     (``make run`` passes no arguments: ``SPAWNER_PORT``, ``SPAWNER_REDIS_URL``,
-    ``DEVSTACK_API_LATENCY_MS`` and ``DEVSTACK_START_SECONDS`` set it up)."""
+    ``DEVSTACK_API_LATENCY_MS``, ``DEVSTACK_START_SECONDS`` and ``DEVSTACK_LAB_STANDIN`` set it
+    up)."""
     env = os.environ if environ is None else environ
     parser = argparse.ArgumentParser(prog="python -m devstack", description=__doc__)
     parser.add_argument("--port", type=int, default=int(env.get("SPAWNER_PORT", 8080)))
@@ -40,6 +41,13 @@ def parse_options(
         default=float(env.get("DEVSTACK_START_SECONDS") or 0),
         help="seconds the emulated kubelet takes to start a lab's containers",
     )
+    parser.add_argument(
+        "--lab-standin",
+        action="store_true",
+        default=bool(env.get("DEVSTACK_LAB_STANDIN")),
+        help="emulate lab pods and answer for them with one stand-in, instead of running "
+        "a real Jupyter server per lab",
+    )
     args = parser.parse_args(argv)
     return StackOptions(
         state_dir=args.state_dir,
@@ -49,6 +57,7 @@ def parse_options(
         nodes=args.nodes,
         api_latency=args.api_latency_ms / 1000,
         start_seconds=args.start_seconds,
+        real_labs=not args.lab_standin,
     )
 
 
@@ -67,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
         state = stack.state()
         print("\nThe lab spawner is running on the local stack:", flush=True)
         for key in ("spawner_url", "kubernetes_url", "gafaelfawr_url", "registry_url", "lab_url"):
-            print(f"  {key:15} {state[key]}")
+            if key in state:
+                print(f"  {key:15} {state[key]}")
         print(f"  {'redis_url':15} {state['redis_url']}")
         print("Demo tokens:")
         print(json.dumps(state["tokens"], indent=2))

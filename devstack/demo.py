@@ -59,6 +59,9 @@ HUB_USERNAME = "jupyterhub"
 
 LAB_REPOSITORY = "lsstsqre/sciplat-lab"
 SIMPLE_REPOSITORY = "lsstsqre/simple-lab"
+PROVISIONER_REPOSITORY = "lsstsqre/provision-home"
+"""The init container's image: never a lab, so the local stack never runs it as a process
+(its command prepares home directories as root, on the machine it runs on)."""
 RECOMMENDED_TAG = "recommended"
 
 
@@ -168,7 +171,8 @@ def demo_registry_repositories() -> dict[str, dict[str, str]]:
         "2.0": f"{SIMPLE_REPOSITORY}:2.0",
     }
     simple["latest"] = simple["2.0"]
-    return {LAB_REPOSITORY: lab, SIMPLE_REPOSITORY: simple}
+    provisioner = {"1.0": f"{PROVISIONER_REPOSITORY}:1.0"}
+    return {LAB_REPOSITORY: lab, SIMPLE_REPOSITORY: simple, PROVISIONER_REPOSITORY: provisioner}
 
 
 def demo_gafaelfawr(port: int = 0) -> GafaelfawrEmulator:

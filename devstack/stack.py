@@ -1,10 +1,15 @@
-"""The whole local stack: Redis, the emulators, the lab stand-in and the service under gunicorn.
+"""The whole local stack: Redis, the emulators, the labs and the service under gunicorn.
 
-Used by ``make run`` (through ``python -m devstack``), by the test that runs the real
-gunicorn, and by the benchmarks. The emulators run as threads of this process; the service
-runs as a separate gunicorn process talking to them over HTTP, as it would in a cluster. The
-lab stand-in answers at every lab's ``internal_url`` while its emulated pod runs, so JupyterHub
-pointed at this stack finds labs up.
+Used by ``make run`` (through ``python -m devstack``), by the tests that run the real gunicorn,
+and by the benchmarks. The emulators run as threads of this process; the service runs as a
+separate gunicorn process talking to them over HTTP, as it would in a cluster.
+
+Labs come in two forms. With ``real_labs`` (``make run``'s default) each lab pod runs a real
+JupyterHub single-user server as a process on its own loopback address, and JupyterHub reaches
+it through its Service's cluster IP (``lab.internalUrl: http://{cluster_ip}:{port}``), which
+the emulator forwards to the pod. Without it, lab pods are emulated and one lab stand-in
+answers at every lab's ``internal_url``: what tests and benchmarks that need a lab that does
+nothing use.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import yaml
 from app.web.server_defaults import DEFAULT_WORKERS
 from devstack.demo import demo_registry_repositories, demo_tokens, demo_users
 from devstack.gafaelfawr import GafaelfawrEmulator
+from devstack.images import lab_programs
 from devstack.kube import KubernetesEmulator
 from devstack.kube.cluster import ClusterSettings
 from devstack.lab_standin import LabStandIn
@@ -36,6 +42,8 @@ DEMO_CONFIG = REPO_ROOT / "app" / "config" / "demo.yaml"
 SERVICE_NAMESPACE = "nublado"
 DEMO_SECRETS = {"butler-credentials": "ZGVtby1jcmVkZW50aWFscw=="}
 """The Secret the demo configuration copies into every lab (base64 of a fake credential)."""
+REAL_LAB_URL = "http://{cluster_ip}:{port}"
+"""``lab.internalUrl`` for real labs: the Service's loopback address, forwarded to the pod."""
 
 
 @dataclass
@@ -55,6 +63,8 @@ class StackOptions:
     extra_env: dict[str, str] = field(default_factory=dict)
     config_overrides: dict[str, Any] = field(default_factory=dict)
     """Merged into the service configuration, section by section."""
+    real_labs: bool = False
+    """Run each lab as a real Jupyter server (``devstack.images``) instead of the stand-in."""
 
 
 class LocalStack:
@@ -70,13 +80,16 @@ class LocalStack:
                 pull_seconds=self.options.pull_seconds,
                 start_seconds=self.options.start_seconds,
                 image_digest_resolver=self.registry.digest_for_reference,
+                programs=lab_programs() if self.options.real_labs else {},
             ),
             api_latency=self.options.api_latency,
         )
         self.gafaelfawr = GafaelfawrEmulator(
             users=demo_users(), tokens=list(demo_tokens().values())
         )
-        self.lab_standin = LabStandIn(self.kube.store, self._namespace_prefix())
+        self.lab_standin: LabStandIn | None = None
+        if not self.options.real_labs:
+            self.lab_standin = LabStandIn(self.kube.store, self._namespace_prefix())
         self.spawner_process: subprocess.Popen[bytes] | None = None
         self.spawner_port = 0
         self.spawner_url = ""
@@ -108,7 +121,8 @@ class LocalStack:
             },
         )
         self.gafaelfawr.start()
-        self.lab_standin.start()
+        if self.lab_standin is not None:
+            self.lab_standin.start()
         self.spawner_port = self.options.spawner_port or free_port()
         self.spawner_url = f"http://127.0.0.1:{self.spawner_port}"
         self._write_kubeconfig()
@@ -152,8 +166,9 @@ class LocalStack:
 
         Starts from the service's bundled demo configuration and points it at the
         addresses actually started; image references name this registry and carry the
-        digests it serves. Every lab's ``internal_url`` is the lab stand-in (one port for
-        all: JupyterHub adds ``/user/<name>/`` itself).
+        digests it serves. A lab's ``internal_url`` is its Service's cluster IP when labs are
+        real, else the lab stand-in (one port for all: JupyterHub adds ``/user/<name>/``
+        itself).
         """
         raw: dict[str, Any] = yaml.safe_load(DEMO_CONFIG.read_text(encoding="utf-8"))
         raw["gafaelfawr"]["url"] = self.gafaelfawr.url
@@ -167,7 +182,9 @@ class LocalStack:
         raw["lab"]["env"]["EXTERNAL_INSTANCE_URL"] = self.spawner_url or "http://127.0.0.1"
         # Where the Python client in a lab finds the service (it reads LAB_SPAWNER_URL).
         raw["lab"]["env"]["LAB_SPAWNER_URL"] = self.spawner_url or "http://127.0.0.1"
-        raw["lab"]["internalUrl"] = self.lab_standin.url
+        raw["lab"]["internalUrl"] = (
+            self.lab_standin.url if self.lab_standin is not None else REAL_LAB_URL
+        )
         for block in raw["prepull"]:
             if "registry" in block:
                 block["registry"] = self.registry.host
@@ -242,7 +259,7 @@ class LocalStack:
             "kubernetes_url": self.kube.url,
             "gafaelfawr_url": self.gafaelfawr.url,
             "registry_url": self.registry.url,
-            "lab_url": self.lab_standin.url,
+            **({"lab_url": self.lab_standin.url} if self.lab_standin is not None else {}),
             "redis_url": self.redis_url,
             "tokens": tokens,
         }
@@ -270,7 +287,8 @@ class LocalStack:
 
     def stop(self) -> None:
         self.stop_spawner()
-        self.lab_standin.stop()
+        if self.lab_standin is not None:
+            self.lab_standin.stop()
         self.gafaelfawr.stop()
         self.kube.stop()
         self.registry.stop()

@@ -18,6 +18,7 @@ from app.extensions.labs import machinery_of, start_background, stop_background
 from devstack.demo import demo_tokens, demo_users
 from devstack.gafaelfawr import GafaelfawrEmulator
 from devstack.kube import KubernetesEmulator
+from devstack.stack import LocalStack, StackOptions
 from tests.support.rbac import RECORDER
 from tests.support.redis_server import RedisServer
 
@@ -182,3 +183,14 @@ def client(app: Flask) -> FlaskClient:
 
 def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
+
+
+@pytest.fixture(scope="session")
+def real_lab_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
+    """A local stack as ``make run`` starts it: each lab a real Jupyter server."""
+    options = StackOptions(
+        state_dir=tmp_path_factory.mktemp("real-labs"), real_labs=True, pull_seconds=0.1
+    )
+    stack = LocalStack(options).start()
+    yield stack
+    stack.stop()

@@ -8,17 +8,9 @@ opens the spawn page, then drives JupyterHub's REST API with a JupyterHub token 
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import re
-import secrets
-import signal
-import subprocess
-import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,86 +18,22 @@ import redis
 import requests
 from labspawner import LabSpawnerClient, NotFoundError, ServiceUnavailableError
 
-from devstack.redis_process import free_port
-from devstack.stack import REPO_ROOT, LocalStack
+from devstack.stack import LocalStack
 from tests.clients.conftest import delete_lab
 from tests.labs.conftest import wait_for
+from tests.support.hub import Hub, make_hub
 
 USER = "rachel"
-HUB_CONFIG = REPO_ROOT / "hub" / "jupyterhub_config.py"
-PROXY = REPO_ROOT / "hub" / "node_modules" / ".bin" / "configurable-http-proxy"
-
-
-@dataclass
-class Hub:
-    url: str
-    proxy_api: str
-    proxy_token: str
-    service_token: str
-    log: Path
-    command: list[str]
-    workdir: Path
-    env: dict[str, str]
-    process: subprocess.Popen[bytes] | None = None
-
-    def api(self, token: str) -> requests.Session:
-        session = requests.Session()
-        session.headers["Authorization"] = f"token {token}"
-        return session
-
-    def user_model(self) -> dict[str, Any]:
-        response = self.api(self.service_token).get(f"{self.url}/hub/api/users/{USER}", timeout=10)
-        response.raise_for_status()
-        model: dict[str, Any] = response.json()
-        return model
-
-    def start(self) -> None:
-        """Start JupyterHub on its database, and wait until its API answers."""
-        with self.log.open("ab") as out:
-            self.process = subprocess.Popen(
-                self.command, cwd=self.workdir, env=self.env, stdout=out, stderr=subprocess.STDOUT
-            )
-        process = self.process
-
-        def answering() -> bool:
-            assert process.poll() is None, self.log.read_text()[-3000:]
-            with contextlib.suppress(requests.ConnectionError):
-                return requests.get(f"{self.url}/hub/api/", timeout=2).status_code == 200
-            return False
-
-        wait_for(answering, timeout=60, interval=0.2)
-
-    def stop(self) -> None:
-        """Shut JupyterHub down as an operator does (SIGTERM); its servers keep running."""
-        if self.process is None:
-            return
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        self.process = None
 
 
 @pytest.fixture(scope="module")
 def hub(
     stack: LocalStack, stack_tokens: dict[str, str], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Hub]:
-    assert PROXY.exists(), "make setup installs configurable-http-proxy into hub/node_modules"
-    workdir = tmp_path_factory.mktemp("jupyterhub")
-    public, internal, api = free_port(), free_port(), free_port()
-    proxy_token, service_token = secrets.token_hex(16), secrets.token_hex(16)
-    (workdir / "jupyterhub_config.py").write_text(
-        f"load_subconfig({str(HUB_CONFIG)!r})\n"
-        f"c.JupyterHub.bind_url = 'http://127.0.0.1:{public}'\n"
-        f"c.JupyterHub.hub_bind_url = 'http://127.0.0.1:{internal}'\n"
-        f"c.ConfigurableHTTPProxy.api_url = 'http://127.0.0.1:{api}'\n"
-        f"c.ConfigurableHTTPProxy.auth_token = {proxy_token!r}\n"
-        f"c.JupyterHub.db_url = 'sqlite:///{workdir}/jupyterhub.sqlite'\n"
-        f"c.JupyterHub.cookie_secret_file = '{workdir}/cookie_secret'\n"
-        f"c.ConfigurableHTTPProxy.pid_file = '{workdir}/proxy.pid'\n"
-        f"c.JupyterHub.services = [{{'name': 'e2e', 'api_token': {service_token!r}}}]\n"
+    hub = make_hub(
+        stack,
+        stack_tokens["admin"],
+        tmp_path_factory.mktemp("jupyterhub"),
         # Answer a start at once (202) instead of waiting up to 10 s for the spawn, so the
         # progress stream is read while the spawn runs.
         "c.JupyterHub.tornado_settings = {'slow_spawn_timeout': 0}\n"
@@ -115,27 +43,7 @@ def hub(
         # Ignored: the service decides resources and what runs.
         "c.Spawner.mem_limit = '1G'\n"
         "c.Spawner.cpu_limit = 0.5\n"
-        "c.Spawner.cmd = ['/bin/false']\n"
-        "c.JupyterHub.load_roles = [{'name': 'e2e', 'services': ['e2e'], 'scopes': "
-        "['admin:users', 'admin:servers', 'admin:server_state', 'tokens', 'read:users']}]\n"
-    )
-    env = {
-        **os.environ,
-        "LAB_SPAWNER_URL": stack.spawner_url,
-        "LAB_SPAWNER_ADMIN_TOKEN": stack_tokens["admin"],
-        "GAFAELFAWR_URL": stack.gafaelfawr.url,
-        "JUPYTERHUB_CRYPT_KEY": secrets.token_hex(32),
-    }
-    jupyterhub = Path(sys.executable).parent / "jupyterhub"
-    hub = Hub(
-        url=f"http://127.0.0.1:{public}",
-        proxy_api=f"http://127.0.0.1:{api}",
-        proxy_token=proxy_token,
-        service_token=service_token,
-        log=workdir / "jupyterhub.log",
-        command=[str(jupyterhub), "-f", str(workdir / "jupyterhub_config.py")],
-        workdir=workdir,
-        env=env,
+        "c.Spawner.cmd = ['/bin/false']\n",
     )
     hub.start()
     yield hub
@@ -212,8 +120,14 @@ def _unpulled_image(admin: LabSpawnerClient) -> str | None:
     return None
 
 
+def _ready_server(hub: Hub) -> dict[str, Any] | None:
+    """Rachel's default server once JupyterHub says it is ready."""
+    server: dict[str, Any] | None = hub.user_model(USER)["servers"].get("")
+    return server if server and server.get("ready") else None
+
+
 def _server_gone(hub: Hub) -> bool:
-    return not hub.user_model()["servers"]
+    return not hub.user_model(USER)["servers"]
 
 
 def test_spawn_page_shows_the_services_form(hub: Hub, user_session: requests.Session) -> None:
@@ -243,11 +157,7 @@ def test_start_progress_ready_at_internal_url_stop_and_clean(
     assert "JUPYTERHUB_API_TOKEN" not in lab.env
     assert "MEM_LIMIT" not in lab.env and "CPU_LIMIT" not in lab.env
     assert lab.quotas["limits"]["memory"] != 1024**3
-    server = wait_for(
-        lambda: (
-            hub.user_model()["servers"].get("", {}).get("ready") and hub.user_model()["servers"][""]
-        )
-    )
+    server = wait_for(lambda: _ready_server(hub))
     assert server["state"]["internal_url"] == lab.internal_url
     assert server["user_options"]["size"] == ["small"]
     routes = requests.get(
@@ -312,11 +222,7 @@ def test_start_reattaches_to_a_lab_that_already_runs(
     assert lab is not None and lab.running
     events = _start(hub, user_api, {"image": stack.demo_image, "size": "small"})
     assert events[-1].get("ready") is True, events
-    server = wait_for(
-        lambda: (
-            hub.user_model()["servers"].get("", {}).get("ready") and hub.user_model()["servers"][""]
-        )
-    )
+    server = wait_for(lambda: _ready_server(hub))
     assert server["state"]["internal_url"] == lab.internal_url
     # The same lab: no second spawn happened.
     assert admin.lab_status(USER) == lab
@@ -369,7 +275,7 @@ def test_a_restarted_hub_keeps_labs_while_the_service_rebuilds(
         assert f"Lab of {USER}: state unknown" in log
     finally:
         stack.kube.faults.clear()
-    assert hub.user_model()["servers"][""]["ready"]
+    assert hub.user_model(USER)["servers"][""]["ready"]
     wait_for(lambda: _status_or_none(admin) is not None, timeout=60)
     # The same lab, rebuilt from Kubernetes: never deleted, never spawned again.
     assert admin.lab_status(USER) == before
@@ -441,7 +347,7 @@ def test_the_spawn_form_posted_as_a_browser_does(
     }
     response = user_session.post(f"{hub.url}{action.group(1)}", files=fields, timeout=60)
     assert response.status_code == 200
-    wait_for(lambda: hub.user_model()["servers"].get("", {}).get("ready"), timeout=60)
+    wait_for(lambda: _ready_server(hub), timeout=60)
     lab = admin.lab_status(USER)
     assert lab.running
     assert lab.options["debug"] is True and lab.options["size"] == "small"

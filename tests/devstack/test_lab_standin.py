@@ -190,6 +190,8 @@ def test_a_pod_the_emulated_kubelet_runs_is_served(kube: KubernetesEmulator) -> 
 
 
 def test_the_local_stack_looks_for_labs_under_its_namespace_prefix() -> None:
-    assert LocalStack().lab_standin.namespace_prefix == "nublado"
+    standin = LocalStack().lab_standin
+    assert standin is not None and standin.namespace_prefix == "nublado"
     options = StackOptions(config_overrides={"namespacePrefix": "labs"})
-    assert LocalStack(options).lab_standin.namespace_prefix == "labs"
+    standin = LocalStack(options).lab_standin
+    assert standin is not None and standin.namespace_prefix == "labs"

@@ -1,4 +1,5 @@
-"""``make run`` leaves no process behind, whether it is interrupted or killed outright."""
+"""``make run`` leaves no process behind, whether it is interrupted or killed outright: not
+Redis, not gunicorn, not the Jupyter server of a lab it runs."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ import pytest
 
 from devstack.redis_process import free_port
 from devstack.stack import REPO_ROOT
+from tests.labs.conftest import wait_for
+from tests.support.real_labs import spawn_recommended
 
 GONE_SECONDS = 15.0
 
@@ -66,6 +69,18 @@ def _await_exit(pids: set[int], seconds: float) -> set[int]:
     return running
 
 
+def _with_a_lab(pids: set[int]) -> set[int] | None:
+    """``pids`` once one of them is a lab's Jupyter server."""
+    for pid in pids:
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"jupyter" in command:
+            return pids
+    return None
+
+
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGKILL], ids=["interrupted", "killed"])
 def test_the_stack_leaves_no_process_behind(tmp_path: Path, stop: signal.Signals) -> None:
     env = {k: v for k, v in os.environ.items() if k != "SPAWNER_REDIS_URL"}
@@ -94,10 +109,11 @@ def test_the_stack_leaves_no_process_behind(tmp_path: Path, stop: signal.Signals
         else:
             pytest.fail("the stack exited at start-up")
         state = json.loads((tmp_path / "stack.json").read_text())
-        assert state["spawner_url"]
-        started = _descendants(stack.pid)
-        # Redis, gunicorn's arbiter and its worker, at least.
-        assert len(started) >= 3
+        rachel = state["tokens"]["rachel"]["token"]
+        spawn_recommended(state["spawner_url"], rachel, "rachel")
+        # Redis, gunicorn's arbiter and its worker, and the lab's Jupyter server.
+        started = wait_for(lambda: _with_a_lab(_descendants(stack.pid)), timeout=60)
+        assert len(started) >= 4
         stack.send_signal(stop)
         stack.wait(timeout=GONE_SECONDS)
         if stop == signal.SIGINT:

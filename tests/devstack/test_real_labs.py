@@ -1,0 +1,120 @@
+"""``make run``'s labs are real Jupyter servers: the stack's settings, the lab image's start-up
+script, and a lab spawned through the API alone (no JupyterHub) answering at its URL.
+
+The whole path through JupyterHub and a browser is ``tests/browser/``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import requests
+import yaml
+
+from devstack.__main__ import parse_options
+from devstack.images import LAB, lab_programs
+from devstack.images.lab import command
+from devstack.kube.cluster.programs import program_for
+from devstack.stack import REAL_LAB_URL, LocalStack, StackOptions
+from tests.labs.conftest import wait_for
+from tests.support.real_labs import spawn_recommended
+
+SCRIPTS = Path("/venv/bin")
+
+
+def test_make_run_runs_real_labs_unless_told_to_use_the_stand_in() -> None:
+    assert parse_options([], {}).real_labs is True
+    assert parse_options(["--lab-standin"], {}).real_labs is False
+    assert parse_options([], {"DEVSTACK_LAB_STANDIN": "1"}).real_labs is False
+
+
+def test_a_stack_of_real_labs_maps_the_lab_images_and_reaches_labs_by_cluster_ip(
+    real_lab_stack: LocalStack, tmp_path: Path
+) -> None:
+    assert real_lab_stack.lab_standin is None and "lab_url" not in real_lab_stack.state()
+    config = yaml.safe_load(real_lab_stack.config_path.read_text(encoding="utf-8"))
+    assert config["lab"]["internalUrl"] == REAL_LAB_URL
+    programs = real_lab_stack.kube.cluster.settings.programs
+    assert programs == lab_programs()
+    for block in config["prepull"]:
+        for image in block.get("images", []):
+            assert program_for(programs, image["url"]) is LAB
+    # The provisioning init container stays emulated: its command works on the machine's /home.
+    (init,) = config["lab"]["initContainers"]
+    assert program_for(programs, init["image"]) is None
+    emulated = LocalStack(StackOptions(state_dir=tmp_path))
+    assert emulated.lab_standin is not None
+    assert emulated.kube.cluster.settings.programs == {}
+
+
+def test_the_lab_image_listens_on_its_pod_address_at_the_port_the_hub_asked_for() -> None:
+    env = {
+        "POD_IP": "127.1.2.3",
+        "JUPYTERHUB_SERVICE_URL": "http://0.0.0.0:8890/user/rachel/",
+        "JUPYTERHUB_USER": "rachel",
+    }
+    argv, out = command(env, SCRIPTS, as_root=False)
+    assert argv == [str(SCRIPTS / "jupyterhub-singleuser")]
+    assert out["JUPYTERHUB_SERVICE_URL"] == "http://127.1.2.3:8890/user/rachel/"
+    assert out["JUPYTERHUB_USER"] == "rachel"
+    # A hub that left the port open gets the lab port.
+    env["JUPYTERHUB_SERVICE_URL"] = "http://:0/user/rachel/"
+    argv, out = command(env, SCRIPTS, as_root=True)
+    assert out["JUPYTERHUB_SERVICE_URL"] == "http://127.1.2.3:8888/user/rachel/"
+    assert argv[1:] == ["--ServerApp.allow_root=True"]
+
+
+def test_without_jupyterhub_the_lab_image_runs_plain_jupyterlab_on_its_address() -> None:
+    argv, out = command({"POD_IP": "127.1.2.3"}, SCRIPTS, as_root=False)
+    assert argv[:4] == [str(SCRIPTS / "jupyter"), "lab", "--ip=127.1.2.3", "--port=8888"]
+    assert "--no-browser" in argv
+    assert "JUPYTERHUB_SERVICE_URL" not in out
+
+
+@pytest.mark.slow
+def test_a_lab_spawned_through_the_api_is_a_jupyter_server_at_its_internal_url(
+    real_lab_stack: LocalStack,
+) -> None:
+    tokens = {n: e["token"] for n, e in real_lab_stack.state()["tokens"].items()}
+    spawn_recommended(real_lab_stack.spawner_url, tokens["wile"], "wile")
+    url = f"{real_lab_stack.spawner_url}/spawner/v1/labs/wile"
+    admin = {"Authorization": f"Bearer {tokens['admin']}"}
+
+    def running() -> dict[str, str] | None:
+        status: dict[str, str] = requests.get(url, headers=admin, timeout=10).json()
+        assert status["status"] in ("starting", "running"), status
+        return status if status["status"] == "running" else None
+
+    status = wait_for(running, timeout=60)
+    service = real_lab_stack.kube.store.get("services", "nublado-wile", "nb-wile-lab")
+    assert service is not None
+    assert status["internal_url"] == f"http://{service['spec']['clusterIP']}:8888"
+
+    def jupyter_answers() -> dict[str, str] | None:
+        try:
+            answer = requests.get(f"{status['internal_url']}/api", timeout=2)
+        except requests.RequestException:
+            return None
+        return answer.json() if answer.status_code == 200 else None
+
+    assert "version" in wait_for(jupyter_answers, timeout=60)
+    # Its log is the server's own output, with the token a person opens it with (printed
+    # once the server listens, so a moment after it first answered).
+    log_url = f"{real_lab_stack.kube.url}/api/v1/namespaces/nublado-wile/pods/nb-wile-lab/log"
+    wait_for(lambda: "token=" in requests.get(log_url, timeout=10).text)
+    pids = real_lab_stack.kube.cluster.processes.running(str(_lab_pod_uid(real_lab_stack)))
+    assert pids
+    assert requests.delete(url, headers=admin, timeout=10).status_code == 202
+    wait_for(lambda: real_lab_stack.kube.store.get("namespaces", None, "nublado-wile") is None)
+    assert jupyter_answers() is None
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+def _lab_pod_uid(stack: LocalStack) -> str:
+    pod = stack.kube.store.get("pods", "nublado-wile", "nb-wile-lab")
+    assert pod is not None
+    return str(pod["metadata"]["uid"])
