@@ -13,6 +13,7 @@ from pathlib import Path
 from types import FrameType
 
 from app.web.server_defaults import DEFAULT_WORKERS
+from devstack.images import DEFAULT_PROGRAMS
 from devstack.stack import REPO_ROOT, LocalStack, StackOptions
 
 
@@ -21,8 +22,8 @@ def parse_options(
 ) -> StackOptions:
     """The stack's options from the command line, with defaults from the environment
     (``make run`` passes no arguments: ``SPAWNER_PORT``, ``SPAWNER_REDIS_URL``,
-    ``DEVSTACK_API_LATENCY_MS``, ``DEVSTACK_START_SECONDS`` and ``DEVSTACK_LAB_STANDIN`` set it
-    up)."""
+    ``DEVSTACK_API_LATENCY_MS``, ``DEVSTACK_START_SECONDS``, ``DEVSTACK_LAB_STANDIN`` and
+    ``DEVSTACK_PROGRAMS`` set it up)."""
     env = os.environ if environ is None else environ
     parser = argparse.ArgumentParser(prog="python -m devstack", description=__doc__)
     parser.add_argument("--port", type=int, default=int(env.get("SPAWNER_PORT", 8080)))
@@ -48,6 +49,12 @@ def parse_options(
         help="emulate lab pods and answer for them with one stand-in, instead of running "
         "a real Jupyter server per lab",
     )
+    parser.add_argument(
+        "--programs",
+        type=Path,
+        default=Path(env.get("DEVSTACK_PROGRAMS") or DEFAULT_PROGRAMS),
+        help="which images run as real processes, and what they run (a YAML file)",
+    )
     args = parser.parse_args(argv)
     return StackOptions(
         state_dir=args.state_dir,
@@ -58,6 +65,7 @@ def parse_options(
         api_latency=args.api_latency_ms / 1000,
         start_seconds=args.start_seconds,
         real_labs=not args.lab_standin,
+        programs=args.programs,
     )
 
 

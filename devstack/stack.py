@@ -29,7 +29,7 @@ import yaml
 from app.web.server_defaults import DEFAULT_WORKERS
 from devstack.demo import demo_registry_repositories, demo_tokens, demo_users
 from devstack.gafaelfawr import GafaelfawrEmulator
-from devstack.images import lab_programs
+from devstack.images import DEFAULT_PROGRAMS, load_programs
 from devstack.kube import KubernetesEmulator
 from devstack.kube.cluster import ClusterSettings
 from devstack.lab_standin import LabStandIn
@@ -65,6 +65,8 @@ class StackOptions:
     """Merged into the service configuration, section by section."""
     real_labs: bool = False
     """Run each lab as a real Jupyter server (``devstack.images``) instead of the stand-in."""
+    programs: Path = DEFAULT_PROGRAMS
+    """With ``real_labs``, which images run as processes and what they run."""
 
 
 class LocalStack:
@@ -80,7 +82,7 @@ class LocalStack:
                 pull_seconds=self.options.pull_seconds,
                 start_seconds=self.options.start_seconds,
                 image_digest_resolver=self.registry.digest_for_reference,
-                programs=lab_programs() if self.options.real_labs else {},
+                programs=load_programs(self.options.programs) if self.options.real_labs else {},
             ),
             api_latency=self.options.api_latency,
         )

@@ -7,6 +7,8 @@ The whole path through JupyterHub and a browser is ``tests/browser/``.
 from __future__ import annotations
 
 import os
+import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,9 +16,9 @@ import requests
 import yaml
 
 from devstack.__main__ import parse_options
-from devstack.images import LAB, lab_programs
+from devstack.images import DEFAULT_PROGRAMS, IMAGES_DIR, ProgramsError, load_programs
 from devstack.images.lab import command
-from devstack.kube.cluster.programs import program_for
+from devstack.kube.cluster.programs import ImageProgram, program_for
 from devstack.stack import REAL_LAB_URL, LocalStack, StackOptions
 from tests.labs.conftest import wait_for
 from tests.support.real_labs import spawn_recommended
@@ -24,10 +26,50 @@ from tests.support.real_labs import spawn_recommended
 SCRIPTS = Path("/venv/bin")
 
 
-def test_make_run_runs_real_labs_unless_told_to_use_the_stand_in() -> None:
+def test_make_run_runs_real_labs_unless_told_to_use_the_stand_in(tmp_path: Path) -> None:
     assert parse_options([], {}).real_labs is True
+    assert parse_options([], {}).programs == DEFAULT_PROGRAMS
     assert parse_options(["--lab-standin"], {}).real_labs is False
     assert parse_options([], {"DEVSTACK_LAB_STANDIN": "1"}).real_labs is False
+    other = tmp_path / "programs.yaml"
+    assert parse_options([], {"DEVSTACK_PROGRAMS": str(other)}).programs == other
+
+
+def test_a_programs_file_maps_repositories_to_what_their_images_run(tmp_path: Path) -> None:
+    path = tmp_path / "programs.yaml"
+    path.write_text(
+        "echo:\n"
+        '  repositories: ["*/demo/echo", "registry.test/echo"]\n'
+        '  entrypoint: ["{python}", "-m", "http.server"]\n'
+        '  cmd: ["8000"]\n'
+        "  env: {GREETING: hello}\n"
+        "  workingDir: /srv\n"
+    )
+    programs = load_programs(path)
+    echo = ImageProgram(
+        entrypoint=(sys.executable, "-m", "http.server"),
+        cmd=("8000",),
+        env={"GREETING": "hello"},
+        working_dir="/srv",
+    )
+    assert programs == {"*/demo/echo": echo, "registry.test/echo": echo}
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("- a list\n", "expected a mapping of names to programs"),
+        ("x: {repositories: []}\n", "name at least one repository pattern"),
+        ("x: {repositories: [a], entrypoint: python}\n", "expected a list of strings"),
+        ("x: {repositories: [a], command: [sh]}\n", "unknown keys ['command']"),
+        ("x: {repositories: [a], env: [A=1]}\n", "expected a mapping of names to values"),
+    ],
+)
+def test_a_bad_programs_file_says_what_is_wrong(tmp_path: Path, text: str, problem: str) -> None:
+    path = tmp_path / "programs.yaml"
+    path.write_text(text)
+    with pytest.raises(ProgramsError, match=re.escape(problem)):
+        load_programs(path)
 
 
 def test_a_stack_of_real_labs_maps_the_lab_images_and_reaches_labs_by_cluster_ip(
@@ -37,10 +79,15 @@ def test_a_stack_of_real_labs_maps_the_lab_images_and_reaches_labs_by_cluster_ip
     config = yaml.safe_load(real_lab_stack.config_path.read_text(encoding="utf-8"))
     assert config["lab"]["internalUrl"] == REAL_LAB_URL
     programs = real_lab_stack.kube.cluster.settings.programs
-    assert programs == lab_programs()
+    assert programs == load_programs(DEFAULT_PROGRAMS)
+    lab = ImageProgram(entrypoint=(sys.executable, str(IMAGES_DIR / "lab.py")))
     for block in config["prepull"]:
         for image in block.get("images", []):
-            assert program_for(programs, image["url"]) is LAB
+            assert program_for(programs, image["url"]) == lab
+    assert (
+        program_for(programs, f"{real_lab_stack.registry.host}/lsstsqre/sciplat-lab:w_2024_42")
+        == lab
+    )
     # The provisioning init container stays emulated: its command works on the machine's /home.
     (init,) = config["lab"]["initContainers"]
     assert program_for(programs, init["image"]) is None
