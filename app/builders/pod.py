@@ -23,6 +23,12 @@ Decisions, and why:
   down like the lab. Each gets the lab's resources, because the namespace's ResourceQuota makes
   Kubernetes reject containers without them, and an init container as large as the lab leaves
   the pod's effective size (and so the quota it needs) unchanged.
+- The lab container is ready once its server accepts connections on the lab port (a TCP
+  readiness probe, every second). "Running" then means JupyterHub can reach the lab, the Service
+  sends nothing to a server not yet listening, and a server that dies before it ever listens
+  is seen crash-looping, so the spawn fails fast with the reason instead of handing JupyterHub
+  a URL that never answers. TCP rather than HTTP: the lab's paths depend on JupyterHub's base
+  URL, which the service does not know.
 - Environment: everything comes from the env ConfigMap through ``envFrom``; ``env`` holds only
   Secret references (``ACCESS_TOKEN`` and the configured copied secrets). Init containers also
   get ``USER``, ``UID``, ``GID`` and ``HOME``, which provisioning scripts take as arguments.
@@ -46,6 +52,8 @@ from app.models.lab import LabSpec
 RESTART_POLICY = "OnFailure"
 PULL_POLICY = "IfNotPresent"
 LAB_PORT_NAME = "lab"
+READINESS_PROBE = {"tcpSocket": {"port": LAB_PORT_NAME}, "periodSeconds": 1, "timeoutSeconds": 1}
+"""Ready once the server listens on the lab port (see above)."""
 
 
 def image_reference(image: LabImage) -> str:
@@ -110,6 +118,7 @@ def lab_container(spec: LabSpec, config: Config) -> dict[str, Any]:
             for variable, key in secret_env(spec, config)
         ],
         "ports": [{"containerPort": config.lab.port, "name": LAB_PORT_NAME, "protocol": "TCP"}],
+        "readinessProbe": READINESS_PROBE,
         "resources": container_resources(spec.size),
         "securityContext": user_security_context(),
         "volumeMounts": lab_mounts(config),

@@ -45,7 +45,9 @@ def _container_failure(statuses: list[dict[str, Any]], init: bool, noun: str) ->
             return f"cannot pull image {image}: {reason}" + (f": {detail}" if detail else "")
         if reason == "CrashLoopBackOff":
             what = "provisioning container" if init else f"{noun} container"
-            return f"the {what} {name} keeps crashing (CrashLoopBackOff)" + (
+            last = (status.get("lastState") or {}).get("terminated") or {}
+            code = f", last exit code {last['exitCode']}" if "exitCode" in last else ""
+            return f"the {what} {name} keeps crashing (CrashLoopBackOff{code})" + (
                 f": {detail}" if detail else ""
             )
         if reason in _CONFIG_FAILURES:

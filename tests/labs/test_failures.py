@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -11,6 +12,7 @@ from flask.testing import FlaskClient
 
 from app.builders.names import MANAGED_BY, MANAGED_BY_LABEL
 from devstack.kube import KubernetesEmulator
+from devstack.kube.cluster.programs import ImageProgram
 from tests.labs.conftest import LabUser, read_events, spawn_body
 
 
@@ -33,7 +35,7 @@ def _spawn_and_read(
     ("fault", "pattern", "expected"),
     [
         ("unschedulable", "nublado-*/*", "cannot be scheduled"),
-        ("crash_loop", "*sciplat-lab*", "keeps crashing (CrashLoopBackOff)"),
+        ("crash_loop", "*sciplat-lab*", "keeps crashing (CrashLoopBackOff, last exit code 1)"),
         ("image_pull", "*:fresh-*", "cannot pull image"),
     ],
 )
@@ -187,3 +189,27 @@ def test_a_namespace_that_is_not_ours_is_left_alone(
     assert events[-1].type == "complete"
     assert any("is not the service's" in e.data for e in events)
     assert kube.store.get("namespaces", None, namespace) is not None
+
+
+def test_a_lab_whose_process_crashes_fails_with_its_exit_code(
+    lab_client: FlaskClient,
+    new_user: Callable[..., LabUser],
+    admin_headers: dict[str, str],
+    kube: KubernetesEmulator,
+) -> None:
+    """Not an injected fault: the lab image runs a real process that exits with code 3, the
+    kubelet restarts it with back-off, and the spawn fails on the crash loop it sees."""
+    crash = "import sys; print('the lab cannot start'); sys.exit(3)"
+    kube.cluster.settings.programs = {
+        "*/lsstsqre/sciplat-lab": ImageProgram(entrypoint=(sys.executable, "-c", crash))
+    }
+    user = new_user()
+    try:
+        types, errors, _ = _spawn_and_read(lab_client, user)
+    finally:
+        kube.cluster.settings.programs = {}
+    assert types[-1] == "failed"
+    expected = "the lab container notebook keeps crashing (CrashLoopBackOff, last exit code 3)"
+    assert any(expected in e for e in errors), errors
+    body = lab_client.get(f"/spawner/v1/labs/{user.username}", headers=admin_headers).get_json()
+    assert body["status"] == "failed" and expected in body["error"]
