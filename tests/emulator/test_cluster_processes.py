@@ -7,6 +7,7 @@ import json
 import os
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import kubernetes.client
@@ -100,6 +101,29 @@ def test_a_pod_runs_its_process_with_its_environment_and_files(
     )
     assert len(pids) == 1
     os.kill(pids[0], 0)  # a real process
+
+
+def test_the_images_own_program_is_not_taken_for_a_path_under_a_mount(
+    emulator: KubernetesEmulator,
+    core_v1: kubernetes.client.CoreV1Api,
+    namespace: str,
+    wait_until: WaitUntil,
+) -> None:
+    """A volume mounted over the directory the stack (and so the image's program) lives in:
+    the program is still the stack's, while a path the pod gives is the volume's."""
+    top = "/" + Path(sys.executable).parts[1]
+    pod = _pod(
+        "p",
+        "import os; print(os.environ['DATA'], flush=True)",
+        restart="Never",
+        env=[{"name": "DATA", "value": f"{top}/data"}],
+        volumeMounts=[{"name": "scratch", "mountPath": top}],
+    )
+    pod["spec"]["volumes"] = [{"name": "scratch", "emptyDir": {}}]
+    core_v1.create_namespaced_pod(namespace, pod)
+    wait_until(lambda: _status(core_v1, namespace, "p").phase == "Succeeded")
+    data = _log(emulator, core_v1, namespace).strip()
+    assert data.endswith("/volumes/scratch/data"), data
 
 
 @pytest.mark.parametrize(

@@ -9,8 +9,10 @@ given here where a process can have it:
 - the environment from ``env`` (values, ``fieldRef``, ConfigMap and Secret keys) and
   ``envFrom``, plus ``POD_IP`` and ``POD_NAME``;
 - ConfigMap and Secret volumes written out as files, ``emptyDir`` volumes as directories;
-  any path under a mount (in the arguments, the environment or ``workingDir``) is rewritten to
-  that directory, as the process cannot see the pod's mount namespace;
+  any path under a mount in what the pod gives (its ``command``, ``args``, ``env`` and
+  ``workingDir``) is rewritten to that directory, as the process cannot see the pod's mount
+  namespace; what the image gives (its entrypoint, cmd, env and working directory: the
+  stack's own files) is left as it is, wherever the stack happens to live;
 - its output in a log file per container and restart (what ``pods/<name>/log`` serves).
 
 Each process leads its own process group, so stopping it (SIGTERM, then SIGKILL after the
@@ -147,16 +149,21 @@ class ProcessRuntime:
         uid, name = str(meta.get("uid")), str(container.get("name"))
         mounts = self._prepare_volumes(pod, container)
         env = self._environment(pod, container, program)
-        argv = [_rewrite(expand(a, env), mounts) for a in program.argv(container)]
+        argv = [
+            _rewrite(expand(arg, env), mounts) if from_pod else expand(arg, env)
+            for arg, from_pod in program.argv_sources(container)
+        ]
         if not argv:
             raise ContainerConfigError(f"container {name} has no command and its image none")
         home = self.pod_dir(uid) / "home"
         home.mkdir(parents=True, exist_ok=True)
-        env = {k: _rewrite(v, mounts) for k, v in env.items()}
+        env = {k: v if program.env.get(k) == v else _rewrite(v, mounts) for k, v in env.items()}
         env["HOME"] = env["HOME"] if _under_any(env.get("HOME", ""), mounts) else str(home)
         env["PATH"] = os.environ.get("PATH", "")
-        working = container.get("workingDir") or program.working_dir
+        working = container.get("workingDir")
         cwd = Path(_rewrite(str(working), mounts)) if working else home
+        if not working and program.working_dir:
+            cwd = Path(program.working_dir)
         if not cwd.is_dir():
             raise ContainerConfigError(f"working directory {working} does not exist here")
         if shutil.which(argv[0], path=env["PATH"]) is None and not Path(argv[0]).is_file():

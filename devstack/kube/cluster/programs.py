@@ -32,13 +32,20 @@ class ImageProgram:
 
     def argv(self, container: Mapping[str, Any]) -> list[str]:
         """The command line before ``$(VAR)`` expansion, as a container runtime builds it."""
+        return [arg for arg, _ in self.argv_sources(container)]
+
+    def argv_sources(self, container: Mapping[str, Any]) -> list[tuple[str, bool]]:
+        """Each argument of :meth:`argv`, and whether the pod gave it (else the image did)."""
         command = container.get("command")
         args = container.get("args")
         if command:
-            return [str(a) for a in command] + [str(a) for a in args or ()]
-        return list(self.entrypoint) + (
-            [str(a) for a in args] if args is not None else list(self.cmd)
-        )
+            return [(str(a), True) for a in [*command, *(args or ())]]
+        tail = [(str(a), True) for a in args] if args is not None else self._image(self.cmd)
+        return self._image(self.entrypoint) + tail
+
+    @staticmethod
+    def _image(items: tuple[str, ...]) -> list[tuple[str, bool]]:
+        return [(item, False) for item in items]
 
 
 def repository(image: str) -> str:
