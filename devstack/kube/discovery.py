@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from devstack.kube import resources
+from devstack.kube.resources import ResourceRegistry
 
 KUBERNETES_VERSION = "v1.33.0"
 """The version the emulator claims to be; matches the schemas it validates against."""
@@ -34,32 +34,33 @@ def core_versions() -> dict[str, Any]:
     }
 
 
-def _group(name: str) -> dict[str, Any]:
+def _group(served: ResourceRegistry, name: str) -> dict[str, Any]:
     versions = [
         {"groupVersion": f"{name}/{version}", "version": version}
-        for group, version in resources.group_versions()
+        for group, version in served.group_versions()
         if group == name
     ]
     return {"name": name, "versions": versions, "preferredVersion": versions[0]}
 
 
-def group_list() -> dict[str, Any]:
-    names = sorted({group for group, _ in resources.group_versions() if group})
-    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [_group(n) for n in names]}
+def group_list(served: ResourceRegistry) -> dict[str, Any]:
+    names = sorted({group for group, _ in served.group_versions() if group})
+    groups = [_group(served, n) for n in names]
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
 
 
-def group(name: str) -> dict[str, Any] | None:
-    if not any(g == name for g, _ in resources.group_versions()):
+def group(served: ResourceRegistry, name: str) -> dict[str, Any] | None:
+    if not any(g == name for g, _ in served.group_versions()):
         return None
-    return {"kind": "APIGroup", "apiVersion": "v1", **_group(name)}
+    return {"kind": "APIGroup", "apiVersion": "v1", **_group(served, name)}
 
 
-def resource_list(group_name: str, version: str) -> dict[str, Any] | None:
-    served = resources.resources_in(group_name, version)
-    if not served:
+def resource_list(served: ResourceRegistry, group_name: str, version: str) -> dict[str, Any] | None:
+    found = served.resources_in(group_name, version)
+    if not found:
         return None
     entries: list[dict[str, Any]] = []
-    for resource in served:
+    for resource in found:
         entries.append(resource.api_resource())
         for sub in resource.subresources:
             entries.append(

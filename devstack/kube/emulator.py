@@ -17,6 +17,7 @@ from devstack.kube.control import ControlApi
 from devstack.kube.defaults import ClusterIPAllocator, Defaulter
 from devstack.kube.faults import RequestFaults
 from devstack.kube.handlers import Handlers
+from devstack.kube.resources import ResourceRegistry
 from devstack.kube.server import ApiServer
 from devstack.kube.store import Store
 from devstack.kube.validation import shared_validator
@@ -38,10 +39,14 @@ class KubernetesEmulator(StartStop):
         """``api_latency``: seconds each API request waits before it is handled, as on a
         real control plane (see ``api_latency`` below); 0 for tests."""
         self.store = Store()
-        self._hub = WatchHub(self.store, watch_history)
+        self.served = ResourceRegistry()
+        """What the API serves: the built-in kinds and those of CustomResourceDefinitions."""
+        self._hub = WatchHub(self.store, watch_history, self.served)
         self.audit = AuditLog()
         self.faults = RequestFaults(self._hub.drop_all)
-        self.cluster = Cluster(self.store, settings if settings is not None else ClusterSettings())
+        self.cluster = Cluster(
+            self.store, settings if settings is not None else ClusterSettings(), self.served
+        )
         # Services of a stack that runs processes carry traffic, on loopback addresses.
         allocator = (
             ClusterIPAllocator(loopback_service_address) if self.cluster.settings.programs else None
@@ -55,6 +60,7 @@ class KubernetesEmulator(StartStop):
             self.audit,
             self.faults,
             control,
+            served=self.served,
             logs=self.cluster.logs,
             latency=api_latency,
         )

@@ -14,9 +14,9 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from devstack.kube import errors, selectors
+from devstack.kube import custom, errors, selectors
 from devstack.kube.defaults import Defaulter
-from devstack.kube.patching import apply_patch
+from devstack.kube.patching import MERGE_PATCH, STRATEGIC_MERGE_PATCH, apply_patch
 from devstack.kube.quota import admit_pod
 from devstack.kube.resources import ResourceType
 from devstack.kube.routing import RequestInfo
@@ -105,6 +105,7 @@ class Handlers:
         if "status" in resource.subresources and resource.plural != "nodes":
             obj.pop("status", None)
         self._defaulter.on_create(resource.plural, obj)
+        _shape_custom(resource, obj, strict=_strict(query))
         self._validator.check(resource, obj, strict=_strict(query))
         if resource.plural == "pods" and info.namespace is not None:
             admit_pod(self._store, info.namespace, obj)
@@ -125,6 +126,7 @@ class Handlers:
             current = self._current(resource, info.namespace, info.name or "")
             new = _split_status(resource, info.subresource, current, clone(obj))
             self._defaulter.on_update(resource.plural, new, current)
+            _shape_custom(resource, new, strict=_strict(query))
             self._validator.check(resource, new, strict=_strict(query))
             if _dry_run(query):
                 return new
@@ -143,6 +145,9 @@ class Handlers:
         for _ in range(_WRITE_ATTEMPTS):
             current = self._current(resource, info.namespace, info.name or "")
             version = current["metadata"]["resourceVersion"]
+            if resource.custom and content_type.startswith(STRATEGIC_MERGE_PATCH):
+                # Custom resources have no patch strategies: a strategic patch merges.
+                content_type = MERGE_PATCH
             patched = apply_patch(content_type, current, body)
             if not isinstance(patched.get("metadata"), dict):
                 raise errors.bad_request("metadata must be an object")
@@ -155,6 +160,7 @@ class Handlers:
             new = _split_status(resource, info.subresource, current, patched)
             new["kind"], new["apiVersion"] = resource.kind, resource.group_version
             self._defaulter.on_update(resource.plural, new, current)
+            _shape_custom(resource, new, strict=_strict(query))
             self._validator.check(resource, new, strict=_strict(query))
             if _dry_run(query):
                 return new
@@ -389,6 +395,22 @@ def _grace_period(query: dict[str, str], options: JsonObject) -> int | None:
     if grace is None and isinstance(options.get("gracePeriodSeconds"), int):
         grace = options["gracePeriodSeconds"]
     return grace
+
+
+def _shape_custom(resource: ResourceType, obj: JsonObject, *, strict: bool) -> None:
+    """What a custom resource's schema does before validation: unknown fields pruned (or,
+    with strict field validation, refused) and defaults filled in."""
+    if resource.schema is None:
+        return
+    removed = custom.prune(obj, resource.schema, root=True)
+    if removed and strict:
+        meta = obj.get("metadata") or {}
+        causes = [
+            {"reason": "FieldValueInvalid", "message": f'unknown field "{path}"', "field": path}
+            for path in removed
+        ]
+        raise errors.invalid(resource.kind, str(meta.get("name") or ""), causes, resource.group)
+    custom.apply_defaults(obj, resource.schema)
 
 
 def _strict(query: dict[str, str]) -> bool:

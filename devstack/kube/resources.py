@@ -3,11 +3,15 @@
 One entry per resource says where it lives in the URL space (group, version, plural), whether
 it is namespaced, which subresources it has, and the few behaviours that differ between kinds
 on a real API server (which kinds return the deleted object, which name rule applies). Routing,
-discovery, validation and defaulting all read this table, so adding a kind is one line.
+discovery, validation and defaulting all read it, so adding a built-in kind is one line.
+
+Custom resources join at run time: each emulator has its own :class:`ResourceRegistry`, the
+built-in kinds plus those its CustomResourceDefinitions define (``cluster/crds.py``).
 """
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +31,15 @@ class ResourceType:
     """Whether DELETE answers with the object (pods, services...) or a ``Status``."""
     label_name: bool = False
     """Whether names must be DNS-1123 labels (63 chars) rather than subdomains (253)."""
+    schema: dict[str, Any] | None = None
+    """A custom resource's ``openAPIV3Schema`` (None for built-in kinds, checked against the
+    official schemas)."""
+    categories: tuple[str, ...] = ()
+
+    @property
+    def custom(self) -> bool:
+        """Whether a CustomResourceDefinition defines this resource."""
+        return self.schema is not None
 
     @property
     def group_version(self) -> str:
@@ -48,6 +61,8 @@ class ResourceType:
         }
         if self.short_names:
             entry["shortNames"] = list(self.short_names)
+        if self.categories:
+            entry["categories"] = list(self.categories)
         return entry
 
 
@@ -136,35 +151,78 @@ RESOURCES: tuple[ResourceType, ...] = (
         namespaced=True,
         short_names=("netpol",),
     ),
+    ResourceType(
+        "customresourcedefinitions",
+        "CustomResourceDefinition",
+        "apiextensions.k8s.io",
+        "v1",
+        namespaced=False,
+        short_names=("crd", "crds"),
+        subresources=("status",),
+    ),
 )
 
-_BY_PATH: dict[tuple[str, str, str], ResourceType] = {
-    (r.group, r.version, r.plural): r for r in RESOURCES
-}
+BUILT_IN_PLURALS = frozenset(r.plural for r in RESOURCES)
 
 
-def lookup(group: str, version: str, plural: str) -> ResourceType | None:
-    """The resource served at ``/api[s]/<group>/<version>/<plural>``, if any."""
-    return _BY_PATH.get((group, version, plural))
+class _Table:
+    """Everything served at one moment, indexed for the lookups every request makes; never
+    changed once built."""
+
+    def __init__(self, served: tuple[ResourceType, ...]) -> None:
+        self.resources = served
+        self.by_path = {(r.group, r.version, r.plural): r for r in served}
+        self.by_plural = {r.plural: r for r in served}
 
 
-_BY_PLURAL: dict[str, ResourceType] = {r.plural: r for r in RESOURCES}
+class ResourceRegistry:
+    """The resources one emulator serves: the built-in kinds and, as CustomResourceDefinitions
+    come and go, custom ones.
 
+    Plurals are unique across everything served (a CRD whose plural is taken is not
+    established), which lets the store and the watches name a resource by its plural alone.
+    Readers see a consistent table without taking a lock: each change replaces it whole.
+    """
 
-def by_plural(plural: str) -> ResourceType | None:
-    """The resource with this plural name (plurals are unique among served kinds)."""
-    return _BY_PLURAL.get(plural)
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._table = _Table(RESOURCES)
 
+    def all(self) -> tuple[ResourceType, ...]:
+        return self._table.resources
 
-def group_versions() -> list[tuple[str, str]]:
-    """Every served ``(group, version)``, core first."""
-    seen: list[tuple[str, str]] = []
-    for resource in RESOURCES:
-        pair = (resource.group, resource.version)
-        if pair not in seen:
-            seen.append(pair)
-    return seen
+    def lookup(self, group: str, version: str, plural: str) -> ResourceType | None:
+        """The resource served at ``/api[s]/<group>/<version>/<plural>``, if any."""
+        return self._table.by_path.get((group, version, plural))
 
+    def by_plural(self, plural: str) -> ResourceType | None:
+        return self._table.by_plural.get(plural)
 
-def resources_in(group: str, version: str) -> list[ResourceType]:
-    return [r for r in RESOURCES if r.group == group and r.version == version]
+    def group_versions(self) -> list[tuple[str, str]]:
+        """Every served ``(group, version)``, core first."""
+        seen: list[tuple[str, str]] = []
+        for resource in self._table.resources:
+            pair = (resource.group, resource.version)
+            if pair not in seen:
+                seen.append(pair)
+        return seen
+
+    def resources_in(self, group: str, version: str) -> list[ResourceType]:
+        return [r for r in self._table.resources if r.group == group and r.version == version]
+
+    def serve(self, resource: ResourceType) -> bool:
+        """Serve a custom resource, or replace the one of its plural; False (and nothing
+        changes) when a built-in kind or another group's resource has the plural."""
+        with self._lock:
+            current = self.by_plural(resource.plural)
+            if current is not None and (not current.custom or current.group != resource.group):
+                return False
+            kept = [r for r in self._table.resources if r.plural != resource.plural]
+            self._table = _Table((*kept, resource))
+            return True
+
+    def withdraw(self, plural: str) -> None:
+        """Stop serving a custom resource."""
+        with self._lock:
+            kept = [r for r in self._table.resources if r.plural != plural or not r.custom]
+            self._table = _Table(tuple(kept))

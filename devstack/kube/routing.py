@@ -14,8 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from devstack.kube import resources
-from devstack.kube.resources import ResourceType
+from devstack.kube.resources import ResourceRegistry, ResourceType
 
 _VERBS_BY_METHOD = {
     "POST": "create",
@@ -42,8 +41,9 @@ class NotRoutable(Exception):
     """The path names no resource the emulator serves."""
 
 
-def parse(method: str, path: str, *, watch: bool) -> RequestInfo:
-    """Parse an API path; raises :class:`NotRoutable` for anything unknown."""
+def parse(served: ResourceRegistry, method: str, path: str, *, watch: bool) -> RequestInfo:
+    """Parse an API path against what is ``served``; raises :class:`NotRoutable` for anything
+    unknown."""
     parts = [p for p in path.split("/") if p]
     if parts[:1] == ["api"] and len(parts) >= 2:
         group, version, rest = "", parts[1], parts[2:]
@@ -60,7 +60,7 @@ def parse(method: str, path: str, *, watch: bool) -> RequestInfo:
         namespace, rest = rest[1], rest[2:]
     if not rest or len(rest) > 3:
         raise NotRoutable(path)
-    resource = resources.lookup(group, version, rest[0])
+    resource = served.lookup(group, version, rest[0])
     if resource is None:
         raise NotRoutable(path)
     name = rest[1] if len(rest) > 1 else None

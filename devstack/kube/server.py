@@ -24,6 +24,7 @@ from devstack.kube.audit import AuditEntry, AuditLog, now
 from devstack.kube.cluster.logs import PodLogs
 from devstack.kube.faults import Decision, RequestFaults
 from devstack.kube.handlers import Handlers
+from devstack.kube.resources import ResourceRegistry
 from devstack.kube.routing import RequestInfo
 from devstack.kube.store import Store
 from devstack.kube.watches import Watcher, WatchHub, stream_lines
@@ -86,6 +87,7 @@ class ApiServer:
         faults: RequestFaults,
         control: WsgiApp | None = None,
         *,
+        served: ResourceRegistry,
         logs: PodLogs | None = None,
         latency: float = 0.0,
     ) -> None:
@@ -93,6 +95,7 @@ class ApiServer:
         """Seconds every API request waits before it is handled (the control API's do not):
         a real API server answers in milliseconds, not in the emulator's fraction of one.
         Read at each request, so it can be changed while the server runs."""
+        self._served = served
         self._store = store
         self._hub = hub
         self._handlers = handlers
@@ -112,7 +115,7 @@ class ApiServer:
         query = dict(parse_qsl(environ.get("QUERY_STRING", ""), keep_blank_values=True))
         watch = query.get("watch", "").lower() in ("true", "1")
         try:
-            info = routing.parse(method, path, watch=watch)
+            info = routing.parse(self._served, method, path, watch=watch)
         except routing.NotRoutable:
             code, body = self._non_resource(method, path)
             self._record(environ, "get" if method == "GET" else method.lower(), None, code)
@@ -273,13 +276,13 @@ class ApiServer:
             elif parts == ["api"]:
                 body = discovery.core_versions()
             elif parts == ["apis"]:
-                body = discovery.group_list()
+                body = discovery.group_list(self._served)
             elif len(parts) == 2 and parts[0] == "api":
-                body = discovery.resource_list("", parts[1])
+                body = discovery.resource_list(self._served, "", parts[1])
             elif len(parts) == 2 and parts[0] == "apis":
-                body = discovery.group(parts[1])
+                body = discovery.group(self._served, parts[1])
             elif len(parts) == 3 and parts[0] == "apis":
-                body = discovery.resource_list(parts[1], parts[2])
+                body = discovery.resource_list(self._served, parts[1], parts[2])
             elif parts in (["healthz"], ["readyz"], ["livez"]):
                 return 200, "ok"
         if body is None:

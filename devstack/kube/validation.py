@@ -24,7 +24,7 @@ import jsonschema
 import referencing
 import referencing.jsonschema
 
-from devstack.kube import errors
+from devstack.kube import custom, errors
 from devstack.kube.quantities import QuantityError, parse_quantity
 from devstack.kube.resources import ResourceType
 
@@ -106,8 +106,11 @@ class Validator:
     def causes(
         self, resource: ResourceType, obj: dict[str, Any], *, strict: bool = False
     ) -> list[Cause]:
-        schemas = self._strict_schemas if strict else self._schemas
-        schema = schemas.validator(resource.kind, resource.group, resource.version)
+        if resource.schema is not None:
+            schema = custom.validator(resource.schema)
+        else:
+            schemas = self._strict_schemas if strict else self._schemas
+            schema = schemas.validator(resource.kind, resource.group, resource.version)
         causes = [_schema_cause(e) for e in schema.iter_errors(obj)]
         if causes:
             # Rule checks assume the structure is right; report structure first, as upstream.

@@ -21,7 +21,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from devstack.kube import errors, resources
+from devstack.kube import errors
+from devstack.kube.resources import ResourceRegistry
 from devstack.kube.selectors import Predicate
 from devstack.kube.store import Change, Store
 
@@ -31,12 +32,13 @@ class _Entry:
     """A change as the hub keeps it; the JSON of the object is rendered at most once."""
 
     change: Change
+    served: ResourceRegistry
     _json: str | None = None
 
     def object_json(self) -> str:
         if self._json is None:
             obj = self.change.object
-            resource = resources.by_plural(self.change.resource)
+            resource = self.served.by_plural(self.change.resource)
             if "kind" not in obj and resource is not None:
                 # Cluster-side writes may omit the type; the client needs it in events.
                 obj = {"kind": resource.kind, "apiVersion": resource.group_version, **obj}
@@ -96,7 +98,8 @@ class Watcher:
 class WatchHub:
     """Registers watchers and feeds them; one per emulator."""
 
-    def __init__(self, store: Store, history: int) -> None:
+    def __init__(self, store: Store, history: int, served: ResourceRegistry) -> None:
+        self._served = served
         self._lock = threading.Lock()
         self._history: deque[_Entry] = deque(maxlen=history)
         self._oldest_lost = 0
@@ -109,7 +112,7 @@ class WatchHub:
         self.drop_all()
 
     def _on_change(self, change: Change) -> None:
-        entry = _Entry(change)
+        entry = _Entry(change, self._served)
         with self._lock:
             if len(self._history) == self._history.maxlen:
                 self._oldest_lost = self._history[0].change.resource_version
@@ -130,7 +133,9 @@ class WatchHub:
         watcher.since = since
         for obj in initial:
             if watcher.matches(obj):
-                watcher.queue.put(_Entry(Change("ADDED", watcher.resource, obj, None, since)))
+                watcher.queue.put(
+                    _Entry(Change("ADDED", watcher.resource, obj, None, since), self._served)
+                )
         with self._lock:
             if since < self._oldest_lost:
                 raise errors.gone(f"too old resource version: {since} ({self._oldest_lost + 1})")

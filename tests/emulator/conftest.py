@@ -63,6 +63,16 @@ def networking_v1(api_client: kubernetes.client.ApiClient) -> kubernetes.client.
 
 
 @pytest.fixture
+def extensions(api_client: kubernetes.client.ApiClient) -> kubernetes.client.ApiextensionsV1Api:
+    return kubernetes.client.ApiextensionsV1Api(api_client)
+
+
+@pytest.fixture
+def objects(api_client: kubernetes.client.ApiClient) -> kubernetes.client.CustomObjectsApi:
+    return kubernetes.client.CustomObjectsApi(api_client)
+
+
+@pytest.fixture
 def namespace(core_v1: kubernetes.client.CoreV1Api) -> str:
     """A namespace named ``test`` that exists for the test."""
     core_v1.create_namespace({"metadata": {"name": "test"}})

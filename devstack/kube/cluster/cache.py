@@ -13,7 +13,7 @@ from typing import Any
 Obj = dict[str, Any]
 Key = tuple[str, str]  # (namespace or "", name)
 
-WATCHED = ("namespaces", "nodes", "pods", "daemonsets", "services")
+WATCHED = ("namespaces", "nodes", "pods", "daemonsets", "services", "customresourcedefinitions")
 
 
 def key_of(obj: Obj) -> Key:

@@ -12,10 +12,11 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
-from devstack.kube.resources import RESOURCES
+from devstack.kube.resources import ResourceRegistry
 
 from . import nodes
 from .cache import WATCHED, Obj, ObjectCache
+from .crds import CRDS, CrdController
 from .daemonsets import DaemonSetController
 from .events import EventRecorder
 from .faults import PodFaults
@@ -37,9 +38,16 @@ T = TypeVar("T")
 class Cluster:
     """Controllers, scheduler and kubelets of an emulated cluster, driven by store events."""
 
-    def __init__(self, store: StoreLike, settings: ClusterSettings | None = None) -> None:
+    def __init__(
+        self,
+        store: StoreLike,
+        settings: ClusterSettings | None = None,
+        served: ResourceRegistry | None = None,
+    ) -> None:
         self.store = store
         self.settings = settings or ClusterSettings()
+        self.served = served or ResourceRegistry()
+        """What the API serves; CustomResourceDefinitions add to it."""
         self.faults = PodFaults()
         self._reactor = Reactor()
         self._cache = ObjectCache()
@@ -65,6 +73,7 @@ class Cluster:
             self._cache, self._writer, self._events, self._reactor, self._namespaces.alive
         )
         self._services = ServiceProxies(self._endpoints)
+        self._crds = CrdController(self.served, self._writer, self.store.list)
         self._unsubscribe: Callable[[], None] | None = None
         self._node_lock = threading.Lock()
         self._node_count = 0
@@ -153,10 +162,10 @@ class Cluster:
 
     # ---- plumbing -----------------------------------------------------------------------
 
-    @staticmethod
-    def _namespaced_resources() -> list[str]:
-        """Every namespaced kind the emulator serves, all removed with their namespace."""
-        return [r.plural for r in RESOURCES if r.namespaced]
+    def _namespaced_resources(self) -> list[str]:
+        """Every namespaced kind the emulator serves, custom ones included, all removed with
+        their namespace."""
+        return [r.plural for r in self.served.all() if r.namespaced]
 
     def _on_store_event(self, event_type: str, resource: str, obj: dict[str, Any]) -> None:
         """Runs on the writer's thread: only hand the event to the reactor."""
@@ -208,3 +217,5 @@ class Cluster:
             self._daemonsets.on_daemonset(event_type, obj)
         elif resource == "services":
             self._services.on_service(event_type, obj)
+        elif resource == CRDS:
+            self._crds.on_crd(event_type, obj)
