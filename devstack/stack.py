@@ -32,6 +32,7 @@ from devstack.gafaelfawr import GafaelfawrEmulator
 from devstack.images import DEFAULT_PROGRAMS, load_programs
 from devstack.kube import KubernetesEmulator
 from devstack.kube.cluster import ClusterSettings
+from devstack.kube.crds import OPERATOR_CRDS, crd
 from devstack.lab_standin import LabStandIn
 from devstack.launch import launched
 from devstack.redis_process import RedisProcess, free_port
@@ -112,6 +113,9 @@ class LocalStack:
             "namespaces",
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": SERVICE_NAMESPACE}},
         )
+        # The operators a platform runs beside the service (Dask, Ray, Spark clusters).
+        for plural in OPERATOR_CRDS:
+            self.kube.store.create("customresourcedefinitions", crd(plural))
         self.kube.store.create(
             "secrets",
             {

@@ -44,14 +44,12 @@ class KubernetesEmulator(StartStop):
         self._hub = WatchHub(self.store, watch_history, self.served)
         self.audit = AuditLog()
         self.faults = RequestFaults(self._hub.drop_all)
-        self.cluster = Cluster(
-            self.store, settings if settings is not None else ClusterSettings(), self.served
-        )
+        settings = settings if settings is not None else ClusterSettings()
         # Services of a stack that runs processes carry traffic, on loopback addresses.
-        allocator = (
-            ClusterIPAllocator(loopback_service_address) if self.cluster.settings.programs else None
-        )
-        handlers = Handlers(self.store, shared_validator(), Defaulter(allocator))
+        allocator = ClusterIPAllocator(loopback_service_address) if settings.programs else None
+        defaulter = Defaulter(allocator)
+        self.cluster = Cluster(self.store, settings, self.served, defaulter.on_create)
+        handlers = Handlers(self.store, shared_validator(), defaulter)
         control = ControlApi(self.audit, self.faults, lambda: self.cluster)
         self.app = ApiServer(
             self.store,

@@ -19,6 +19,7 @@ from devstack.__main__ import parse_options
 from devstack.images import DEFAULT_PROGRAMS, IMAGES_DIR, ProgramsError, load_programs
 from devstack.images.lab import command
 from devstack.kube.cluster.programs import ImageProgram, program_for
+from devstack.kube.crds import OPERATOR_CRDS
 from devstack.stack import REAL_LAB_URL, LocalStack, StackOptions
 from tests.labs.conftest import wait_for
 from tests.support.real_labs import spawn_recommended
@@ -165,3 +166,13 @@ def _lab_pod_uid(stack: LocalStack) -> str:
     pod = stack.kube.store.get("pods", "nublado-wile", "nb-wile-lab")
     assert pod is not None
     return str(pod["metadata"]["uid"])
+
+
+def test_the_stack_serves_the_operators_and_runs_dask_images_as_processes(
+    real_lab_stack: LocalStack,
+) -> None:
+    served = {r.plural for r in real_lab_stack.kube.served.all() if r.custom}
+    assert served == set(OPERATOR_CRDS)
+    programs = real_lab_stack.kube.cluster.settings.programs
+    assert program_for(programs, "ghcr.io/dask/dask:2026.8.0") == ImageProgram()
+    assert program_for(programs, "rayproject/ray:2.40.0") is None

@@ -15,6 +15,7 @@ from kubernetes import watch
 from kubernetes.client.rest import ApiException
 
 from devstack.kube import KubernetesEmulator
+from devstack.kube.crds import OPERATOR_CRDS, crd
 from tests.emulator.conftest import WaitUntil
 
 GROUP, VERSION, PLURAL = "example.test", "v1", "widgets"
@@ -296,3 +297,19 @@ def test_a_crd_whose_plural_is_taken_is_not_established(
 
     assert wait_until(refused) == "PluralConflict"
     assert not _established(extensions, f"pods.{GROUP}")
+
+
+@pytest.mark.parametrize("plural", OPERATOR_CRDS)
+def test_the_operators_crds_are_valid_and_established(
+    plural: str,
+    extensions: kubernetes.client.ApiextensionsV1Api,
+    objects: kubernetes.client.CustomObjectsApi,
+    wait_until: WaitUntil,
+    namespace: str,
+) -> None:
+    body = crd(plural)
+    extensions.create_custom_resource_definition(body)
+    wait_until(lambda: _established(extensions, body["metadata"]["name"]))
+    group, version = body["spec"]["group"], body["spec"]["versions"][0]["name"]
+    listed = objects.list_namespaced_custom_object(group, version, namespace, plural)
+    assert listed["items"] == []

@@ -24,6 +24,7 @@ from .images import add_image
 from .kubelet import Kubelets
 from .logs import PodLogs
 from .namespaces import NamespaceController
+from .operators import OPERATORS, Admit
 from .podstatus import is_pod_ready
 from .processes import ProcessRuntime
 from .reactor import Reactor
@@ -43,7 +44,10 @@ class Cluster:
         store: StoreLike,
         settings: ClusterSettings | None = None,
         served: ResourceRegistry | None = None,
+        admit: Admit | None = None,
     ) -> None:
+        """``admit`` applies the API server's defaults to objects the simulated operators
+        create (a Service's cluster IP, a pod's defaults)."""
         self.store = store
         self.settings = settings or ClusterSettings()
         self.served = served or ResourceRegistry()
@@ -74,6 +78,10 @@ class Cluster:
         )
         self._services = ServiceProxies(self._endpoints)
         self._crds = CrdController(self.served, self._writer, self.store.list)
+        self._operators = {
+            operator.plural: operator(self._writer, self.store.list, admit or _no_defaults)
+            for operator in OPERATORS
+        }
         self._unsubscribe: Callable[[], None] | None = None
         self._node_lock = threading.Lock()
         self._node_count = 0
@@ -169,7 +177,7 @@ class Cluster:
 
     def _on_store_event(self, event_type: str, resource: str, obj: dict[str, Any]) -> None:
         """Runs on the writer's thread: only hand the event to the reactor."""
-        if resource in WATCHED:
+        if resource in WATCHED or resource in self._operators:
             self._reactor.submit(lambda: self._dispatch(event_type, resource, obj))
 
     def _endpoints(self, namespace: str, selector: dict[str, str]) -> list[Obj]:
@@ -199,6 +207,10 @@ class Cluster:
         return True
 
     def _dispatch(self, event_type: str, resource: str, obj: Obj) -> None:
+        operator = self._operators.get(resource)
+        if operator is not None:
+            operator.on_object(event_type, obj)
+            return
         if not self._cache.apply(event_type, resource, obj):
             return  # an older version than the cluster already acted on
         if resource == "nodes" and not self._node_placement_changed(event_type, obj):
@@ -207,6 +219,8 @@ class Cluster:
             self._scheduler.on_pod(event_type, obj)
             self._kubelets.on_pod(event_type, obj)
             self._daemonsets.on_pod(event_type, obj)
+            for operator in self._operators.values():
+                operator.on_pod(event_type, obj)
         elif resource == "nodes":
             self._kubelets.on_node(event_type, obj)
             self._daemonsets.on_node(event_type, obj)
@@ -219,3 +233,7 @@ class Cluster:
             self._services.on_service(event_type, obj)
         elif resource == CRDS:
             self._crds.on_crd(event_type, obj)
+
+
+def _no_defaults(resource: str, obj: dict[str, Any]) -> None:
+    """Without the API server's defaulter, objects are stored as built."""

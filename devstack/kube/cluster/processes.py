@@ -29,6 +29,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 from collections.abc import Callable, Mapping
@@ -159,7 +160,7 @@ class ProcessRuntime:
         home.mkdir(parents=True, exist_ok=True)
         env = {k: v if program.env.get(k) == v else _rewrite(v, mounts) for k, v in env.items()}
         env["HOME"] = env["HOME"] if _under_any(env.get("HOME", ""), mounts) else str(home)
-        env["PATH"] = os.environ.get("PATH", "")
+        env["PATH"] = stack_path()
         working = container.get("workingDir")
         cwd = Path(_rewrite(str(working), mounts)) if working else home
         if not working and program.working_dir:
@@ -338,6 +339,14 @@ class ProcessRuntime:
             return
         # emptyDir, and volumes a process cannot have (NFS, PVCs, host paths): an empty
         # directory of the pod's own.
+
+
+def stack_path() -> str:
+    """Where containers' programs are found: the scripts beside the stack's own Python (its
+    virtual environment's ``bin``, whether or not it is activated), then the stack's ``PATH``."""
+    scripts = str(Path(sys.executable).parent)
+    rest = [d for d in os.environ.get("PATH", "").split(os.pathsep) if d and d != scripts]
+    return os.pathsep.join([scripts, *rest])
 
 
 def _data_of(obj: dict[str, Any], *, secret: bool) -> dict[str, str]:

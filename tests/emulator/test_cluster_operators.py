@@ -1,0 +1,301 @@
+"""The simulated operators, through the real client: each turns its custom object into the pods
+and Services its real operator makes (names and labels as the real one's), keeps the workers at
+the requested count, makes a deleted head again, writes status, and takes everything away with
+the object. With the process runtime, a Dask cluster computes for real."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import distributed
+import kubernetes.client
+import pytest
+
+from devstack.kube import KubernetesEmulator
+from devstack.kube.cluster.programs import ImageProgram
+from devstack.kube.crds import crd
+from tests.emulator.conftest import WaitUntil
+
+DASK_IMAGE = "ghcr.io/dask/dask:2026.8.0"
+
+
+@pytest.fixture(autouse=True)
+def node(emulator: KubernetesEmulator) -> None:
+    """A node for the operators' pods to run on."""
+    emulator.cluster.add_node("node-1")
+
+
+def _install(
+    extensions: kubernetes.client.ApiextensionsV1Api, wait_until: WaitUntil, plural: str
+) -> None:
+    body = crd(plural)
+    extensions.create_custom_resource_definition(body)
+
+    def established() -> bool:
+        found = extensions.read_custom_resource_definition(body["metadata"]["name"])
+        conditions = (found.status.conditions if found.status else None) or []
+        return any(c.type == "Established" and c.status == "True" for c in conditions)
+
+    wait_until(established)
+
+
+def _pods(core_v1: kubernetes.client.CoreV1Api, namespace: str, selector: str) -> list[Any]:
+    pods = core_v1.list_namespaced_pod(namespace, label_selector=selector).items
+    return [p for p in pods if p.metadata.deletion_timestamp is None]
+
+
+def _dask_cluster(name: str, workers: int, *, command: bool = False) -> dict[str, Any]:
+    def container(role: str, args: list[str]) -> dict[str, Any]:
+        spec: dict[str, Any] = {"name": role, "image": DASK_IMAGE}
+        if command:
+            spec["args"] = args
+        return spec
+
+    scheduler_args = ["dask", "scheduler", "--host", "$(POD_IP)", "--dashboard-address", ":0"]
+    worker_args = ["dask", "worker", "--name", "$(DASK_WORKER_NAME)", "--host", "$(POD_IP)"]
+    worker_args += ["--nthreads", "1", "--no-dashboard"]
+    return {
+        "apiVersion": "kubernetes.dask.org/v1",
+        "kind": "DaskCluster",
+        "metadata": {"name": name},
+        "spec": {
+            "worker": {
+                "replicas": workers,
+                "spec": {"containers": [container("worker", worker_args)]},
+            },
+            "scheduler": {
+                "spec": {
+                    "containers": [
+                        {
+                            **container("scheduler", scheduler_args),
+                            "ports": [{"name": "tcp-comm", "containerPort": 8786}],
+                            "readinessProbe": {
+                                "tcpSocket": {"port": "tcp-comm"},
+                                "periodSeconds": 1,
+                            },
+                        }
+                    ]
+                },
+                "service": {
+                    "selector": {
+                        "dask.org/cluster-name": name,
+                        "dask.org/component": "scheduler",
+                    },
+                    "ports": [{"name": "tcp-comm", "port": 8786, "targetPort": "tcp-comm"}],
+                },
+            },
+        },
+    }
+
+
+def _dask_status(objects: kubernetes.client.CustomObjectsApi, ns: str, name: str) -> Any:
+    found = objects.get_namespaced_custom_object(
+        "kubernetes.dask.org", "v1", ns, "daskclusters", name
+    )
+    return found.get("status") or {}
+
+
+def test_a_dask_cluster_becomes_a_scheduler_its_service_and_workers(
+    extensions: kubernetes.client.ApiextensionsV1Api,
+    objects: kubernetes.client.CustomObjectsApi,
+    core_v1: kubernetes.client.CoreV1Api,
+    namespace: str,
+    wait_until: WaitUntil,
+) -> None:
+    _install(extensions, wait_until, "daskclusters")
+    objects.create_namespaced_custom_object(
+        "kubernetes.dask.org", "v1", namespace, "daskclusters", _dask_cluster("dk", 2)
+    )
+    scheduler_selector = "dask.org/cluster-name=dk,dask.org/component=scheduler"
+    worker_selector = "dask.org/cluster-name=dk,dask.org/component=worker"
+    wait_until(lambda: len(_pods(core_v1, namespace, worker_selector)) == 2)
+    (scheduler,) = _pods(core_v1, namespace, scheduler_selector)
+    assert scheduler.metadata.name.startswith("dk-scheduler-")
+    assert scheduler.metadata.owner_references[0].kind == "DaskCluster"
+    service = core_v1.read_namespaced_service("dk-scheduler", namespace)
+    assert service.spec.ports[0].name == "tcp-comm" and service.spec.cluster_ip
+    for worker in _pods(core_v1, namespace, worker_selector):
+        assert worker.metadata.labels["dask.org/workergroup-name"] == "dk-default"
+        env = {e.name: e.value for e in worker.spec.containers[0].env}
+        assert worker.metadata.name.startswith(env["DASK_WORKER_NAME"] + "-")
+        assert env["DASK_WORKER_NAME"].startswith("dk-default-worker-")
+        assert env["DASK_SCHEDULER_ADDRESS"] == (
+            f"tcp://dk-scheduler.{namespace}.svc.cluster.local:8786"
+        )
+    wait_until(
+        lambda: _dask_status(objects, namespace, "dk") == {"phase": "Running", "replicas": 2}
+    )
+
+    # Scaling follows spec.worker.replicas, both ways.
+    for replicas in (3, 1):
+        objects.patch_namespaced_custom_object(
+            "kubernetes.dask.org",
+            "v1",
+            namespace,
+            "daskclusters",
+            "dk",
+            {"spec": {"worker": {"replicas": replicas}}},
+        )
+        wait_until(lambda r=replicas: len(_pods(core_v1, namespace, worker_selector)) == r)
+
+    # A deleted scheduler pod is made again, under its Deployment's name.
+    core_v1.delete_namespaced_pod(scheduler.metadata.name, namespace, grace_period_seconds=0)
+
+    def replaced() -> bool:
+        now = _pods(core_v1, namespace, scheduler_selector)
+        return len(now) == 1 and now[0].metadata.name != scheduler.metadata.name
+
+    wait_until(replaced)
+    objects.delete_namespaced_custom_object(
+        "kubernetes.dask.org", "v1", namespace, "daskclusters", "dk"
+    )
+    wait_until(lambda: not _pods(core_v1, namespace, "dask.org/cluster-name=dk"))
+    wait_until(lambda: not core_v1.list_namespaced_service(namespace).items)
+
+
+def test_a_ray_cluster_becomes_a_head_its_service_and_workers_within_bounds(
+    extensions: kubernetes.client.ApiextensionsV1Api,
+    objects: kubernetes.client.CustomObjectsApi,
+    core_v1: kubernetes.client.CoreV1Api,
+    namespace: str,
+    wait_until: WaitUntil,
+) -> None:
+    _install(extensions, wait_until, "rayclusters")
+    template = {"spec": {"containers": [{"name": "ray", "image": "rayproject/ray:2.40.0"}]}}
+    body = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        "metadata": {"name": "rc"},
+        "spec": {
+            "headGroupSpec": {"rayStartParams": {}, "template": template},
+            "workerGroupSpecs": [
+                {
+                    "groupName": "cpu",
+                    "replicas": 5,
+                    "minReplicas": 1,
+                    "maxReplicas": 3,
+                    "template": template,
+                }
+            ],
+        },
+    }
+    objects.create_namespaced_custom_object("ray.io", "v1", namespace, "rayclusters", body)
+    wait_until(
+        lambda: len(_pods(core_v1, namespace, "ray.io/cluster=rc,ray.io/node-type=worker")) == 3
+    )
+    (head,) = _pods(core_v1, namespace, "ray.io/cluster=rc,ray.io/node-type=head")
+    assert (
+        head.metadata.name.startswith("rc-head-") and len(head.metadata.name) == len("rc-head-") + 5
+    )
+    assert head.metadata.labels["ray.io/group"] == "headgroup"
+    workers = _pods(core_v1, namespace, "ray.io/cluster=rc,ray.io/group=cpu")
+    assert all(w.metadata.name.startswith("rc-cpu-worker-") for w in workers)
+    service = core_v1.read_namespaced_service("rc-head-svc", namespace)
+    assert service.spec.cluster_ip == "None"
+    assert {p.name for p in service.spec.ports} >= {"gcs-server", "dashboard", "client"}
+
+    def ready() -> Any:
+        status = objects.get_namespaced_custom_object(
+            "ray.io", "v1", namespace, "rayclusters", "rc"
+        )
+        return status.get("status", {}).get("state") == "ready" and status["status"]
+
+    status = wait_until(ready)
+    assert status["desiredWorkerReplicas"] == 3 and status["readyWorkerReplicas"] == 3
+    assert status["head"]["podName"] == head.metadata.name
+    core_v1.delete_namespaced_pod(head.metadata.name, namespace, grace_period_seconds=0)
+
+    def new_head() -> bool:
+        now = _pods(core_v1, namespace, "ray.io/cluster=rc,ray.io/node-type=head")
+        return len(now) == 1 and now[0].metadata.name != head.metadata.name
+
+    wait_until(new_head)
+
+
+def test_a_spark_connect_becomes_a_server_its_service_and_executors(
+    extensions: kubernetes.client.ApiextensionsV1Api,
+    objects: kubernetes.client.CustomObjectsApi,
+    core_v1: kubernetes.client.CoreV1Api,
+    namespace: str,
+    wait_until: WaitUntil,
+) -> None:
+    _install(extensions, wait_until, "sparkconnects")
+    body = {
+        "apiVersion": "sparkoperator.k8s.io/v1alpha1",
+        "kind": "SparkConnect",
+        "metadata": {"name": "sc"},
+        "spec": {
+            "sparkVersion": "4.0.0",
+            "image": "spark:4.0.0",
+            "server": {"cores": 1, "memory": "1g"},
+            "executor": {"cores": 1, "memory": "1g", "instances": 2},
+        },
+    }
+    objects.create_namespaced_custom_object(
+        "sparkoperator.k8s.io", "v1alpha1", namespace, "sparkconnects", body
+    )
+    executors = "sparkoperator.k8s.io/connect-name=sc,spark-role=executor"
+    wait_until(lambda: len(_pods(core_v1, namespace, executors)) == 2)
+    server = core_v1.read_namespaced_pod("sc-server", namespace)
+    assert server.metadata.labels["spark-role"] == "connect-server"
+    assert server.spec.containers[0].name == "spark-kubernetes-driver"
+    assert sorted(p.metadata.name for p in _pods(core_v1, namespace, executors)) == [
+        "sc-exec-1",
+        "sc-exec-2",
+    ]
+    ports = {
+        p.name: p.port for p in core_v1.read_namespaced_service("sc-server", namespace).spec.ports
+    }
+    assert ports["spark-connect-server"] == 15002
+
+    def ready() -> Any:
+        found = objects.get_namespaced_custom_object(
+            "sparkoperator.k8s.io", "v1alpha1", namespace, "sparkconnects", "sc"
+        )
+        status = found.get("status") or {}
+        return (
+            status.get("state") == "Ready" and status.get("executors") == {"running": 2} and status
+        )
+
+    status = wait_until(ready)
+    assert status["server"] == {
+        "podName": "sc-server",
+        "podIp": server.status.pod_ip or status["server"]["podIp"],
+        "serviceName": "sc-server",
+    }
+
+
+@pytest.mark.cluster_settings(programs={"*/dask/dask": ImageProgram()})
+def test_a_dask_cluster_of_real_processes_computes(
+    extensions: kubernetes.client.ApiextensionsV1Api,
+    objects: kubernetes.client.CustomObjectsApi,
+    core_v1: kubernetes.client.CoreV1Api,
+    emulator: KubernetesEmulator,
+    namespace: str,
+    wait_until: WaitUntil,
+) -> None:
+    _install(extensions, wait_until, "daskclusters")
+    objects.create_namespaced_custom_object(
+        "kubernetes.dask.org",
+        "v1",
+        namespace,
+        "daskclusters",
+        _dask_cluster("real", 2, command=True),
+    )
+    address = wait_until(
+        lambda: core_v1.read_namespaced_service("real-scheduler", namespace).spec.cluster_ip
+    )
+    assert address.startswith("127.")
+    selector = "dask.org/cluster-name=real,dask.org/component=scheduler"
+
+    def scheduler_ready() -> bool:
+        pods = _pods(core_v1, namespace, selector)
+        conditions = (pods[0].status.conditions or []) if pods else []
+        return any(c.type == "Ready" and c.status == "True" for c in conditions)
+
+    wait_until(scheduler_ready, timeout=60)
+    with distributed.Client(f"tcp://{address}:8786", timeout=30) as client:
+        client.wait_for_workers(2, timeout=60)
+        assert client.submit(sum, range(10)).result(timeout=30) == 45
+        names = {w["name"] for w in client.scheduler_info()["workers"].values()}
+    assert all(str(n).startswith("real-default-worker-") for n in names), names
