@@ -1,0 +1,1 @@
+"""Users' compute clusters (Dask, Ray, Spark), run by the operators a platform already has."""
