@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -371,3 +372,74 @@ def test_lab_internal_url_rejects_bad_templates(template: str, problem: str) -> 
 def test_lab_internal_url_problem_shows_what_the_template_gives() -> None:
     (problem,) = _problems({**MINIMAL, "lab": {**LAB, "internalUrl": "{service}:{port}"}})
     assert "'nb-someone-lab:8888'" in problem
+
+
+def test_clusters_and_budgets_have_working_defaults() -> None:
+    config = parse_config(MINIMAL)
+    clusters = config.clusters
+    assert clusters.kinds == ("daskclusters", "rayclusters", "sparkclusters")
+    (tier,) = clusters.tiers
+    assert (tier.name, tier.id, tier.cores, tier.cores_limit) == ("small", "small", 1.0, 2.0)
+    assert clusters.default_worker_tier == clusters.default_head_tier == "small"
+    assert config.budgets.default.clusters == 1 and config.budgets.groups == ()
+
+
+def test_tiers_and_group_budgets_are_read() -> None:
+    raw = {
+        **MINIMAL,
+        "clusters": {
+            "kinds": ["daskclusters"],
+            "tiers": [
+                {"name": "small", "cores": "500m", "memory": "2Gi"},
+                {
+                    "name": "gpu",
+                    "id": "t-9",
+                    "cores": 4,
+                    "memory": "32Gi",
+                    "gpus": 1,
+                    "nodePool": "gpu",
+                    "kinds": ["rayclusters"],
+                },
+            ],
+            "defaultHeadTier": "gpu",
+        },
+        "budgets": {"groups": [{"group": "g-science", "clusters": 3, "memory": "256Gi"}]},
+    }
+    config = parse_config(raw)
+    small, gpu = config.clusters.tiers
+    assert (small.cores, small.cores_limit, small.memory) == (0.5, 0.5, 2 * 2**30)
+    assert (gpu.id, gpu.gpus, gpu.node_pool, gpu.kinds) == ("t-9", 1, "gpu", ("rayclusters",))
+    assert config.clusters.tier("gpu") == gpu and config.clusters.tier("huge") is None
+    assert (config.clusters.default_worker_tier, config.clusters.default_head_tier) == (
+        "small",
+        "gpu",
+    )
+    (group,) = config.budgets.groups
+    assert group.group == "g-science"
+    assert (group.budget.clusters, group.budget.memory, group.budget.workers) == (3, 256 * 2**30, 4)
+
+
+@pytest.mark.parametrize(
+    ("clusters", "problem"),
+    [
+        (
+            {"kinds": ["sparkjobs"]},
+            "clusters.kinds[0]: Must be one of: daskclusters, rayclusters, sparkclusters.",
+        ),
+        ({"tiers": []}, "clusters.tiers: Shorter than minimum length 1."),
+        (
+            {"tiers": [{"name": "a", "cores": 1, "memory": "1Gi"}] * 2},
+            "clusters.tiers: duplicate names: a",
+        ),
+        (
+            {"tiers": [{"name": "a", "cores": 2, "coresLimit": 1, "memory": "1Gi"}]},
+            "clusters.tiers[0].coresLimit: must not be less than cores",
+        ),
+        ({"defaultWorkerTier": "huge"}, "clusters.defaultWorkerTier: not a tier; tiers are: small"),
+    ],
+)
+def test_bad_cluster_settings_are_refused_with_their_key(
+    clusters: dict[str, Any], problem: str
+) -> None:
+    problems = _problems({**MINIMAL, "clusters": clusters})
+    assert any(p.startswith(problem) for p in problems), problems

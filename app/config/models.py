@@ -271,6 +271,68 @@ class LimitsConfig:
 
 
 @dataclass(frozen=True)
+class HardwareTier:
+    """Resources and placement one pod of a compute cluster can be given, by name.
+
+    ``cores`` is what the scheduler reserves and ``cores_limit`` what the pod may burst to;
+    memory is both. ``node_pool``, when set, is the value of ``ClustersConfig.node_pool_label``
+    the pod must run on. ``kinds``, when not empty, restricts the tier to those kinds of
+    cluster (the seed's ``computeClusterRestrictions``).
+    """
+
+    name: str
+    id: str
+    cores: float
+    cores_limit: float
+    memory: int
+    gpus: int
+    node_pool: str | None
+    kinds: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ClustersConfig:
+    """Users' compute clusters: the kinds offered, the hardware tiers, the defaults."""
+
+    kinds: tuple[str, ...]
+    tiers: tuple[HardwareTier, ...]
+    default_worker_tier: str
+    default_head_tier: str
+    node_pool_label: str
+    max_workers: int
+    """The most workers any one cluster may have, whatever a budget allows."""
+
+    def tier(self, name: str) -> HardwareTier | None:
+        return next((t for t in self.tiers if t.name == name), None)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What one user may hold at once across their compute clusters."""
+
+    clusters: int
+    workers: int
+    cpu: float
+    memory: int
+    gpus: int
+
+
+@dataclass(frozen=True)
+class GroupBudget:
+    group: str
+    budget: Budget
+
+
+@dataclass(frozen=True)
+class BudgetsConfig:
+    """Per-group budgets; a user gets, limit by limit, the largest of their groups', or
+    ``default`` when no group of theirs has one."""
+
+    default: Budget
+    groups: tuple[GroupBudget, ...]
+
+
+@dataclass(frozen=True)
 class Config:
     """The whole service configuration."""
 
@@ -286,3 +348,5 @@ class Config:
     prepuller: PrepullerConfig
     watcher: WatcherConfig
     limits: LimitsConfig
+    clusters: ClustersConfig
+    budgets: BudgetsConfig

@@ -17,9 +17,14 @@ from marshmallow import (
 )
 
 from app.config.models import (
+    Budget,
+    BudgetsConfig,
+    ClustersConfig,
     Config,
     CopiedSecret,
     GafaelfawrConfig,
+    GroupBudget,
+    HardwareTier,
     ImagesConfig,
     InitContainer,
     KubernetesConfig,
@@ -41,6 +46,7 @@ from app.config.models import (
 from app.config.url_template import DEFAULT_TEMPLATE, template_problem
 from app.quantities import parse_cpu, parse_memory
 from app.schemas.base import StrictCamelCaseSchema, camel_case
+from app.workloads.cluster.adapters import ADAPTERS
 
 _POSITIVE = validate.Range(min=0, min_inclusive=False)
 _ENV_NAME = validate.Regexp(
@@ -541,6 +547,110 @@ class LimitsSchema(StrictCamelCaseSchema):
         return LimitsConfig(**data)
 
 
+class HardwareTierSchema(StrictCamelCaseSchema):
+    name = fields.String(required=True, validate=_DNS_LABEL)
+    id = fields.String(load_default=None, validate=validate.Length(min=1, max=63))
+    cores = CpuField(required=True)
+    cores_limit = CpuField(load_default=None)
+    memory = MemoryField(required=True)
+    gpus = fields.Integer(load_default=0, validate=validate.Range(min=0))
+    node_pool = fields.String(load_default=None, validate=validate.Length(min=1, max=63))
+    kinds = fields.List(fields.String(validate=validate.OneOf(sorted(ADAPTERS))), load_default=list)
+
+    @validates_schema
+    def _limit_not_below_request(self, data: dict[str, Any], **_: Any) -> None:
+        limit = data.get("cores_limit")
+        if limit is not None and limit < data.get("cores", 0):
+            raise ValidationError("must not be less than cores", "coresLimit")
+
+    @post_load
+    def _build(self, data: dict[str, Any], **_: Any) -> HardwareTier:
+        return HardwareTier(
+            name=data["name"],
+            id=data["id"] or data["name"],
+            cores=data["cores"],
+            cores_limit=data["cores_limit"] or data["cores"],
+            memory=data["memory"],
+            gpus=data["gpus"],
+            node_pool=data["node_pool"],
+            kinds=tuple(data["kinds"]),
+        )
+
+
+DEFAULT_TIERS = [{"name": "small", "cores": 1, "coresLimit": 2, "memory": "4Gi"}]
+"""One modest tier, so that clusters work before an operator describes their hardware."""
+
+
+class ClustersSchema(StrictCamelCaseSchema):
+    kinds = fields.List(
+        fields.String(validate=validate.OneOf(sorted(ADAPTERS))),
+        load_default=lambda: sorted(ADAPTERS),
+    )
+    tiers = fields.List(
+        fields.Nested(HardwareTierSchema),
+        load_default=lambda: [HardwareTierSchema().load(t) for t in DEFAULT_TIERS],
+        validate=validate.Length(min=1),
+    )
+    default_worker_tier = fields.String(load_default=None)
+    default_head_tier = fields.String(load_default=None)
+    node_pool_label = fields.String(
+        load_default="lab-spawner.jupyter.org/node-pool", validate=validate.Length(min=1)
+    )
+    max_workers = fields.Integer(load_default=32, validate=validate.Range(min=1, max=1000))
+
+    @validates_schema
+    def _tiers(self, data: dict[str, Any], **_: Any) -> None:
+        names = [tier.name for tier in data.get("tiers") or []]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValidationError(f"duplicate names: {', '.join(duplicates)}", "tiers")
+        for key in ("default_worker_tier", "default_head_tier"):
+            if data.get(key) is not None and data[key] not in names:
+                raise ValidationError(f"not a tier; tiers are: {', '.join(names)}", camel_case(key))
+
+    @post_load
+    def _build(self, data: dict[str, Any], **_: Any) -> ClustersConfig:
+        first = data["tiers"][0].name
+        return ClustersConfig(
+            kinds=tuple(data["kinds"]),
+            tiers=tuple(data["tiers"]),
+            default_worker_tier=data["default_worker_tier"] or first,
+            default_head_tier=data["default_head_tier"] or first,
+            node_pool_label=data["node_pool_label"],
+            max_workers=data["max_workers"],
+        )
+
+
+class BudgetSchema(StrictCamelCaseSchema):
+    clusters = fields.Integer(load_default=1, validate=validate.Range(min=0))
+    workers = fields.Integer(load_default=4, validate=validate.Range(min=0))
+    cpu = fields.Float(load_default=8.0, validate=validate.Range(min=0))
+    memory = MemoryField(load_default=32 * 2**30)
+    gpus = fields.Integer(load_default=0, validate=validate.Range(min=0))
+
+    @post_load
+    def _build(self, data: dict[str, Any], **_: Any) -> Budget:
+        return Budget(**data)
+
+
+class GroupBudgetSchema(BudgetSchema):
+    group = fields.String(required=True, validate=validate.Length(min=1))
+
+    @post_load
+    def _build(self, data: dict[str, Any], **_: Any) -> GroupBudget:
+        group = data.pop("group")
+        return GroupBudget(group=group, budget=Budget(**data))
+
+
+class BudgetsSchema(StrictCamelCaseSchema):
+    default = fields.Nested(BudgetSchema, load_default=lambda: BudgetSchema().load({}))
+    groups = fields.List(fields.Nested(GroupBudgetSchema), load_default=list)
+
+    @post_load
+    def _build(self, data: dict[str, Any], **_: Any) -> BudgetsConfig:
+        return BudgetsConfig(default=data["default"], groups=tuple(data["groups"]))
+
+
 class ConfigSchema(StrictCamelCaseSchema):
     log_level = fields.String(
         load_default="INFO",
@@ -559,6 +669,8 @@ class ConfigSchema(StrictCamelCaseSchema):
     prepuller = fields.Nested(PrepullerSchema, load_default=lambda: PrepullerSchema().load({}))
     watcher = fields.Nested(WatcherSchema, load_default=lambda: WatcherSchema().load({}))
     limits = fields.Nested(LimitsSchema, load_default=lambda: LimitsSchema().load({}))
+    clusters = fields.Nested(ClustersSchema, load_default=lambda: ClustersSchema().load({}))
+    budgets = fields.Nested(BudgetsSchema, load_default=lambda: BudgetsSchema().load({}))
 
     @validates_schema
     def _unique_prepull_names(self, data: dict[str, Any], **_: Any) -> None:
