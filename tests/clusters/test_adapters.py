@@ -137,3 +137,10 @@ def test_resolve_follows_json_pointers_and_misses_softly() -> None:
     assert resolve(obj, "/spec/a~1b/~0") == 1
     assert resolve(obj, "/spec/groups/1/replicas") is None
     assert resolve(obj, "/spec/missing") is None
+
+
+def test_a_clusters_usage_counts_its_workers_and_its_head() -> None:
+    usage = _shape("u").usage()
+    assert (usage.clusters, usage.workers, usage.gpus) == (1, 2, 0)
+    assert usage.cpu == 2 * 1 + 0.5
+    assert usage.memory == 2 * 4 * GIB + 2 * GIB

@@ -16,6 +16,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.models.usage import Usage
+
 OWNER_LABEL = "lab-spawner.jupyter.org/user"
 """The username of a cluster's owner, on the cluster object and every pod template."""
 
@@ -61,6 +63,17 @@ class ClusterShape:
     max_workers: int
     worker: PodShape
     head: PodShape
+
+    def usage(self) -> Usage:
+        """What the cluster holds against its owner's budget: itself, its workers, and the
+        CPU, memory and GPUs its pods request (head included)."""
+        return Usage(
+            clusters=1,
+            workers=self.workers,
+            cpu=self.workers * self.worker.cpu_request + self.head.cpu_request,
+            memory=self.workers * self.worker.memory + self.head.memory,
+            gpus=self.workers * self.worker.gpus + self.head.gpus,
+        )
 
 
 class ClusterAdapter(ABC):

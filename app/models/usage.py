@@ -1,0 +1,34 @@
+"""What workloads hold, in the terms budgets count: the one currency of ``app.services.budgets``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What some workloads hold, in the budget's terms."""
+
+    clusters: int = 0
+    workers: int = 0
+    cpu: float = 0.0
+    memory: int = 0
+    gpus: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            clusters=self.clusters + other.clusters,
+            workers=self.workers + other.workers,
+            cpu=self.cpu + other.cpu,
+            memory=self.memory + other.memory,
+            gpus=self.gpus + other.gpus,
+        )
+
+    def __sub__(self, other: Usage) -> Usage:
+        return Usage(
+            clusters=self.clusters - other.clusters,
+            workers=self.workers - other.workers,
+            cpu=self.cpu - other.cpu,
+            memory=self.memory - other.memory,
+            gpus=self.gpus - other.gpus,
+        )
