@@ -436,6 +436,14 @@ def test_tiers_and_group_budgets_are_read() -> None:
             "clusters.tiers[0].coresLimit: must not be less than cores",
         ),
         ({"defaultWorkerTier": "huge"}, "clusters.defaultWorkerTier: not a tier; tiers are: small"),
+        (
+            {"tiers": [{"name": "a", "id": "gpu a100", "cores": 1, "memory": "1Gi"}]},
+            "clusters.tiers[0].id: must be a label value",
+        ),
+        (
+            {"tiers": [{"name": "a", "nodePool": "-gpu", "cores": 1, "memory": "1Gi"}]},
+            "clusters.tiers[0].nodePool: must be a label value",
+        ),
     ],
 )
 def test_bad_cluster_settings_are_refused_with_their_key(

@@ -547,14 +547,25 @@ class LimitsSchema(StrictCamelCaseSchema):
         return LimitsConfig(**data)
 
 
+_LABEL_VALUE = validate.And(
+    validate.Length(min=1, max=63),
+    validate.Regexp(
+        r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$",
+        error="must be a label value: letters, digits, '-', '_' and '.', starting and ending "
+        "with a letter or digit",
+    ),
+)
+"""A Kubernetes label value (a tier's id and node pool become labels and node selectors)."""
+
+
 class HardwareTierSchema(StrictCamelCaseSchema):
     name = fields.String(required=True, validate=_DNS_LABEL)
-    id = fields.String(load_default=None, validate=validate.Length(min=1, max=63))
+    id = fields.String(load_default=None, validate=_LABEL_VALUE)
     cores = CpuField(required=True)
     cores_limit = CpuField(load_default=None)
     memory = MemoryField(required=True)
     gpus = fields.Integer(load_default=0, validate=validate.Range(min=0))
-    node_pool = fields.String(load_default=None, validate=validate.Length(min=1, max=63))
+    node_pool = fields.String(load_default=None, validate=_LABEL_VALUE)
     kinds = fields.List(fields.String(validate=validate.OneOf(sorted(ADAPTERS))), load_default=list)
 
     @validates_schema
