@@ -55,6 +55,13 @@ class ConflictError(ServiceError):
     code = "conflict"
 
 
+class QuotaExceededError(ServiceError):
+    """The request would take its user past a limit of their budget; nothing was created."""
+
+    status = 409
+    code = "quota_exceeded"
+
+
 class DependencyUnavailableError(ServiceError):
     """A service we depend on (Gafaelfawr, Redis, Kubernetes) did not answer usefully."""
 

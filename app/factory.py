@@ -46,11 +46,12 @@ def build_app(config: Config | None = None) -> Flask:
     register_error_handlers(app)
 
     from blueprints.admin import admin
+    from blueprints.clusters import clusters
     from blueprints.docs import docs
     from blueprints.health import health
     from blueprints.prepull import prepull
     from blueprints.spawner import spawner
 
-    for blueprint in (health, spawner, prepull, admin, docs):
+    for blueprint in (health, spawner, clusters, prepull, admin, docs):
         api_ext.register_blueprint(app, blueprint)
     return app

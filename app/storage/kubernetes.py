@@ -18,6 +18,7 @@ import logging
 import random
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from kubernetes import client as k8s
@@ -57,6 +58,19 @@ class KubernetesError(Exception):
 def is_transient(exc: KubernetesError) -> bool:
     """A failure worth trying again: unreachable, timed out, throttled or server trouble."""
     return exc.status in TRANSIENT_STATUSES
+
+
+@dataclass(frozen=True)
+class CustomKind:
+    """A custom resource, by where the API serves it."""
+
+    group: str
+    version: str
+    plural: str
+
+    def path(self, namespace: str, name: str | None = None) -> str:
+        path = f"/apis/{self.group}/{self.version}/namespaces/{namespace}/{self.plural}"
+        return path if name is None else f"{path}/{name}"
 
 
 class WatchExpired(Exception):
@@ -118,8 +132,9 @@ def send(
     path: str,
     *,
     query: list[tuple[str, Any]] | None = None,
-    body: dict[str, Any] | None = None,
+    body: dict[str, Any] | list[Any] | None = None,
     timeout: float | None = None,
+    content_type: str = "application/json",
 ) -> Any:
     """One request through ``api``; the unread urllib3 response of a 2xx answer.
 
@@ -130,7 +145,7 @@ def send(
     """
     headers = {"Accept": "application/json"}
     if body is not None:
-        headers["Content-Type"] = "application/json"
+        headers["Content-Type"] = content_type
     method, url, headers, _, post_params = api.param_serialize(
         method, path, query_params=query, header_params=headers, auth_settings=["BearerToken"]
     )
@@ -292,6 +307,52 @@ class KubernetesStorage:
 
     def read_service(self, namespace: str, name: str) -> dict[str, Any] | None:
         return self._get("services", namespace, name)
+
+    # Custom resources (compute clusters) ---------------------------------------------
+
+    def create_custom(self, kind: CustomKind, body: dict[str, Any]) -> dict[str, Any]:
+        path = kind.path(body["metadata"]["namespace"])
+        result: dict[str, Any] = _call(self._api, "POST", path, body=body)
+        return result
+
+    def read_custom(self, kind: CustomKind, namespace: str, name: str) -> dict[str, Any] | None:
+        try:
+            result: dict[str, Any] = _call(self._api, "GET", kind.path(namespace, name))
+        except KubernetesError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return result
+
+    def list_custom(
+        self, kind: CustomKind, namespace: str, label_selector: str
+    ) -> list[dict[str, Any]]:
+        query = [("labelSelector", label_selector)]
+        result = _call(self._api, "GET", kind.path(namespace), query=query)
+        return list(result.get("items") or [])
+
+    def patch_custom(
+        self, kind: CustomKind, namespace: str, name: str, patch: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        """Apply a JSON patch: exactly the fields it names change."""
+        result: dict[str, Any] = _call(
+            self._api,
+            "PATCH",
+            kind.path(namespace, name),
+            body=patch,
+            content_type="application/json-patch+json",
+        )
+        return result
+
+    def delete_custom(self, kind: CustomKind, namespace: str, name: str) -> bool:
+        """Ask for the object's deletion; False if it was already gone."""
+        try:
+            _call(self._api, "DELETE", kind.path(namespace, name))
+        except KubernetesError as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return True
 
     # Pods ----------------------------------------------------------------------------
 

@@ -92,7 +92,7 @@ def test_the_default_release() -> None:
         ["ConfigMap", "Deployment", "Service", "PodDisruptionBudget", "ServiceAccount"]
         + ["ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"]
         + ["PersistentVolumeClaim", "Deployment", "Service"]  # the in-chart Redis
-        + ["GafaelfawrIngress"] * 5
+        + ["GafaelfawrIngress"] * 6
     )
     server = _one(documents, "Deployment", "lab-spawner")
     spec = server["spec"]["template"]["spec"]
@@ -304,6 +304,10 @@ EXPECTED_SCOPES = {
     ("DELETE", "/spawner/v1/labs/rachel"): {"all": ["admin:notebook"]},
     ("POST", "/spawner/v1/labs/rachel/spawn"): {"all": ["exec:notebook"]},
     ("GET", "/spawner/v1/labs/rachel/events"): {"any": ["exec:notebook", "admin:notebook"]},
+    ("GET", "/spawner/v1/labs/rachel/clusters"): {"any": ["exec:notebook", "admin:notebook"]},
+    ("GET", "/spawner/v1/labs/rachel/clusters/rachel"): {
+        "any": ["exec:notebook", "admin:notebook"]
+    },
     ("GET", "/spawner/v1/user-status"): {"all": ["exec:notebook"]},
     ("GET", "/spawner/v1/spawn-form/rachel"): {"all": ["exec:notebook"]},
     ("GET", "/spawner/v1/images"): {"all": ["admin:notebook"]},

@@ -1,0 +1,220 @@
+"""The rules behind the cluster routes: what a user may create, and the answers about it.
+
+A request is checked whole before anything happens: the kind is offered, the user has a
+running lab (the cluster lives in its namespace and goes with it), the image is one the user
+may use (the lab's by default), the tiers exist and serve this kind, the worker counts are in
+bounds, and the cluster fits the user's budget with what they hold already. Only then is the
+cluster recorded and its creation queued, under the owner's budget lock, so two requests at
+once cannot both take the last of a budget.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+import uuid
+from dataclasses import asdict, dataclass, replace
+
+from app.builders.names import lab_namespace
+from app.config.models import HardwareTier
+from app.engine.engine import Engine
+from app.engine.workload import WorkloadRef
+from app.errors import (
+    ConflictError,
+    DependencyUnavailableError,
+    InvalidRequestError,
+    NotFoundError,
+    QuotaExceededError,
+)
+from app.models.cluster import ClusterRecord, ClusterStatus, cluster_json, parse_cluster
+from app.models.identity import UserInfo
+from app.models.images import ImageChoice
+from app.models.lab import LabStatus
+from app.models.usage import Usage
+from app.services.budgets import budget_for, budget_refusal
+from app.services.context import LabContext
+from app.storage.events import EventType
+from app.storage.workloads import DeleteQueued
+from app.workloads.cluster.adapters import ADAPTERS, ClusterShape, PodShape
+from app.workloads.cluster.kind import CLUSTER_KIND, cluster_ref, shape_to_json
+
+BUDGET_LOCK = "budget"
+"""The pseudo-kind of the per-owner lock taken while a request is checked against a budget."""
+BUDGET_LOCK_SECONDS = 5.0
+BUDGET_LOCK_WAIT_SECONDS = 2.0
+
+
+@dataclass(frozen=True)
+class ClusterRequest:
+    kind: str
+    workers: int
+    max_workers: int | None
+    worker_tier: str | None
+    head_tier: str | None
+    image: str | None
+
+
+class ClusterService:
+    def __init__(self, ctx: LabContext, engine: Engine) -> None:
+        self._ctx = ctx
+        self._engine = engine
+
+    # Reads ---------------------------------------------------------------------------
+
+    def clusters_of(self, owner: str) -> list[ClusterRecord]:
+        records = self._engine.store.records(CLUSTER_KIND)
+        prefix = f"{owner}/"
+        return sorted(
+            (parse_cluster(raw) for name, raw in records.items() if name.startswith(prefix)),
+            key=lambda record: record.name,
+        )
+
+    def cluster(self, owner: str, name: str) -> ClusterRecord:
+        raw = self._engine.store.record(cluster_ref(owner, name))
+        if raw is None:
+            raise NotFoundError(f"user {owner} has no cluster {name}")
+        return parse_cluster(raw)
+
+    # Create --------------------------------------------------------------------------
+
+    def create(self, user: UserInfo, request: ClusterRequest) -> ClusterRecord:
+        config = self._ctx.config.clusters
+        if request.kind not in config.kinds:
+            raise InvalidRequestError(
+                f"unknown kind {request.kind!r}; kinds are: {', '.join(config.kinds)}",
+                field="kind",
+            )
+        lab = self._ctx.labs.get(user.username)
+        if lab is None or lab.status is not LabStatus.RUNNING:
+            raise ConflictError(f"user {user.username} has no running lab to run a cluster beside")
+        image = str(lab.options.get("image") or "")
+        if request.image is not None:
+            choice = ImageChoice(reference=request.image, field="image")
+            image = self._ctx.images.resolve(choice, user).reference
+        worker = self._tier(
+            request.worker_tier or config.default_worker_tier, request.kind, "worker_tier"
+        )
+        head = self._tier(request.head_tier or config.default_head_tier, request.kind, "head_tier")
+        max_workers = request.max_workers if request.max_workers is not None else request.workers
+        if request.workers < 0:
+            raise InvalidRequestError("workers must not be negative", field="workers")
+        if max_workers < request.workers:
+            raise InvalidRequestError(
+                "max_workers must not be less than workers", field="max_workers"
+            )
+        if max_workers > config.max_workers:
+            raise InvalidRequestError(
+                f"max_workers must not exceed {config.max_workers}", field="max_workers"
+            )
+        assert user.uid is not None and user.gid is not None  # a running lab's user has them
+        adapter = ADAPTERS[request.kind]
+        shape = ClusterShape(
+            name=f"{request.kind.removesuffix('clusters')}-{secrets.token_hex(3)}",
+            namespace=lab_namespace(self._ctx.config.namespace_prefix, user.username),
+            owner=user.username,
+            uid=user.uid,
+            gid=user.gid,
+            image=image,
+            workers=request.workers,
+            max_workers=max_workers,
+            worker=self._pod_shape(worker),
+            head=self._pod_shape(head),
+        )
+        record = ClusterRecord(
+            kind=request.kind,
+            name=shape.name,
+            namespace=shape.namespace,
+            owner=user.username,
+            status=ClusterStatus.STARTING,
+            workers=shape.workers,
+            max_workers=shape.max_workers,
+            worker_tier=worker.name,
+            head_tier=head.name,
+            image=image,
+            usage=asdict(shape.usage()),
+        )
+        with self._budget_lock(user.username):
+            held = self._held(user.username)
+            refusal = budget_refusal(
+                budget_for(user, self._ctx.config.budgets), held, shape.usage()
+            )
+            if refusal is not None:
+                raise QuotaExceededError(refusal)
+            queued = self._engine.queue_spawn(
+                cluster_ref(user.username, shape.name),
+                record=cluster_json(record),
+                spec={"kind": request.kind, "shape": shape_to_json(shape)},
+                secret=None,
+                first_events=[(EventType.INFO, f"{adapter.kind} {shape.name} requested")],
+            )
+        if queued.rebuilding or not queued.queued:
+            raise ConflictError(f"cluster {shape.name} could not be queued; try again")
+        return record
+
+    def _tier(self, name: str, kind: str, field: str) -> HardwareTier:
+        config = self._ctx.config.clusters
+        tier = config.tier(name)
+        if tier is None:
+            names = ", ".join(t.name for t in config.tiers)
+            raise InvalidRequestError(f"unknown tier {name!r}; tiers are: {names}", field=field)
+        if tier.kinds and kind not in tier.kinds:
+            raise InvalidRequestError(
+                f"tier {name} is only for {', '.join(tier.kinds)}", field=field
+            )
+        return tier
+
+    def _pod_shape(self, tier: HardwareTier) -> PodShape:
+        label = self._ctx.config.clusters.node_pool_label
+        return PodShape(
+            cpu_request=tier.cores,
+            cpu_limit=tier.cores_limit,
+            memory=tier.memory,
+            gpus=tier.gpus,
+            node_selector={label: tier.node_pool} if tier.node_pool else {},
+            tier_id=tier.id,
+        )
+
+    def _held(self, owner: str) -> Usage:
+        """What the owner's clusters hold now (failed ones hold nothing)."""
+        total = Usage()
+        for record in self.clusters_of(owner):
+            if record.status is not ClusterStatus.FAILED:
+                total = total + Usage(**record.usage)  # type: ignore[arg-type]
+        return total
+
+    def _budget_lock(self, owner: str) -> _Lock:
+        return _Lock(self._engine, owner)
+
+    # Delete --------------------------------------------------------------------------
+
+    def delete(self, owner: str, name: str) -> None:
+        result = self._engine.queue_delete(
+            cluster_ref(owner, name),
+            terminating=_terminating,
+            first_events=[(EventType.INFO, f"Deletion of cluster {name} requested")],
+        )
+        if result is DeleteQueued.MISSING:
+            raise NotFoundError(f"user {owner} has no cluster {name}")
+
+
+class _Lock:
+    """The owner's budget lock: a short lease in Redis, waited for briefly."""
+
+    def __init__(self, engine: Engine, owner: str) -> None:
+        self._lease = engine.store.lease(
+            WorkloadRef(BUDGET_LOCK, owner), uuid.uuid4().hex, BUDGET_LOCK_SECONDS
+        )
+
+    def __enter__(self) -> None:
+        deadline = time.monotonic() + BUDGET_LOCK_WAIT_SECONDS
+        while not self._lease.acquire():
+            if time.monotonic() > deadline:
+                raise DependencyUnavailableError("another request of this user holds its budget")
+            time.sleep(0.02)
+
+    def __exit__(self, *_: object) -> None:
+        self._lease.release()
+
+
+def _terminating(raw: str) -> str:
+    return cluster_json(replace(parse_cluster(raw), status=ClusterStatus.TERMINATING, error=None))

@@ -1,0 +1,156 @@
+"""Compute clusters as a kind of workload: create the operator's object, follow its head.
+
+A spawn creates the cluster object its adapter builds (or adopts the one this cluster's
+earlier run created), waits for the operator to make the head pod and follows that pod until
+it is ready, failing fast as a lab does (an image that cannot be pulled, no node that fits,
+a crash loop). A delete removes the object and waits until the head is gone: the operator
+and Kubernetes' garbage collector take the rest.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, replace
+from typing import Any
+
+from app.engine.following import PodToFollow, follow_until_ready
+from app.engine.kind import Finished, Run, StepFailed, WorkloadKind
+from app.engine.workload import Action, WorkloadRef
+from app.models.cluster import ClusterStatus, cluster_json, parse_cluster
+from app.services.context import LabContext
+from app.storage.events import EventType
+from app.storage.kubernetes import CustomKind, KubernetesError, KubernetesStorage
+from app.workloads.cluster.adapters import (
+    ADAPTERS,
+    OWNER_LABEL,
+    ClusterAdapter,
+    ClusterShape,
+    PodShape,
+)
+
+CLUSTER_KIND = "cluster"
+HEAD_POLL_SECONDS = 0.25
+"""How often a spawn looks for the head pod until the operator has made it."""
+
+
+def cluster_ref(owner: str, name: str) -> WorkloadRef:
+    """A cluster's workload reference: its owner and name, as ``owner/name``."""
+    return WorkloadRef(CLUSTER_KIND, f"{owner}/{name}")
+
+
+def custom_kind(adapter: ClusterAdapter) -> CustomKind:
+    return CustomKind(adapter.group, adapter.version, adapter.plural)
+
+
+def shape_to_json(shape: ClusterShape) -> dict[str, Any]:
+    return asdict(shape)
+
+
+def shape_from_json(data: dict[str, Any]) -> ClusterShape:
+    return ClusterShape(
+        **{
+            **data,
+            "worker": PodShape(**data["worker"]),
+            "head": PodShape(**data["head"]),
+        }
+    )
+
+
+def selector_text(labels: dict[str, str]) -> str:
+    return ",".join(f"{key}={value}" for key, value in sorted(labels.items()))
+
+
+class ClusterKind(WorkloadKind):
+    """A user's compute cluster, named ``owner/name`` in the engine."""
+
+    name = CLUSTER_KIND
+
+    def __init__(self, ctx: LabContext) -> None:
+        self._ctx = ctx
+
+    def timeout(self, action: Action) -> float:
+        lab = self._ctx.config.lab
+        return lab.spawn_timeout if action is Action.SPAWN else lab.delete_timeout
+
+    def spawn(self, run: Run) -> Finished:
+        assert run.operation.spec is not None
+        adapter = ADAPTERS[str(run.operation.spec["kind"])]
+        shape = shape_from_json(run.operation.spec["shape"])
+        kube, reporter = self._ctx.kube, run.reporter
+        reporter.info(f"Creating {adapter.kind} {shape.name}", progress=10)
+        create_or_adopt(kube, adapter, shape)
+        reporter.info("Waiting for the operator to start the cluster's head", progress=30)
+        with run.waiting():
+            head = _wait_for_head(kube, run, adapter, shape)
+            pod = PodToFollow(shape.namespace, head["metadata"]["name"], noun="cluster head")
+            follow_until_ready(kube, reporter, pod, head)
+        current = self._ctx.labs.workloads.record(run.operation.ref)
+        if current is None:
+            raise StepFailed("the cluster's record is gone")
+        scheduler, dashboard = adapter.addresses(shape.name, shape.namespace)
+        record = replace(
+            parse_cluster(current),
+            status=ClusterStatus.RUNNING,
+            scheduler_address=scheduler,
+            dashboard_url=dashboard,
+            error=None,
+        )
+        return Finished(cluster_json(record), [(EventType.INFO, "The cluster is running")])
+
+    def delete(self, run: Run) -> Finished:
+        owner, _, name = run.operation.ref.name.partition("/")
+        current = self._ctx.labs.workloads.record(run.operation.ref)
+        if current is None:
+            return Finished(None)
+        record = parse_cluster(current)
+        adapter = ADAPTERS[record.kind]
+        kube = self._ctx.kube
+        kube.delete_custom(custom_kind(adapter), record.namespace, name)
+        run.reporter.info(f"Deleted {adapter.kind} {name}; waiting for its head to go")
+        selector = selector_text(adapter.head_selector(name))
+        with run.waiting():
+            while kube.list_pods(record.namespace, selector):
+                run.reporter.check()
+                time.sleep(HEAD_POLL_SECONDS)
+        return Finished(None, [(EventType.INFO, f"Cluster {name} of {owner} deleted")])
+
+    def failed_record(self, run: Run, message: str) -> str | None:
+        current = self._ctx.labs.workloads.record(run.operation.ref)
+        if current is None:
+            return None
+        failed = replace(parse_cluster(current), status=ClusterStatus.FAILED, error=message)
+        return cluster_json(failed)
+
+
+def create_or_adopt(kube: KubernetesStorage, adapter: ClusterAdapter, shape: ClusterShape) -> None:
+    """Create the cluster object; one of that name already there is adopted only if it is the
+    owner's (a run resumed after its worker died)."""
+    kind = custom_kind(adapter)
+    try:
+        kube.create_custom(kind, adapter.build(shape))
+    except KubernetesError as exc:
+        if exc.status != 409:
+            raise
+        existing = kube.read_custom(kind, shape.namespace, shape.name) or {}
+        labels = existing.get("metadata", {}).get("labels") or {}
+        if labels.get(OWNER_LABEL) != shape.owner:
+            raise StepFailed(
+                f"{adapter.kind} {shape.name} exists and is not this cluster"
+            ) from None
+
+
+def _wait_for_head(
+    kube: KubernetesStorage, run: Run, adapter: ClusterAdapter, shape: ClusterShape
+) -> dict[str, Any]:
+    """The head pod, once the operator has made it."""
+    selector = selector_text(adapter.head_selector(shape.name))
+    while True:
+        pods = [
+            p
+            for p in kube.list_pods(shape.namespace, selector)
+            if not p["metadata"].get("deletionTimestamp")
+        ]
+        if pods:
+            return pods[0]
+        run.reporter.check()
+        time.sleep(HEAD_POLL_SECONDS)

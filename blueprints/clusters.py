@@ -1,0 +1,84 @@
+"""Users' compute clusters: create one beside the lab, list, read and delete them."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from app.errors import (
+    ConflictError,
+    DependencyUnavailableError,
+    InvalidRequestError,
+    NotFoundError,
+    QuotaExceededError,
+    TooManyRequestsError,
+)
+from app.extensions import labs_ext, limits_ext
+from app.models.cluster import ClusterRecord
+from app.schemas.clusters import ClusterRequestSchema, ClusterSchema
+from app.services.auth import ADMIN, OWNER
+from app.services.clusters import ClusterRequest, ClusterService
+from app.web.api import ApiBlueprint, raises
+from app.web.auth import current_user, requires
+from app.web.bodies import load_body
+
+clusters = ApiBlueprint("clusters", __name__, url_prefix="/spawner/v1")
+
+_request = ClusterRequestSchema()
+
+
+def _service() -> ClusterService:
+    return ClusterService(labs_ext.context, labs_ext.engine)
+
+
+def _body(record: ClusterRecord) -> dict[str, Any]:
+    data = asdict(record)
+    data["status"] = record.status.value
+    return data
+
+
+@clusters.post("/labs/<username>/clusters")
+@clusters.request_body(ClusterRequestSchema)
+@clusters.response(201, ClusterSchema, description="The cluster, starting.")
+@raises(
+    InvalidRequestError,
+    ConflictError,
+    QuotaExceededError,
+    TooManyRequestsError,
+    DependencyUnavailableError,
+)
+@requires(OWNER, with_user=True)
+def create_cluster(username: str) -> tuple[dict[str, Any], int]:
+    """Create a cluster in the user's lab namespace, within their budget."""
+    limits_ext.limits.count_mutation(username)
+    request = ClusterRequest(**load_body(_request))
+    return _body(_service().create(current_user(), request)), 201
+
+
+@clusters.get("/labs/<username>/clusters")
+@clusters.response(200, ClusterSchema(many=True))
+@requires(OWNER, ADMIN)
+def list_clusters(username: str) -> list[dict[str, Any]]:
+    """The user's clusters."""
+    return [_body(record) for record in _service().clusters_of(username)]
+
+
+@clusters.get("/labs/<username>/clusters/<name>")
+@clusters.response(200, ClusterSchema)
+@raises(NotFoundError)
+@requires(OWNER, ADMIN)
+def cluster(username: str, name: str) -> dict[str, Any]:
+    """One of the user's clusters."""
+    return _body(_service().cluster(username, name))
+
+
+@clusters.delete("/labs/<username>/clusters/<name>")
+@clusters.response(202, ClusterSchema, description="The cluster, terminating.")
+@raises(NotFoundError, TooManyRequestsError)
+@requires(OWNER, ADMIN)
+def delete_cluster(username: str, name: str) -> tuple[dict[str, Any], int]:
+    """Start deleting the cluster; 202, or 404 if there is none."""
+    limits_ext.limits.count_mutation(username)
+    service = _service()
+    service.delete(username, name)
+    return _body(service.cluster(username, name)), 202
