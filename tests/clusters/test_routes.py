@@ -117,17 +117,18 @@ def test_ray_and_spark_clusters_run_and_go(
     wait_for(lambda: kube.store.get(resource, namespace, name) is None)
 
 
+@pytest.mark.parametrize("kind", list(ADAPTERS))
 def test_a_resumed_creation_adopts_its_own_object_and_no_other(
-    client: FlaskClient, kube: KubernetesEmulator, new_user: Callable[..., LabUser]
+    client: FlaskClient, new_user: Callable[..., LabUser], kind: str
 ) -> None:
     """A worker that dies after creating the object leaves it for the next run to adopt;
     an object of that name that is someone else's stops the creation instead."""
     user = new_user()
     _with_lab(client, user)
     storage = machinery_of(client.application).context.kube
-    adapter = ADAPTERS["daskclusters"]
+    adapter = ADAPTERS[kind]
     shape = ClusterShape(
-        name="dask-adopt",
+        name=f"{kind[:4]}-adopt",
         namespace=f"nublado-{user.username}",
         owner=user.username,
         uid=user.uid,
