@@ -79,6 +79,4 @@ def cluster(username: str, name: str) -> dict[str, Any]:
 def delete_cluster(username: str, name: str) -> tuple[dict[str, Any], int]:
     """Start deleting the cluster; 202, or 404 if there is none."""
     limits_ext.limits.count_mutation(username)
-    service = _service()
-    service.delete(username, name)
-    return _body(service.cluster(username, name)), 202
+    return _body(_service().delete(username, name)), 202

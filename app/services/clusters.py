@@ -187,14 +187,19 @@ class ClusterService:
 
     # Delete --------------------------------------------------------------------------
 
-    def delete(self, owner: str, name: str) -> None:
+    def delete(self, owner: str, name: str) -> ClusterRecord:
+        """Start deleting the cluster; its record as the deletion began (it may be gone by
+        the time anyone reads it again)."""
+        ref = cluster_ref(owner, name)
+        current = self._engine.store.record(ref)
         result = self._engine.queue_delete(
-            cluster_ref(owner, name),
+            ref,
             terminating=_terminating,
             first_events=[(EventType.INFO, f"Deletion of cluster {name} requested")],
         )
-        if result is DeleteQueued.MISSING:
+        if result is DeleteQueued.MISSING or current is None:
             raise NotFoundError(f"user {owner} has no cluster {name}")
+        return parse_cluster(_terminating(current))
 
 
 class _Lock:
