@@ -32,3 +32,19 @@ class Usage:
             memory=self.memory - other.memory,
             gpus=self.gpus - other.gpus,
         )
+
+
+def cluster_usage(
+    workers: int,
+    worker: tuple[float, int, int],
+    head: tuple[float, int, int],
+) -> Usage:
+    """What a cluster holds: itself, its workers, and the CPU, memory and GPUs its pods
+    request; ``worker`` and ``head`` are each pod's (cores, memory, GPUs)."""
+    return Usage(
+        clusters=1,
+        workers=workers,
+        cpu=workers * worker[0] + head[0],
+        memory=workers * worker[1] + head[1],
+        gpus=workers * worker[2] + head[2],
+    )

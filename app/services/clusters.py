@@ -37,6 +37,7 @@ from app.storage.events import EventType
 from app.storage.workloads import DeleteQueued
 from app.workloads.cluster.adapters import ADAPTERS, ClusterShape, PodShape
 from app.workloads.cluster.kind import CLUSTER_KIND, cluster_ref, shape_to_json
+from app.workloads.cluster.records import pod_shape
 
 BUDGET_LOCK = "budget"
 """The pseudo-kind of the per-owner lock taken while a request is checked against a budget."""
@@ -164,15 +165,7 @@ class ClusterService:
         return tier
 
     def _pod_shape(self, tier: HardwareTier) -> PodShape:
-        label = self._ctx.config.clusters.node_pool_label
-        return PodShape(
-            cpu_request=tier.cores,
-            cpu_limit=tier.cores_limit,
-            memory=tier.memory,
-            gpus=tier.gpus,
-            node_selector={label: tier.node_pool} if tier.node_pool else {},
-            tier_id=tier.id,
-        )
+        return pod_shape(tier, self._ctx.config.clusters.node_pool_label)
 
     def _held(self, owner: str) -> Usage:
         """What the owner's clusters hold now (failed ones hold nothing)."""

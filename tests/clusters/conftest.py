@@ -1,5 +1,90 @@
-"""The lab tests' fixtures, for clusters run beside labs."""
+"""Clusters are run beside labs: the lab tests' fixtures, the operators' CRDs in the shared
+emulator, a configuration with tiers and budgets, and the calls the tests make."""
 
-from tests.labs.conftest import admin_headers, lab_raw_config, new_user
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+
+from app.config import Config, parse_config
+from devstack.kube import KubernetesEmulator
+from devstack.kube.crds import OPERATOR_CRDS, crd
+from tests.labs.conftest import (
+    LabUser,
+    admin_headers,
+    lab_raw_config,
+    new_user,
+    read_events,
+    spawn_body,
+    wait_for,
+)
 
 __all__ = ["admin_headers", "lab_raw_config", "new_user"]
+
+CLUSTERS = {
+    "tiers": [
+        {"name": "small", "cores": "500m", "coresLimit": 1, "memory": "1Gi"},
+        {"name": "gpu", "cores": 2, "memory": "8Gi", "gpus": 1, "kinds": ["rayclusters"]},
+    ],
+    "maxWorkers": 10,
+}
+BUDGETS = {
+    "default": {"clusters": 1, "workers": 3, "cpu": 8, "memory": "32Gi", "gpus": 0},
+    "groups": [{"group": "science", "clusters": 3, "workers": 8, "cpu": 16, "memory": "64Gi"}],
+}
+
+
+@pytest.fixture
+def operators(kube: KubernetesEmulator) -> None:
+    """The operators' CRDs in the shared emulator (installed once, by its administrator)."""
+    for plural in OPERATOR_CRDS:
+        if (
+            kube.served.by_plural(plural) is None
+            and kube.store.get("customresourcedefinitions", None, crd(plural)["metadata"]["name"])
+            is None
+        ):
+            kube.store.create("customresourcedefinitions", crd(plural))
+    wait_for(lambda: all(kube.served.by_plural(p) for p in OPERATOR_CRDS))
+
+
+@pytest.fixture
+def client(
+    operators: None, lab_raw_config: dict[str, Any], make_app: Callable[[Config], Flask]
+) -> FlaskClient:
+    raw = copy.deepcopy(lab_raw_config)
+    raw["clusters"] = CLUSTERS
+    raw["budgets"] = BUDGETS
+    return make_app(parse_config(raw)).test_client()
+
+
+def with_lab(client: FlaskClient, user: LabUser) -> None:
+    response = client.post(
+        f"/spawner/v1/labs/{user.username}/spawn", json=spawn_body(), headers=user.headers
+    )
+    assert response.status_code == 303, response.get_data(as_text=True)
+    assert read_events(client, user.username, user.headers)[-1].type == "complete"
+
+
+def create(client: FlaskClient, user: LabUser, **body: Any) -> Any:
+    return client.post(
+        f"/spawner/v1/labs/{user.username}/clusters",
+        json={"kind": "daskclusters", "workers": 1, **body},
+        headers=user.headers,
+    )
+
+
+def running(client: FlaskClient, user: LabUser, name: str) -> dict[str, Any]:
+    def is_running() -> dict[str, Any] | None:
+        body = client.get(f"/spawner/v1/labs/{user.username}/clusters/{name}", headers=user.headers)
+        assert body.status_code == 200, body.get_data(as_text=True)
+        data: dict[str, Any] = body.get_json()
+        assert data["status"] in ("starting", "running"), data
+        return data if data["status"] == "running" else None
+
+    result: dict[str, Any] = wait_for(is_running)
+    return result

@@ -12,11 +12,12 @@ fields it means, so a scale never rewrites a list of worker groups it does not t
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.models.usage import Usage
+from app.models.usage import Usage, cluster_usage
 
 OWNER_LABEL = "lab-spawner.jupyter.org/user"
 """The username of a cluster's owner, on the cluster object and every pod template."""
@@ -26,6 +27,16 @@ MAX_WORKERS_ANNOTATION = "lab-spawner.jupyter.org/max-workers"
 
 TIER_LABEL = "lab-spawner.jupyter.org/hardware-tier-id"
 """The hardware tier a pod template was given (the seed's ``hardware-tier-id`` label)."""
+
+CLUSTER_LABEL = "lab-spawner.jupyter.org/cluster"
+KIND_LABEL = "lab-spawner.jupyter.org/cluster-kind"
+ROLE_LABEL = "lab-spawner.jupyter.org/cluster-role"
+"""On every pod of a cluster: its cluster's name and kind, and ``head`` or ``worker``, so that
+the service finds a cluster's head the same way for every kind of operator."""
+
+TIERS_ANNOTATION = "lab-spawner.jupyter.org/tiers"
+"""On the cluster object: the names of the tiers it was given (JSON), for a record rebuilt
+from Kubernetes."""
 
 GPU_RESOURCE = "nvidia.com/gpu"
 
@@ -40,6 +51,12 @@ class PodShape:
     gpus: int = 0
     node_selector: dict[str, str] = field(default_factory=dict)
     tier_id: str = ""
+    tier: str = ""
+    """The tier's name."""
+
+    def requested(self) -> tuple[float, int, int]:
+        """What the pod requests: cores, memory, GPUs."""
+        return self.cpu_request, self.memory, self.gpus
 
     def resources(self) -> dict[str, Any]:
         requests: dict[str, Any] = {"cpu": _cores(self.cpu_request), "memory": str(self.memory)}
@@ -65,15 +82,8 @@ class ClusterShape:
     head: PodShape
 
     def usage(self) -> Usage:
-        """What the cluster holds against its owner's budget: itself, its workers, and the
-        CPU, memory and GPUs its pods request (head included)."""
-        return Usage(
-            clusters=1,
-            workers=self.workers,
-            cpu=self.workers * self.worker.cpu_request + self.head.cpu_request,
-            memory=self.workers * self.worker.memory + self.head.memory,
-            gpus=self.workers * self.worker.gpus + self.head.gpus,
-        )
+        """What the cluster holds against its owner's budget (``cluster_usage``)."""
+        return cluster_usage(self.workers, self.worker.requested(), self.head.requested())
 
 
 class ClusterAdapter(ABC):
@@ -166,20 +176,22 @@ class ClusterAdapter(ABC):
         }
 
     def metadata(self, shape: ClusterShape) -> dict[str, Any]:
-        annotations = {} if self.max_path else {MAX_WORKERS_ANNOTATION: str(shape.max_workers)}
-        meta: dict[str, Any] = {
+        tiers = {"worker": shape.worker.tier, "head": shape.head.tier}
+        annotations = {TIERS_ANNOTATION: json.dumps(tiers, sort_keys=True)}
+        if self.max_path is None:
+            annotations[MAX_WORKERS_ANNOTATION] = str(shape.max_workers)
+        return {
             "name": shape.name,
             "namespace": shape.namespace,
             "labels": {OWNER_LABEL: shape.owner, "app.kubernetes.io/managed-by": "lab-spawner"},
+            "annotations": annotations,
         }
-        if annotations:
-            meta["annotations"] = annotations
-        return meta
 
     def template(
-        self, shape: ClusterShape, pod: PodShape, container: dict[str, Any]
+        self, shape: ClusterShape, pod: PodShape, container: dict[str, Any], *, role: str
     ) -> dict[str, Any]:
-        """A pod template running ``container`` as the owner, with ``pod``'s tier."""
+        """A pod template running ``container`` as the owner, with ``pod``'s tier; ``role``
+        is ``head`` or ``worker``."""
         spec: dict[str, Any] = {
             "securityContext": {
                 "runAsUser": shape.uid,
@@ -210,7 +222,13 @@ class ClusterAdapter(ABC):
         }
         if pod.node_selector:
             spec["nodeSelector"] = dict(pod.node_selector)
-        labels = {OWNER_LABEL: shape.owner, TIER_LABEL: pod.tier_id}
+        labels = {
+            OWNER_LABEL: shape.owner,
+            TIER_LABEL: pod.tier_id,
+            CLUSTER_LABEL: shape.name,
+            KIND_LABEL: self.route_name,
+            ROLE_LABEL: role,
+        }
         return {"metadata": {"labels": labels}, "spec": spec}
 
 
@@ -249,7 +267,8 @@ class DaskAdapter(ClusterAdapter):
         scheduler = self.template(
             shape,
             shape.head,
-            {
+            role="head",
+            container={
                 "name": "scheduler",
                 "args": [
                     "dask",
@@ -271,7 +290,8 @@ class DaskAdapter(ClusterAdapter):
         worker = self.template(
             shape,
             shape.worker,
-            {
+            role="worker",
+            container={
                 "name": "worker",
                 "args": [
                     "dask",
@@ -330,7 +350,8 @@ class RayAdapter(ClusterAdapter):
         head = self.template(
             shape,
             shape.head,
-            {
+            role="head",
+            container={
                 "name": "ray-head",
                 "ports": [
                     {"name": "gcs-server", "containerPort": 6379, "protocol": "TCP"},
@@ -339,7 +360,7 @@ class RayAdapter(ClusterAdapter):
                 ],
             },
         )
-        worker = self.template(shape, shape.worker, {"name": "ray-worker"})
+        worker = self.template(shape, shape.worker, {"name": "ray-worker"}, role="worker")
         return self.resource(
             shape,
             {
@@ -383,8 +404,10 @@ class SparkAdapter(ClusterAdapter):
     spark_version = "4.0.0"
 
     def build(self, shape: ClusterShape) -> dict[str, Any]:
-        server = self.template(shape, shape.head, {"name": "spark-kubernetes-driver"})
-        executor = self.template(shape, shape.worker, {"name": "spark-kubernetes-executor"})
+        server = self.template(shape, shape.head, {"name": "spark-kubernetes-driver"}, role="head")
+        executor = self.template(
+            shape, shape.worker, {"name": "spark-kubernetes-executor"}, role="worker"
+        )
         return self.resource(
             shape,
             {

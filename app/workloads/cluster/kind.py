@@ -19,7 +19,7 @@ from app.engine.workload import Action, WorkloadRef
 from app.models.cluster import ClusterStatus, cluster_json, parse_cluster
 from app.services.context import LabContext
 from app.storage.events import EventType
-from app.storage.kubernetes import CustomKind, KubernetesError, KubernetesStorage
+from app.storage.kubernetes import KubernetesError, KubernetesStorage
 from app.workloads.cluster.adapters import (
     ADAPTERS,
     OWNER_LABEL,
@@ -27,6 +27,8 @@ from app.workloads.cluster.adapters import (
     ClusterShape,
     PodShape,
 )
+from app.workloads.cluster.records import custom_kind
+from app.workloads.cluster.tracking import ClusterTracking
 
 CLUSTER_KIND = "cluster"
 HEAD_POLL_SECONDS = 0.25
@@ -36,10 +38,6 @@ HEAD_POLL_SECONDS = 0.25
 def cluster_ref(owner: str, name: str) -> WorkloadRef:
     """A cluster's workload reference: its owner and name, as ``owner/name``."""
     return WorkloadRef(CLUSTER_KIND, f"{owner}/{name}")
-
-
-def custom_kind(adapter: ClusterAdapter) -> CustomKind:
-    return CustomKind(adapter.group, adapter.version, adapter.plural)
 
 
 def shape_to_json(shape: ClusterShape) -> dict[str, Any]:
@@ -67,6 +65,7 @@ class ClusterKind(WorkloadKind):
 
     def __init__(self, ctx: LabContext) -> None:
         self._ctx = ctx
+        self.tracking = ClusterTracking(ctx.config, ctx.kube)
 
     def timeout(self, action: Action) -> float:
         lab = self._ctx.config.lab

@@ -1,0 +1,93 @@
+"""How cluster records follow Kubernetes between operations (see ``app.engine.tracking``).
+
+The engine tracks one pod per workload; a cluster's is its head, which every adapter's pods
+carry a label for. A head pod that goes does not mean the cluster went: its operator makes
+it again (a Deployment's pod, a restarted head). So a missing head is judged by the cluster
+object: while it exists the record stands; once it is gone (deleted behind the service's
+back, or with the lab's namespace) the record says the cluster failed, and why. A starting
+cluster whose head becomes ready is running. A record Redis lost is made again from the
+cluster object (``records.record_from_object``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from app.builders.names import lab_namespace
+from app.config.models import Config
+from app.engine.pods import judge
+from app.engine.tracking import PodTracking
+from app.models.cluster import ClusterStatus, cluster_json, parse_cluster
+from app.storage.kubernetes import KubernetesStorage
+from app.workloads.cluster.adapters import (
+    ADAPTERS,
+    CLUSTER_LABEL,
+    KIND_LABEL,
+    OWNER_LABEL,
+    ROLE_LABEL,
+)
+from app.workloads.cluster.records import custom_kind, record_from_object
+
+HEAD_SELECTOR = f"{ROLE_LABEL}=head,{CLUSTER_LABEL},{OWNER_LABEL}"
+"""Every cluster head pod the service's clusters have, in any namespace."""
+
+GONE_ERROR = "the cluster's object is gone (deleted outside the service, or with the lab)"
+
+
+class ClusterTracking(PodTracking):
+    selector = HEAD_SELECTOR
+
+    def __init__(self, config: Config, kube: KubernetesStorage) -> None:
+        self._config = config
+        self._kube = kube
+
+    def owner(self, obj: dict[str, Any]) -> str | None:
+        """``owner/cluster`` of a head pod in its owner's lab namespace."""
+        meta = obj.get("metadata") or {}
+        labels = meta.get("labels") or {}
+        owner, cluster = labels.get(OWNER_LABEL), labels.get(CLUSTER_LABEL)
+        if not owner or not cluster:
+            return None
+        if meta.get("namespace") != lab_namespace(self._config.namespace_prefix, str(owner)):
+            return None
+        return f"{owner}/{cluster}"
+
+    def assess(self, record: str, pod: dict[str, Any] | None) -> str | None:
+        current = parse_cluster(record)
+        if current.status in (ClusterStatus.FAILED, ClusterStatus.TERMINATING):
+            return None
+        if pod is None:
+            adapter = ADAPTERS.get(current.kind)
+            if adapter is not None and self._kube.read_custom(
+                custom_kind(adapter), current.namespace, current.name
+            ):
+                return None  # its operator makes the head again
+            return cluster_json(replace(current, status=ClusterStatus.FAILED, error=GONE_ERROR))
+        if current.status is ClusterStatus.STARTING and judge(pod, "cluster head").ready:
+            adapter = ADAPTERS[current.kind]
+            scheduler, dashboard = adapter.addresses(current.name, current.namespace)
+            running = replace(
+                current,
+                status=ClusterStatus.RUNNING,
+                scheduler_address=scheduler,
+                dashboard_url=dashboard,
+            )
+            return cluster_json(running)
+        return None
+
+    def rebuild(self, pod: dict[str, Any]) -> str | None:
+        meta = pod.get("metadata") or {}
+        labels = meta.get("labels") or {}
+        adapter = ADAPTERS.get(str(labels.get(KIND_LABEL)))
+        if adapter is None or meta.get("deletionTimestamp"):
+            return None
+        obj = self._kube.read_custom(
+            custom_kind(adapter), str(meta.get("namespace")), str(labels.get(CLUSTER_LABEL))
+        )
+        if obj is None:
+            return None
+        record = record_from_object(
+            adapter, obj, self._config.clusters, running=judge(pod, "cluster head").ready
+        )
+        return cluster_json(record) if record is not None else None
