@@ -53,13 +53,18 @@ def operators(kube: KubernetesEmulator) -> None:
 
 
 @pytest.fixture
-def client(
-    operators: None, lab_raw_config: dict[str, Any], make_app: Callable[[Config], Flask]
-) -> FlaskClient:
+def cluster_config(operators: None, lab_raw_config: dict[str, Any]) -> dict[str, Any]:
+    """The lab tests' configuration with this module's tiers and budgets, the operators
+    installed."""
     raw = copy.deepcopy(lab_raw_config)
     raw["clusters"] = CLUSTERS
     raw["budgets"] = BUDGETS
-    return make_app(parse_config(raw)).test_client()
+    return raw
+
+
+@pytest.fixture
+def client(cluster_config: dict[str, Any], make_app: Callable[[Config], Flask]) -> FlaskClient:
+    return make_app(parse_config(cluster_config)).test_client()
 
 
 def with_lab(client: FlaskClient, user: LabUser) -> None:

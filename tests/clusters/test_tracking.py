@@ -4,7 +4,6 @@ the reason, and records Redis lost are rebuilt from the cluster objects."""
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -16,19 +15,17 @@ from flask.testing import FlaskClient
 from app.config import Config, parse_config
 from app.workloads.cluster.tracking import GONE_ERROR
 from devstack.kube import KubernetesEmulator
-from tests.clusters.conftest import BUDGETS, CLUSTERS, create, running, with_lab
+from tests.clusters.conftest import create, running, with_lab
 from tests.labs.conftest import LabUser, wait_for
 from tests.labs.test_recovery import NEVER, leading
 
 
 @pytest.fixture
-def watched(
-    operators: None, lab_raw_config: dict[str, Any], make_app: Callable[[Config], Flask]
-) -> Flask:
-    raw = copy.deepcopy(lab_raw_config)
-    raw["clusters"] = CLUSTERS
-    raw["budgets"] = BUDGETS
-    raw["watcher"] = {"leaseSeconds": 1, "watchSeconds": 2, "reconcileSeconds": NEVER}
+def watched(cluster_config: dict[str, Any], make_app: Callable[[Config], Flask]) -> Flask:
+    raw = {
+        **cluster_config,
+        "watcher": {"leaseSeconds": 1, "watchSeconds": 2, "reconcileSeconds": NEVER},
+    }
     app = make_app(parse_config(raw))
     leading(app)
     return app
