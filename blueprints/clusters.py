@@ -11,6 +11,7 @@ from app.errors import (
     InvalidRequestError,
     NotFoundError,
     QuotaExceededError,
+    RebuildingError,
     TooManyRequestsError,
 )
 from app.extensions import labs_ext, limits_ext
@@ -57,6 +58,7 @@ def create_cluster(username: str) -> tuple[dict[str, Any], int]:
 
 @clusters.get("/labs/<username>/clusters")
 @clusters.response(200, ClusterSchema(many=True))
+@raises(RebuildingError)
 @requires(OWNER, ADMIN)
 def list_clusters(username: str) -> list[dict[str, Any]]:
     """The user's clusters."""
@@ -65,7 +67,7 @@ def list_clusters(username: str) -> list[dict[str, Any]]:
 
 @clusters.get("/labs/<username>/clusters/<name>")
 @clusters.response(200, ClusterSchema)
-@raises(NotFoundError)
+@raises(NotFoundError, RebuildingError)
 @requires(OWNER, ADMIN)
 def cluster(username: str, name: str) -> dict[str, Any]:
     """One of the user's clusters."""

@@ -25,6 +25,7 @@ from app.errors import (
     InvalidRequestError,
     NotFoundError,
     QuotaExceededError,
+    RebuildingError,
 )
 from app.models.cluster import ClusterRecord, ClusterStatus, cluster_json, parse_cluster
 from app.models.identity import UserInfo
@@ -63,6 +64,9 @@ class ClusterService:
     # Reads ---------------------------------------------------------------------------
 
     def clusters_of(self, owner: str) -> list[ClusterRecord]:
+        """The owner's clusters; never a partial list while Redis is being rebuilt."""
+        if not self._engine.store.is_complete():
+            raise _rebuilding()
         records = self._engine.store.records(CLUSTER_KIND)
         prefix = f"{owner}/"
         return sorted(
@@ -73,6 +77,8 @@ class ClusterService:
     def cluster(self, owner: str, name: str) -> ClusterRecord:
         raw = self._engine.store.record(cluster_ref(owner, name))
         if raw is None:
+            if not self._engine.store.is_complete():
+                raise _rebuilding()
             raise NotFoundError(f"user {owner} has no cluster {name}")
         return parse_cluster(raw)
 
@@ -212,6 +218,10 @@ class _Lock:
 
     def __exit__(self, *_: object) -> None:
         self._lease.release()
+
+
+def _rebuilding() -> RebuildingError:
+    return RebuildingError("the service is rebuilding its state from Kubernetes; ask again shortly")
 
 
 def _terminating(raw: str) -> str:

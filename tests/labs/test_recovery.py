@@ -228,8 +228,9 @@ def test_watcher_relists_after_410_and_catches_what_it_missed(
         )
         assert after["pod"] == "missing"
         assert after["error"] == DELETED
-        # Caught by the reconcile that the re-list after 410 asked for.
-        assert watcher.reconciles == reconciles + 1
+        # Caught by a reconcile that a re-list after 410 asked for (each tracked kind's
+        # watch lost its place, and each asks for one; none comes on a timer here).
+        assert watcher.reconciles > reconciles
         assert len(small.audit.entries(verb="list", resource="pods", namespace="")) > lists_before
         stop_background(app)
 
