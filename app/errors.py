@@ -98,3 +98,48 @@ class BodyTooLargeError(ServiceError):
 
     status = 413
     code = "body_too_large"
+
+
+# The cluster scaler API's own codes, as its design gives them (``/ddl_cluster_scaler/``).
+
+
+class InvalidKindError(ServiceError):
+    """The path names a kind of cluster the service does not offer."""
+
+    status = 400
+    code = "invalid_kind"
+
+
+class BadRequestError(ServiceError):
+    """A scaler request's body or query is missing something or holds a bad value."""
+
+    status = 400
+    code = "bad_request"
+
+
+class InvalidHardwareTierError(ServiceError):
+    """The named hardware tier does not exist, or is restricted to other kinds."""
+
+    status = 400
+    code = "invalid_hw_tier"
+
+
+class UnauthorizedError(ServiceError):
+    """The caller is neither an administrator nor the cluster's owner."""
+
+    status = 403
+    code = "unauthorized"
+
+
+class NotScalableError(ServiceError):
+    """The cluster cannot be scaled now (it is not running, or an operation holds it)."""
+
+    status = 409
+    code = "not_scalable"
+
+
+class ClusterNotFoundError(ServiceError):
+    """No cluster of that kind and name."""
+
+    status = 404
+    code = "not_found"

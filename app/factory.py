@@ -50,8 +50,9 @@ def build_app(config: Config | None = None) -> Flask:
     from blueprints.docs import docs
     from blueprints.health import health
     from blueprints.prepull import prepull
+    from blueprints.scaler import scaler
     from blueprints.spawner import spawner
 
-    for blueprint in (health, spawner, clusters, prepull, admin, docs):
+    for blueprint in (health, spawner, clusters, scaler, prepull, admin, docs):
         api_ext.register_blueprint(app, blueprint)
     return app

@@ -13,6 +13,8 @@ from __future__ import annotations
 import secrets
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 
 from app.builders.names import lab_namespace
@@ -140,8 +142,8 @@ class ClusterService:
             image=image,
             usage=asdict(shape.usage()),
         )
-        with self._budget_lock(user.username):
-            held = self._held(user.username)
+        with budget_lock(self._engine, user.username):
+            held = self.held(user.username)
             refusal = budget_refusal(
                 budget_for(user, self._ctx.config.budgets), held, shape.usage()
             )
@@ -173,16 +175,13 @@ class ClusterService:
     def _pod_shape(self, tier: HardwareTier) -> PodShape:
         return pod_shape(tier, self._ctx.config.clusters.node_pool_label)
 
-    def _held(self, owner: str) -> Usage:
+    def held(self, owner: str) -> Usage:
         """What the owner's clusters hold now (failed ones hold nothing)."""
         total = Usage()
         for record in self.clusters_of(owner):
             if record.status is not ClusterStatus.FAILED:
                 total = total + Usage(**record.usage)  # type: ignore[arg-type]
         return total
-
-    def _budget_lock(self, owner: str) -> _Lock:
-        return _Lock(self._engine, owner)
 
     # Delete --------------------------------------------------------------------------
 
@@ -201,23 +200,22 @@ class ClusterService:
         return parse_cluster(_terminating(current))
 
 
-class _Lock:
-    """The owner's budget lock: a short lease in Redis, waited for briefly."""
-
-    def __init__(self, engine: Engine, owner: str) -> None:
-        self._lease = engine.store.lease(
-            WorkloadRef(BUDGET_LOCK, owner), uuid.uuid4().hex, BUDGET_LOCK_SECONDS
-        )
-
-    def __enter__(self) -> None:
-        deadline = time.monotonic() + BUDGET_LOCK_WAIT_SECONDS
-        while not self._lease.acquire():
-            if time.monotonic() > deadline:
-                raise DependencyUnavailableError("another request of this user holds its budget")
-            time.sleep(0.02)
-
-    def __exit__(self, *_: object) -> None:
-        self._lease.release()
+@contextmanager
+def budget_lock(engine: Engine, owner: str) -> Iterator[None]:
+    """The owner's budget lock: a short lease in Redis, waited for briefly, held while a
+    request is checked against the budget and carried out."""
+    lease = engine.store.lease(
+        WorkloadRef(BUDGET_LOCK, owner), uuid.uuid4().hex, BUDGET_LOCK_SECONDS
+    )
+    deadline = time.monotonic() + BUDGET_LOCK_WAIT_SECONDS
+    while not lease.acquire():
+        if time.monotonic() > deadline:
+            raise DependencyUnavailableError("another request of this user holds its budget")
+        time.sleep(0.02)
+    try:
+        yield
+    finally:
+        lease.release()
 
 
 def _rebuilding() -> RebuildingError:

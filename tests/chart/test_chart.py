@@ -92,7 +92,7 @@ def test_the_default_release() -> None:
         ["ConfigMap", "Deployment", "Service", "PodDisruptionBudget", "ServiceAccount"]
         + ["ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"]
         + ["PersistentVolumeClaim", "Deployment", "Service"]  # the in-chart Redis
-        + ["GafaelfawrIngress"] * 6
+        + ["GafaelfawrIngress"] * 7
     )
     server = _one(documents, "Deployment", "lab-spawner")
     spec = server["spec"]["template"]["spec"]
@@ -306,6 +306,13 @@ EXPECTED_SCOPES = {
     ("GET", "/spawner/v1/labs/rachel/events"): {"any": ["exec:notebook", "admin:notebook"]},
     ("GET", "/spawner/v1/labs/rachel/clusters"): {"any": ["exec:notebook", "admin:notebook"]},
     ("GET", "/spawner/v1/labs/rachel/clusters/rachel"): {
+        "any": ["exec:notebook", "admin:notebook"]
+    },
+    ("GET", "/ddl_cluster_scaler/list/rachel"): {"any": ["exec:notebook", "admin:notebook"]},
+    ("GET", "/ddl_cluster_scaler/cluster/rachel/rachel"): {
+        "any": ["exec:notebook", "admin:notebook"]
+    },
+    ("PATCH", "/ddl_cluster_scaler/scale/rachel/rachel"): {
         "any": ["exec:notebook", "admin:notebook"]
     },
     ("GET", "/spawner/v1/user-status"): {"all": ["exec:notebook"]},
