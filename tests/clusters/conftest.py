@@ -3,13 +3,16 @@ emulator, a configuration with tiers and budgets, and the calls the tests make."
 
 from __future__ import annotations
 
+import contextlib
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
+from kubernetes import client as k8s
+from kubernetes.client.rest import ApiException
 
 from app.config import Config, parse_config
 from devstack.kube import KubernetesEmulator
@@ -50,6 +53,24 @@ def operators(kube: KubernetesEmulator) -> None:
         ):
             kube.store.create("customresourcedefinitions", crd(plural))
     wait_for(lambda: all(kube.served.by_plural(p) for p in OPERATOR_CRDS))
+
+
+@pytest.fixture(autouse=True)
+def nothing_left(kube: KubernetesEmulator) -> Iterator[None]:
+    """Every lab namespace a test made goes when it ends, with its lab and clusters: the
+    emulator is shared by the whole run, and clusters' pods would fill its nodes."""
+    before = {n["metadata"]["name"] for n in kube.store.list("namespaces")}
+    yield
+    made = {n["metadata"]["name"] for n in kube.store.list("namespaces")} - before
+    api = kube.api_client()
+    try:
+        core = k8s.CoreV1Api(api)
+        for name in made:
+            with contextlib.suppress(ApiException):
+                core.delete_namespace(name)
+    finally:
+        api.close()
+    wait_for(lambda: not made & {n["metadata"]["name"] for n in kube.store.list("namespaces")})
 
 
 @pytest.fixture
