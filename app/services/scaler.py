@@ -108,18 +108,20 @@ class ScalerService:
         maximum = adapter.max_workers(obj)
         effective = min(replicas, maximum)
         clusters = self._ctx.config.clusters
-        current = Usage(**record.usage)  # type: ignore[arg-type]
-        usage = current
-        worker_tier = clusters.tier(tier.name if tier else record.worker_tier)
-        head_tier = clusters.tier(record.head_tier)
-        if worker_tier is not None and head_tier is not None:
-            label = clusters.node_pool_label
-            usage = cluster_usage(
-                effective,
-                pod_shape(worker_tier, label).requested(),
-                pod_shape(head_tier, label).requested(),
-            )
         with budget_lock(self._engine, record.owner):
+            # Read again under the lock: another scale may have changed the cluster.
+            record = self._find(kind, name)
+            current = Usage(**record.usage)  # type: ignore[arg-type]
+            usage = current
+            worker_tier = clusters.tier(tier.name if tier else record.worker_tier)
+            head_tier = clusters.tier(record.head_tier)
+            if worker_tier is not None and head_tier is not None:
+                label = clusters.node_pool_label
+                usage = cluster_usage(
+                    effective,
+                    pod_shape(worker_tier, label).requested(),
+                    pod_shape(head_tier, label).requested(),
+                )
             # Only what grows is checked, so a user over a lowered budget may still shrink.
             # The owner's budget needs the owner's groups: an administrator is not held to it.
             if user.username == record.owner:
