@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 
@@ -14,6 +15,17 @@ class Usage:
     cpu: float = 0.0
     memory: int = 0
     gpus: int = 0
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, float]) -> Usage:
+        """A usage as a record stores it (its fields as JSON numbers)."""
+        return cls(
+            clusters=int(data.get("clusters", 0)),
+            workers=int(data.get("workers", 0)),
+            cpu=float(data.get("cpu", 0.0)),
+            memory=int(data.get("memory", 0)),
+            gpus=int(data.get("gpus", 0)),
+        )
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(

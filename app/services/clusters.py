@@ -180,7 +180,7 @@ class ClusterService:
         total = Usage()
         for record in self.clusters_of(owner):
             if record.status is not ClusterStatus.FAILED:
-                total = total + Usage(**record.usage)  # type: ignore[arg-type]
+                total = total + Usage.from_json(record.usage)
         return total
 
     # Delete --------------------------------------------------------------------------

@@ -111,7 +111,7 @@ class ScalerService:
         with budget_lock(self._engine, record.owner):
             # Read again under the lock: another scale may have changed the cluster.
             record = self._find(kind, name)
-            current = Usage(**record.usage)  # type: ignore[arg-type]
+            current = Usage.from_json(record.usage)
             usage = current
             worker_tier = clusters.tier(tier.name if tier else record.worker_tier)
             head_tier = clusters.tier(record.head_tier)
