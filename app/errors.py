@@ -143,3 +143,17 @@ class ClusterNotFoundError(ServiceError):
 
     status = 404
     code = "not_found"
+
+
+class NotSupportedError(ServiceError):
+    """The cluster's resource has no head spec to change, or cannot change it now."""
+
+    status = 409
+    code = "not_supported"
+
+
+class HeadPodNotFoundError(ServiceError):
+    """The cluster has no head pod (its operator has not made one yet, or it is gone)."""
+
+    status = 404
+    code = "head_pod_not_found"

@@ -48,12 +48,13 @@ def _body(record: ClusterRecord) -> dict[str, Any]:
     TooManyRequestsError,
     DependencyUnavailableError,
 )
-@requires(OWNER, with_user=True)
+@requires(OWNER, ADMIN, with_user=True)
 def create_cluster(username: str) -> tuple[dict[str, Any], int]:
-    """Create a cluster in the user's lab namespace, within their budget."""
+    """Create a cluster in the user's lab namespace, within their budget (the user's own,
+    when an administrator creates it for them)."""
     limits_ext.limits.count_mutation(username)
     request = ClusterRequest(**load_body(_request))
-    return _body(_service().create(current_user(), request)), 201
+    return _body(_service().create(username, current_user(), request)), 201
 
 
 @clusters.get("/labs/<username>/clusters")

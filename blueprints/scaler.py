@@ -1,5 +1,6 @@
 """The cluster scaler API (``/ddl_cluster_scaler/``): list, read and scale users' clusters,
-with the routes, bodies, answers and error codes of the design it follows."""
+change their tiers and restart their heads, with the routes, bodies, answers and error codes of
+the design it follows."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ from app.errors import (
     BadRequestError,
     ClusterNotFoundError,
     DependencyUnavailableError,
+    HeadPodNotFoundError,
     InvalidHardwareTierError,
     InvalidKindError,
     NotScalableError,
+    NotSupportedError,
     QuotaExceededError,
     UnauthorizedError,
 )
@@ -57,6 +60,67 @@ SCALE_BODY = {
     },
 }
 
+HEAD_TIER_BODY = {
+    "type": "object",
+    "required": ["head_hw_tier_name"],
+    "properties": {"head_hw_tier_name": {"type": "string"}},
+}
+HEAD_TIERED = {
+    "type": "object",
+    "required": ["kind", "name", "head_hw_tier_name", "object"],
+    "properties": {
+        "kind": {"type": "string"},
+        "name": {"type": "string"},
+        "head_hw_tier_name": {"type": "string"},
+        "object": {"type": "object", "description": "The patched object."},
+    },
+}
+RESTARTED = {
+    "type": "object",
+    "required": ["ok", "namespace", "pod", "grace_period_seconds", "started_at"],
+    "properties": {
+        "ok": {"type": "boolean"},
+        "namespace": {"type": "string"},
+        "pod": {"type": "string", "description": "The head pod that was deleted."},
+        "grace_period_seconds": {"type": "integer"},
+        "started_at": {
+            "type": "string",
+            "format": "date-time",
+            "description": "Pass it to `restart_head_status`.",
+        },
+        "k8s_response": {"type": "object", "description": "The API server's answer, in short."},
+    },
+}
+RESTART_STATUS = {
+    "type": "object",
+    "required": ["ok", "restarted", "ready", "status", "namespace", "pod"],
+    "properties": {
+        "ok": {"type": "boolean", "description": "Restarted since `started_at`, and ready."},
+        "restarted": {"type": "boolean"},
+        "ready": {"type": "boolean"},
+        "status": {
+            "type": "string",
+            "enum": ["restarted_and_ready", "restarted_not_ready", "not_restarted"],
+        },
+        "namespace": {"type": "string"},
+        "pod": {"type": "string"},
+        "creationTimestamp": {"type": "string", "format": "date-time"},
+        "started_at": {"type": "string", "format": "date-time"},
+        "evaluated_with": {"type": "string"},
+    },
+}
+
+CHANGE_ERRORS = (
+    InvalidKindError,
+    BadRequestError,
+    InvalidHardwareTierError,
+    UnauthorizedError,
+    ClusterNotFoundError,
+    QuotaExceededError,
+    DependencyUnavailableError,
+)
+"""What a change of a cluster (its workers or a tier) may be refused with."""
+
 
 def _service() -> ScalerService:
     return ScalerService(labs_ext.context, labs_ext.engine)
@@ -75,7 +139,7 @@ def _body() -> dict[str, Any]:
 @requires(ANY_USER, ADMIN)
 def list_clusters(kind: str) -> Response:
     """Clusters of a kind."""
-    return jsonify(_service().list(current_caller(), kind))
+    return jsonify(_service().of_kind(current_caller(), kind))
 
 
 @scaler.get("/cluster/<kind>/<name>")
@@ -90,18 +154,57 @@ def get_cluster(kind: str, name: str) -> Response:
 @scaler.patch("/scale/<kind>/<name>")
 @scaler.request_body(SCALE_BODY)
 @scaler.response(200, SCALED)
-@raises(
-    InvalidKindError,
-    BadRequestError,
-    InvalidHardwareTierError,
-    UnauthorizedError,
-    ClusterNotFoundError,
-    NotScalableError,
-    QuotaExceededError,
-    DependencyUnavailableError,
-)
+@raises(*CHANGE_ERRORS, NotScalableError)
 @requires(ANY_USER, ADMIN, with_user=True)
 def scale_cluster(kind: str, name: str) -> Response:
     """Set a cluster's workers, capped at its maximum (never raised), optionally with a new
     hardware tier for them."""
     return jsonify(_service().scale(current_caller(), current_user(), kind, name, _body()))
+
+
+@scaler.patch("/head-hw-tier/<kind>/<name>")
+@scaler.request_body(HEAD_TIER_BODY)
+@scaler.response(200, HEAD_TIERED)
+@raises(*CHANGE_ERRORS, NotSupportedError)
+@requires(ANY_USER, ADMIN, with_user=True)
+def head_hw_tier(kind: str, name: str) -> Response:
+    """Give a cluster's head (scheduler, server) a hardware tier; the head takes it when it
+    is next made, as after `restart_head`."""
+    return jsonify(_service().head_tier(current_caller(), current_user(), kind, name, _body()))
+
+
+@scaler.patch("/restart_head/<kind>/<name>")
+@scaler.response(202, RESTARTED)
+@raises(InvalidKindError, UnauthorizedError, ClusterNotFoundError, HeadPodNotFoundError)
+@requires(ANY_USER, ADMIN)
+def restart_head(kind: str, name: str) -> tuple[Response, int]:
+    """Delete a cluster's head pod with a 20 s grace period and return at once; its operator
+    makes it again."""
+    return jsonify(_service().restart_head(current_caller(), kind, name)), 202
+
+
+@scaler.get("/restart_head_status/<kind>/<name>")
+@scaler.response(200, RESTART_STATUS)
+@scaler.doc(
+    parameters=[
+        {
+            "in": "query",
+            "name": "started_at",
+            "required": True,
+            "description": "`started_at` as `restart_head` returned it (ISO 8601).",
+            "schema": {"type": "string", "format": "date-time"},
+        }
+    ]
+)
+@raises(
+    InvalidKindError,
+    BadRequestError,
+    UnauthorizedError,
+    ClusterNotFoundError,
+    HeadPodNotFoundError,
+)
+@requires(ANY_USER, ADMIN)
+def restart_head_status(kind: str, name: str) -> Response:
+    """Whether the head was made again since `started_at` (required) and is ready."""
+    started_at = request.args.get("started_at")
+    return jsonify(_service().restart_head_status(current_caller(), kind, name, started_at))

@@ -30,9 +30,9 @@ from app.errors import (
     RebuildingError,
 )
 from app.models.cluster import ClusterRecord, ClusterStatus, cluster_json, parse_cluster
-from app.models.identity import UserInfo
+from app.models.identity import Group, UserInfo
 from app.models.images import ImageChoice
-from app.models.lab import LabStatus
+from app.models.lab import LabRecord, LabStatus
 from app.models.usage import Usage
 from app.services.budgets import budget_for, budget_refusal
 from app.services.context import LabContext
@@ -86,16 +86,19 @@ class ClusterService:
 
     # Create --------------------------------------------------------------------------
 
-    def create(self, user: UserInfo, request: ClusterRequest) -> ClusterRecord:
+    def create(self, username: str, caller: UserInfo, request: ClusterRequest) -> ClusterRecord:
+        """Create a cluster for ``username``: the caller themself, or an administrator acting
+        for them, in which case the user is known from their running lab's record."""
         config = self._ctx.config.clusters
         if request.kind not in config.kinds:
             raise InvalidRequestError(
                 f"unknown kind {request.kind!r}; kinds are: {', '.join(config.kinds)}",
                 field="kind",
             )
-        lab = self._ctx.labs.get(user.username)
+        lab = self._ctx.labs.get(username)
         if lab is None or lab.status is not LabStatus.RUNNING:
-            raise ConflictError(f"user {user.username} has no running lab to run a cluster beside")
+            raise ConflictError(f"user {username} has no running lab to run a cluster beside")
+        user = caller if caller.username == username else lab_user(lab)
         image = str(lab.options.get("image") or "")
         if request.image is not None:
             choice = ImageChoice(reference=request.image, field="image")
@@ -175,6 +178,11 @@ class ClusterService:
     def _pod_shape(self, tier: HardwareTier) -> PodShape:
         return pod_shape(tier, self._ctx.config.clusters.node_pool_label)
 
+    def owner(self, username: str) -> UserInfo | None:
+        """The owner of clusters as their lab's record knows them; None without a lab."""
+        lab = self._ctx.labs.get(username)
+        return lab_user(lab) if lab is not None else None
+
     def held(self, owner: str) -> Usage:
         """What the owner's clusters hold now (failed ones hold nothing)."""
         total = Usage()
@@ -198,6 +206,24 @@ class ClusterService:
         if result is DeleteQueued.MISSING or current is None:
             raise NotFoundError(f"user {owner} has no cluster {name}")
         return parse_cluster(_terminating(current))
+
+
+def lab_user(lab: LabRecord) -> UserInfo:
+    """The user a lab was spawned for, as its record keeps them: enough for budgets (the
+    groups), images (the groups) and pods (uid and gid)."""
+    return UserInfo(
+        username=lab.username,
+        name=None,
+        email=None,
+        uid=lab.uid,
+        gid=lab.gid,
+        groups=tuple(Group(name=str(g["name"]), id=_group_id(g.get("id"))) for g in lab.groups),
+        notebook_quota=None,
+    )
+
+
+def _group_id(value: object) -> int | None:
+    return value if isinstance(value, int) else None
 
 
 @contextmanager

@@ -6,25 +6,31 @@ must be the caller's username) and where hardware tiers come from (the service's
 configuration). Clusters are found by kind and name among the service's records, which say
 whose they are and in which namespace they run.
 
-A scale caps the requested workers at the cluster's maximum and never raises the maximum, is
-checked against the owner's budget like a creation, and changes exactly the fields it means
-(a JSON patch of the operator's object), then the record.
+A scale caps the requested workers at the cluster's maximum and never raises the maximum; a
+scale or a change of tier is checked against the owner's budget like a creation and changes
+exactly the fields it means (a JSON patch of the operator's object), then the record. A head
+restart deletes the head pod with a grace period; its operator makes it again, and the status
+route says when the new one is ready.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import asdict, replace
 from typing import Any
 
 from app.config.models import HardwareTier
 from app.engine.engine import Engine
+from app.engine.pods import judge
 from app.errors import (
     BadRequestError,
     ClusterNotFoundError,
+    HeadPodNotFoundError,
     InvalidHardwareTierError,
     InvalidKindError,
     NotScalableError,
+    NotSupportedError,
     QuotaExceededError,
     UnauthorizedError,
 )
@@ -35,11 +41,15 @@ from app.services.auth import ADMIN_SCOPE
 from app.services.budgets import budget_for, budget_refusal
 from app.services.clusters import ClusterService, budget_lock
 from app.services.context import LabContext
-from app.workloads.cluster.adapters import ADAPTERS, OWNER_LABEL, ClusterAdapter
-from app.workloads.cluster.kind import CLUSTER_KIND, cluster_ref
+from app.timestamps import iso_utc, parse_iso
+from app.workloads.cluster.adapters import ADAPTERS, OWNER_LABEL, ClusterAdapter, resolve
+from app.workloads.cluster.kind import CLUSTER_KIND, cluster_ref, selector_text
 from app.workloads.cluster.records import custom_kind, pod_shape
 
 logger = logging.getLogger(__name__)
+
+RESTART_GRACE_SECONDS = 20
+"""How long a restarted head's containers get to stop, as the design gives it."""
 
 
 class ScalerService:
@@ -57,7 +67,7 @@ class ScalerService:
 
     # ---- reads ----------------------------------------------------------------------------
 
-    def list(self, caller: Caller, kind: str) -> dict[str, Any]:
+    def of_kind(self, caller: Caller, kind: str) -> dict[str, Any]:
         """Every cluster of the kind for an administrator, the caller's own otherwise: the
         operators' objects as Kubernetes has them."""
         adapter = self.adapter(kind)
@@ -75,15 +85,9 @@ class ScalerService:
         return {"kind": kind, "count": len(objects), "clusters": objects}
 
     def object(self, caller: Caller, kind: str, name: str) -> dict[str, Any]:
-        adapter = self.adapter(kind)
-        record = self._find(kind, name)
-        obj = self._ctx.kube.read_custom(custom_kind(adapter), record.namespace, record.name)
-        if obj is None:
-            raise ClusterNotFoundError(f"no {kind} named {name}")
-        _authorize(caller, obj)
-        return obj
+        return self._owned(caller, self.adapter(kind), name)[1]
 
-    # ---- scale ----------------------------------------------------------------------------
+    # ---- scale and tiers --------------------------------------------------------------------
 
     def scale(
         self, caller: Caller, user: UserInfo, kind: str, name: str, body: dict[str, Any]
@@ -97,55 +101,25 @@ class ScalerService:
             raise BadRequestError(
                 "worker_hw_tier_name must be a string", field="worker_hw_tier_name"
             )
-        record = self._find(kind, name)
-        obj = self._ctx.kube.read_custom(custom_kind(adapter), record.namespace, name)
-        if obj is None:
-            raise ClusterNotFoundError(f"no {kind} named {name}")
-        _authorize(caller, obj)
+        record, obj = self._owned(caller, adapter, name)
         if record.status is not ClusterStatus.RUNNING:
             raise NotScalableError(f"cluster {name} is {record.status.value}, not running")
-        tier = self._tier(tier_name, kind) if tier_name is not None else None
+        tier = self._tier(tier_name, kind, "worker_hw_tier_name") if tier_name else None
         maximum = adapter.max_workers(obj)
         effective = min(replicas, maximum)
-        clusters = self._ctx.config.clusters
-        with budget_lock(self._engine, record.owner):
-            # Read again under the lock: another scale may have changed the cluster.
-            record = self._find(kind, name)
-            current = Usage.from_json(record.usage)
-            usage = current
-            worker_tier = clusters.tier(tier.name if tier else record.worker_tier)
-            head_tier = clusters.tier(record.head_tier)
-            if worker_tier is not None and head_tier is not None:
-                label = clusters.node_pool_label
-                usage = cluster_usage(
-                    effective,
-                    pod_shape(worker_tier, label).requested(),
-                    pod_shape(head_tier, label).requested(),
-                )
-            # Only what grows is checked, so a user over a lowered budget may still shrink.
-            # The owner's budget needs the owner's groups: an administrator is not held to it.
-            if user.username == record.owner:
-                budget = budget_for(user, self._ctx.config.budgets)
-                refusal = budget_refusal(budget, self._clusters.held(record.owner), usage - current)
-                if refusal is not None:
-                    raise QuotaExceededError(refusal)
-            patch = adapter.scale_patch(effective)
-            if tier is not None:
-                shape = pod_shape(tier, clusters.node_pool_label)
-                patch += adapter.tier_patch(obj, adapter.worker_template_path, shape)
-            self._ctx.kube.patch_custom(custom_kind(adapter), record.namespace, name, patch)
-            updated = replace(
-                record,
-                workers=effective,
-                worker_tier=tier.name if tier else record.worker_tier,
-                usage=asdict(usage),
-            )
-            if not self._engine.store.put_if_idle(
-                ref=cluster_ref(record.owner, name),
-                record=cluster_json(updated),
-                expect=cluster_json(record),
-            ):
-                logger.warning("cluster %s changed while it was scaled; its record is left", name)
+        patch = adapter.scale_patch(effective)
+        if tier is not None:
+            shape = pod_shape(tier, self._ctx.config.clusters.node_pool_label)
+            patch += adapter.tier_patch(obj, adapter.worker_template_path, shape)
+        self._change(
+            user,
+            adapter,
+            obj,
+            record=record,
+            patch=patch,
+            workers=effective,
+            worker_tier=tier.name if tier else None,
+        )
         answer: dict[str, Any] = {
             "kind": kind,
             "name": name,
@@ -158,7 +132,181 @@ class ScalerService:
             answer["worker_hw_tier_id"] = _tier_json(tier)
         return answer
 
+    def head_tier(
+        self, caller: Caller, user: UserInfo, kind: str, name: str, body: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Give the head's pod template a hardware tier. The running head keeps its old one
+        until it is made again (``restart_head``), as its operator leaves a running pod be."""
+        adapter = self.adapter(kind)
+        tier_name = body.get("head_hw_tier_name")
+        if not isinstance(tier_name, str) or not tier_name:
+            raise BadRequestError(
+                "head_hw_tier_name must name a hardware tier", field="head_hw_tier_name"
+            )
+        record, obj = self._owned(caller, adapter, name)
+        tier = self._tier(tier_name, kind, "head_hw_tier_name")
+        if not resolve(obj, f"{adapter.head_template_path}/spec/containers"):
+            raise NotSupportedError(f"{adapter.kind} {name} has no head pod spec to change")
+        if record.status is not ClusterStatus.RUNNING:
+            raise NotSupportedError(
+                f"cluster {name} is {record.status.value}; its head tier changes once it runs"
+            )
+        shape = pod_shape(tier, self._ctx.config.clusters.node_pool_label)
+        patch = adapter.tier_patch(obj, adapter.head_template_path, shape)
+        patched = self._change(user, adapter, obj, record=record, patch=patch, head_tier=tier.name)
+        return {"kind": kind, "name": name, "head_hw_tier_name": tier.name, "object": patched}
+
+    def _change(
+        self,
+        user: UserInfo,
+        adapter: ClusterAdapter,
+        obj: dict[str, Any],
+        *,
+        record: ClusterRecord,
+        patch: list[dict[str, Any]],
+        workers: int | None = None,
+        worker_tier: str | None = None,
+        head_tier: str | None = None,
+    ) -> dict[str, Any]:
+        """Patch the cluster's object and its record to the new workers and tiers (None:
+        unchanged), under the owner's budget lock; the patched object.
+
+        Only what grows is checked against the budget, so a user over a lowered budget may
+        still shrink. It is the owner's budget, also when an administrator makes the change:
+        the owner's groups then come from their lab's record.
+        """
+        clusters = self._ctx.config.clusters
+        name = record.name
+        with budget_lock(self._engine, record.owner):
+            # Read again under the lock: another change may have come first.
+            record = self._find(record.kind, name)
+            changed = replace(
+                record,
+                workers=record.workers if workers is None else workers,
+                worker_tier=worker_tier or record.worker_tier,
+                head_tier=head_tier or record.head_tier,
+            )
+            current = Usage.from_json(record.usage)
+            usage = current
+            worker, head = clusters.tier(changed.worker_tier), clusters.tier(changed.head_tier)
+            if worker is not None and head is not None:
+                label = clusters.node_pool_label
+                usage = cluster_usage(
+                    changed.workers,
+                    pod_shape(worker, label).requested(),
+                    pod_shape(head, label).requested(),
+                )
+            owner = user if user.username == record.owner else self._clusters.owner(record.owner)
+            if owner is not None:
+                budget = budget_for(owner, self._ctx.config.budgets)
+                refusal = budget_refusal(budget, self._clusters.held(record.owner), usage - current)
+                if refusal is not None:
+                    raise QuotaExceededError(refusal)
+            if (changed.worker_tier, changed.head_tier) != (record.worker_tier, record.head_tier):
+                patch = patch + adapter.tiers_patch(
+                    obj, worker=changed.worker_tier, head=changed.head_tier
+                )
+            patched = self._ctx.kube.patch_custom(
+                custom_kind(adapter), record.namespace, name, patch
+            )
+            if not self._engine.store.put_if_idle(
+                ref=cluster_ref(record.owner, name),
+                record=cluster_json(replace(changed, usage=asdict(usage))),
+                expect=cluster_json(record),
+            ):
+                logger.warning("cluster %s changed while it was changed; its record is left", name)
+        return patched
+
+    # ---- head restarts ------------------------------------------------------------------
+
+    def restart_head(self, caller: Caller, kind: str, name: str) -> dict[str, Any]:
+        """Delete the head pod with a grace period and return at once: its operator makes it
+        again, from the head's template as it is now."""
+        adapter = self.adapter(kind)
+        record = self._find(kind, name)
+        _authorize_owner(caller, record.owner)
+        live = [p for p in self._heads(adapter, record) if not _terminating(p)]
+        if not live:
+            raise HeadPodNotFoundError(f"cluster {name} has no head pod to restart")
+        pod = live[-1]["metadata"]["name"]
+        # To the second, as Kubernetes' creation times: the new head's is never earlier.
+        started_at = iso_utc(time.time())
+        answer = self._ctx.kube.delete_pod_with_grace(
+            record.namespace, pod, grace_seconds=RESTART_GRACE_SECONDS
+        )
+        if answer is None:
+            raise HeadPodNotFoundError(f"the head pod {pod} of cluster {name} is gone")
+        return {
+            "ok": True,
+            "namespace": record.namespace,
+            "pod": pod,
+            "grace_period_seconds": RESTART_GRACE_SECONDS,
+            "started_at": started_at,
+            "k8s_response": _deletion_summary(answer),
+        }
+
+    def restart_head_status(
+        self, caller: Caller, kind: str, name: str, started_at: str | None
+    ) -> dict[str, Any]:
+        """Whether the head was made again since ``started_at`` and is ready.
+
+        While the old head terminates it is the one reported (not restarted); a new head
+        created at or after ``started_at`` is the restarted one.
+        """
+        adapter = self.adapter(kind)
+        since = parse_iso(started_at)
+        if since is None:
+            raise BadRequestError(
+                "started_at must be an ISO 8601 time, as restart_head returned it",
+                field="started_at",
+            )
+        record = self._find(kind, name)
+        _authorize_owner(caller, record.owner)
+        heads = self._heads(adapter, record)
+        if not heads:
+            raise HeadPodNotFoundError(f"cluster {name} has no head pod")
+        live = [p for p in heads if not _terminating(p)]
+        pod = (live or heads)[-1]
+        created = str(pod["metadata"].get("creationTimestamp") or "")
+        restarted = bool(live) and (parse_iso(created) or 0.0) >= since
+        ready = judge(pod, "cluster head").ready
+        if restarted and ready:
+            status = "restarted_and_ready"
+        elif restarted:
+            status = "restarted_not_ready"
+        else:
+            status = "not_restarted"
+        return {
+            "ok": restarted and ready,
+            "restarted": restarted,
+            "ready": ready,
+            "status": status,
+            "namespace": record.namespace,
+            "pod": pod["metadata"]["name"],
+            "creationTimestamp": created,
+            "started_at": started_at,
+            "evaluated_with": "started_at",
+        }
+
+    def _heads(self, adapter: ClusterAdapter, record: ClusterRecord) -> list[dict[str, Any]]:
+        """The cluster's head pods, found as its operator labels them, oldest first."""
+        pods = self._ctx.kube.list_pods(
+            record.namespace, selector_text(adapter.head_selector(record.name))
+        )
+        return sorted(pods, key=lambda p: str(p["metadata"].get("creationTimestamp") or ""))
+
     # ---- helpers --------------------------------------------------------------------------
+
+    def _owned(
+        self, caller: Caller, adapter: ClusterAdapter, name: str
+    ) -> tuple[ClusterRecord, dict[str, Any]]:
+        """The cluster's record and object, once the caller may act on it."""
+        record = self._find(adapter.route_name, name)
+        obj = self._ctx.kube.read_custom(custom_kind(adapter), record.namespace, name)
+        if obj is None:
+            raise ClusterNotFoundError(f"no {adapter.route_name} named {name}")
+        _authorize(caller, obj)
+        return record, obj
 
     def _find(self, kind: str, name: str) -> ClusterRecord:
         for ref_name, raw in self._engine.store.records(CLUSTER_KIND).items():
@@ -168,16 +316,13 @@ class ScalerService:
                     return record
         raise ClusterNotFoundError(f"no {kind} named {name}")
 
-    def _tier(self, name: str, kind: str) -> HardwareTier:
+    def _tier(self, name: str, kind: str, field: str) -> HardwareTier:
         tier = self._ctx.config.clusters.tier(name)
         if tier is None:
-            raise InvalidHardwareTierError(
-                f"no hardware tier named {name}", field="worker_hw_tier_name"
-            )
+            raise InvalidHardwareTierError(f"no hardware tier named {name}", field=field)
         if tier.kinds and kind not in tier.kinds:
             raise InvalidHardwareTierError(
-                f"hardware tier {name} is restricted to {', '.join(tier.kinds)}",
-                field="worker_hw_tier_name",
+                f"hardware tier {name} is restricted to {', '.join(tier.kinds)}", field=field
             )
         return tier
 
@@ -187,9 +332,29 @@ def _is_admin(caller: Caller) -> bool:
 
 
 def _authorize(caller: Caller, obj: dict[str, Any]) -> None:
-    owner = (obj.get("metadata", {}).get("labels") or {}).get(OWNER_LABEL)
+    """The object's owner label decides, as in the design."""
+    _authorize_owner(caller, (obj.get("metadata", {}).get("labels") or {}).get(OWNER_LABEL))
+
+
+def _authorize_owner(caller: Caller, owner: str | None) -> None:
     if not _is_admin(caller) and owner != caller.username:
         raise UnauthorizedError("only an administrator or the cluster's owner may do this")
+
+
+def _terminating(pod: dict[str, Any]) -> bool:
+    return bool(pod["metadata"].get("deletionTimestamp"))
+
+
+def _deletion_summary(answer: dict[str, Any]) -> dict[str, Any]:
+    """What the API server said of the deletion, without the pod's spec and status."""
+    meta = answer.get("metadata") or {}
+    return {
+        "kind": answer.get("kind"),
+        "name": meta.get("name"),
+        "uid": meta.get("uid"),
+        "deletionTimestamp": meta.get("deletionTimestamp"),
+        "deletionGracePeriodSeconds": meta.get("deletionGracePeriodSeconds"),
+    }
 
 
 def _tier_json(tier: HardwareTier) -> dict[str, Any]:

@@ -229,12 +229,15 @@ class KubernetesStorage:
         )
         return result
 
-    def _delete(self, resource: str, namespace: str | None, name: str) -> dict[str, Any] | None:
+    def _delete(
+        self, resource: str, namespace: str | None, name: str, grace_seconds: int | None = None
+    ) -> dict[str, Any] | None:
         """Ask for the object's deletion; the API server's answer (the object, or a Status),
         or None if it was already gone."""
+        query = [] if grace_seconds is None else [("gracePeriodSeconds", str(grace_seconds))]
         try:
             answer: dict[str, Any] = _call(
-                self._api, "DELETE", resource_path(resource, namespace, name)
+                self._api, "DELETE", resource_path(resource, namespace, name), query=query
             )
         except KubernetesError as exc:
             if exc.status == 404:
@@ -365,6 +368,13 @@ class KubernetesStorage:
     def delete_pod(self, namespace: str, name: str) -> bool:
         """Ask for the pod's deletion; False if it was already gone."""
         return self._delete("pods", namespace, name) is not None
+
+    def delete_pod_with_grace(
+        self, namespace: str, name: str, *, grace_seconds: int
+    ) -> dict[str, Any] | None:
+        """Ask for the pod's deletion, giving its containers ``grace_seconds`` to stop; the
+        API server's answer (the terminating pod), or None if it was already gone."""
+        return self._delete("pods", namespace, name, grace_seconds)
 
     def list_pods(self, namespace: str, label_selector: str) -> list[dict[str, Any]]:
         return list(self._list("pods", namespace, label_selector=label_selector).get("items") or [])

@@ -315,6 +315,15 @@ EXPECTED_SCOPES = {
     ("PATCH", "/ddl_cluster_scaler/scale/rachel/rachel"): {
         "any": ["exec:notebook", "admin:notebook"]
     },
+    ("PATCH", "/ddl_cluster_scaler/head-hw-tier/rachel/rachel"): {
+        "any": ["exec:notebook", "admin:notebook"]
+    },
+    ("PATCH", "/ddl_cluster_scaler/restart_head/rachel/rachel"): {
+        "any": ["exec:notebook", "admin:notebook"]
+    },
+    ("GET", "/ddl_cluster_scaler/restart_head_status/rachel/rachel"): {
+        "any": ["exec:notebook", "admin:notebook"]
+    },
     ("GET", "/spawner/v1/user-status"): {"all": ["exec:notebook"]},
     ("GET", "/spawner/v1/spawn-form/rachel"): {"all": ["exec:notebook"]},
     ("GET", "/spawner/v1/images"): {"all": ["admin:notebook"]},

@@ -32,6 +32,7 @@ __all__ = ["admin_headers", "lab_raw_config", "new_user"]
 CLUSTERS = {
     "tiers": [
         {"name": "small", "cores": "500m", "coresLimit": 1, "memory": "1Gi"},
+        {"name": "large", "cores": 1, "coresLimit": 2, "memory": "2Gi"},
         {"name": "gpu", "cores": 2, "memory": "8Gi", "gpus": 1, "kinds": ["rayclusters"]},
     ],
     "maxWorkers": 10,

@@ -153,7 +153,7 @@ def test_a_cluster_runs_beside_the_lab_and_goes_on_delete(
     ("body", "field", "message"),
     [
         ({"kind": "sparkjobs"}, "kind", "unknown kind 'sparkjobs'"),
-        ({"worker_tier": "huge"}, "worker_tier", "unknown tier 'huge'; tiers are: small, gpu"),
+        ({"worker_tier": "huge"}, "worker_tier", "unknown tier 'huge'; tiers are: small, large, gpu"),
         ({"head_tier": "gpu"}, "head_tier", "tier gpu is only for rayclusters"),
         ({"workers": 3, "max_workers": 2}, "max_workers", "must not be less than workers"),
         ({"workers": 1, "max_workers": 11}, "max_workers", "must not exceed 10"),
@@ -203,3 +203,41 @@ def test_a_request_past_the_budget_is_refused_whole(
     too_many = create(client, scientist, workers=5)
     assert too_many.status_code == 409
     assert "workers budget" in too_many.get_json()["message"]
+
+
+def test_an_administrator_creates_for_a_user_within_the_users_budget(
+    client: FlaskClient,
+    new_user: Callable[..., LabUser],
+    kube: KubernetesEmulator,
+    admin_headers: dict[str, str],
+) -> None:
+    # The default budget: one cluster, three workers.
+    user, labless = new_user(groups=(GroupSpec("plain", 4242),)), new_user()
+    body = {"kind": "daskclusters", "workers": 2, "max_workers": 5}
+    refused = client.post(
+        f"/spawner/v1/labs/{labless.username}/clusters", json=body, headers=admin_headers
+    )
+    assert (refused.status_code, refused.get_json()["code"]) == (409, "conflict")
+
+    with_lab(client, user)
+    created = client.post(
+        f"/spawner/v1/labs/{user.username}/clusters", json=body, headers=admin_headers
+    )
+    assert created.status_code == 201, created.get_data(as_text=True)
+    cluster = created.get_json()
+    assert (cluster["owner"], cluster["namespace"]) == (user.username, f"nublado-{user.username}")
+    # The user reads it as their own, and it runs as them.
+    assert running(client, user, cluster["name"])["status"] == "running"
+    obj = kube.store.get("daskclusters", cluster["namespace"], cluster["name"])
+    assert obj is not None
+    context = obj["spec"]["worker"]["spec"]["securityContext"]
+    assert (context["runAsUser"], context["runAsGroup"]) == (user.uid, user.gid)
+
+    again = client.post(
+        f"/spawner/v1/labs/{user.username}/clusters", json=body, headers=admin_headers
+    )
+    assert (again.status_code, again.get_json()["code"]) == (409, "quota_exceeded")
+    scale = f"/ddl_cluster_scaler/scale/daskclusters/{cluster['name']}"
+    past = client.patch(scale, json={"replicas": 4}, headers=admin_headers)
+    assert (past.status_code, past.get_json()["code"]) == (409, "quota_exceeded")
+    assert client.patch(scale, json={"replicas": 3}, headers=admin_headers).status_code == 200

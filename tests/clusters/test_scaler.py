@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from flask.testing import FlaskClient
+from kubernetes import client as k8s
 
 from devstack.gafaelfawr import GroupSpec
 from devstack.kube import KubernetesEmulator
@@ -134,3 +135,158 @@ def test_every_kind_scales_where_its_operator_keeps_the_count(
     for step in pointer:
         value = value[step]
     assert value == 2
+
+
+def _head(kube: KubernetesEmulator, namespace: str, name: str) -> list[dict[str, Any]]:
+    """The cluster's live head pods, as the dask operator labels them."""
+    return [
+        p
+        for p in kube.store.list("pods", namespace)
+        if p["metadata"]["labels"].get("dask.org/cluster-name") == name
+        and p["metadata"]["labels"].get("dask.org/component") == "scheduler"
+        and not p["metadata"].get("deletionTimestamp")
+    ]
+
+
+def test_a_new_head_tier_is_taken_by_the_head_a_restart_makes(
+    client: FlaskClient, new_user: Callable[..., LabUser], kube: KubernetesEmulator
+) -> None:
+    owner = new_user()
+    cluster = _cluster(client, owner)
+    name, namespace = cluster["name"], cluster["namespace"]
+    base = "/ddl_cluster_scaler"
+    before = cluster["usage"]["cpu"]
+
+    tiered = client.patch(
+        f"{base}/head-hw-tier/daskclusters/{name}",
+        json={"head_hw_tier_name": "large"},
+        headers=owner.headers,
+    )
+    assert tiered.status_code == 200, tiered.get_data(as_text=True)
+    body = tiered.get_json()
+    assert (body["kind"], body["name"], body["head_hw_tier_name"]) == (
+        "daskclusters",
+        name,
+        "large",
+    )
+    scheduler = body["object"]["spec"]["scheduler"]
+    assert scheduler["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "1"
+    assert scheduler["metadata"]["labels"]["lab-spawner.jupyter.org/hardware-tier-id"] == "large"
+    record = client.get(f"/spawner/v1/labs/{owner.username}/clusters/{name}", headers=owner.headers)
+    assert record.get_json()["head_tier"] == "large"
+    assert record.get_json()["usage"]["cpu"] == pytest.approx(before + 0.5)
+    # The running head keeps what it was made with until it is made again.
+    (old,) = _head(kube, namespace, name)
+    assert old["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "500m"
+
+    restart = client.patch(f"{base}/restart_head/daskclusters/{name}", headers=owner.headers)
+    assert restart.status_code == 202, restart.get_data(as_text=True)
+    restarted = restart.get_json()
+    assert restarted["ok"] is True and restarted["grace_period_seconds"] == 20
+    assert (restarted["namespace"], restarted["pod"]) == (namespace, old["metadata"]["name"])
+    assert restarted["k8s_response"]["uid"] == old["metadata"]["uid"]
+
+    def status() -> dict[str, Any] | None:
+        answer = client.get(
+            f"{base}/restart_head_status/daskclusters/{name}",
+            query_string={"started_at": restarted["started_at"]},
+            headers=owner.headers,
+        )
+        assert answer.status_code == 200, answer.get_data(as_text=True)
+        data: dict[str, Any] = answer.get_json()
+        assert data["evaluated_with"] == "started_at"
+        return data if data["ok"] else None
+
+    done: dict[str, Any] = wait_for(status)
+    assert (done["status"], done["restarted"], done["ready"]) == ("restarted_and_ready", True, True)
+    assert done["pod"] != old["metadata"]["name"]
+    (new,) = _head(kube, namespace, name)
+    assert new["metadata"]["name"] == done["pod"]
+    assert new["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "1"
+
+    # Against a time after the restart, the same head was not restarted.
+    later = client.get(
+        f"{base}/restart_head_status/daskclusters/{name}",
+        query_string={"started_at": "2999-01-01T00:00:00Z"},
+        headers=owner.headers,
+    ).get_json()
+    assert (later["ok"], later["restarted"], later["status"]) == (False, False, "not_restarted")
+    assert running(client, owner, name)["status"] == "running"
+
+
+def test_head_routes_refuse_what_their_design_refuses(
+    client: FlaskClient,
+    new_user: Callable[..., LabUser],
+    kube: KubernetesEmulator,
+    admin_headers: dict[str, str],
+) -> None:
+    owner, other = new_user(), new_user()
+    cluster = _cluster(client, owner)
+    name, namespace = cluster["name"], cluster["namespace"]
+    base = "/ddl_cluster_scaler"
+    for body, status, code in (
+        ({}, 400, "bad_request"),
+        ({"head_hw_tier_name": 3}, 400, "bad_request"),
+        ({"head_hw_tier_name": "huge"}, 400, "invalid_hw_tier"),
+        ({"head_hw_tier_name": "gpu"}, 400, "invalid_hw_tier"),
+    ):
+        answer = client.patch(
+            f"{base}/head-hw-tier/daskclusters/{name}", json=body, headers=owner.headers
+        )
+        assert (answer.status_code, answer.get_json()["code"]) == (status, code), body
+    for method, path in (
+        ("PATCH", f"head-hw-tier/daskclusters/{name}"),
+        ("PATCH", f"restart_head/daskclusters/{name}"),
+        ("GET", f"restart_head_status/daskclusters/{name}?started_at=2026-01-01T00:00:00Z"),
+    ):
+        denied = client.open(
+            f"{base}/{path}",
+            method=method,
+            json={"head_hw_tier_name": "small"},
+            headers=other.headers,
+        )
+        assert (denied.status_code, denied.get_json()["code"]) == (403, "unauthorized"), path
+        wrong_kind = client.open(
+            f"{base}/{path.replace('daskclusters', 'mpiclusters')}",
+            method=method,
+            json={"head_hw_tier_name": "small"},
+            headers=owner.headers,
+        )
+        assert (wrong_kind.status_code, wrong_kind.get_json()["code"]) == (400, "invalid_kind")
+        missing = client.open(
+            f"{base}/{path.replace(name, 'nope')}",
+            method=method,
+            json={"head_hw_tier_name": "small"},
+            headers=owner.headers,
+        )
+        assert missing.status_code == 404, path
+    for query in ({}, {"started_at": "yesterday"}):
+        answer = client.get(
+            f"{base}/restart_head_status/daskclusters/{name}",
+            query_string=query,
+            headers=owner.headers,
+        )
+        assert (answer.status_code, answer.get_json()["code"]) == (400, "bad_request"), query
+    # An administrator may act on anyone's cluster.
+    status = client.get(
+        f"{base}/restart_head_status/daskclusters/{name}",
+        query_string={"started_at": "2026-01-01T00:00:00Z"},
+        headers=admin_headers,
+    )
+    assert status.status_code == 200 and status.get_json()["ready"] is True
+
+    # With its object deleted behind the service's back, the cluster has no head.
+    api = kube.api_client()
+    try:
+        k8s.CustomObjectsApi(api).delete_namespaced_custom_object(
+            "kubernetes.dask.org", "v1", namespace, "daskclusters", name
+        )
+    finally:
+        api.close()
+    wait_for(lambda: not _head(kube, namespace, name))
+    for method, path in (
+        ("PATCH", f"restart_head/daskclusters/{name}"),
+        ("GET", f"restart_head_status/daskclusters/{name}?started_at=2026-01-01T00:00:00Z"),
+    ):
+        gone = client.open(f"{base}/{path}", method=method, headers=owner.headers)
+        assert (gone.status_code, gone.get_json()["code"]) == (404, "head_pod_not_found"), path

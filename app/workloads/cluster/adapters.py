@@ -164,6 +164,17 @@ class ClusterAdapter(ABC):
             ops.append({"op": "add", "path": f"{template_path}/metadata/labels", "value": labels})
         return ops
 
+    def tiers_patch(self, obj: dict[str, Any], *, worker: str, head: str) -> list[dict[str, Any]]:
+        """The JSON patch recording the tiers' names on the object (``TIERS_ANNOTATION``), so
+        a record rebuilt from Kubernetes has the tiers the pods were given."""
+        value = tiers_annotation(worker=worker, head=head)
+        if "annotations" not in obj.get("metadata", {}):
+            return [
+                {"op": "add", "path": "/metadata/annotations", "value": {TIERS_ANNOTATION: value}}
+            ]
+        key = TIERS_ANNOTATION.replace("~", "~0").replace("/", "~1")
+        return [{"op": "add", "path": f"/metadata/annotations/{key}", "value": value}]
+
     # ---- helpers for builders ---------------------------------------------------------------
 
     def resource(self, shape: ClusterShape, spec: dict[str, Any]) -> dict[str, Any]:
@@ -176,8 +187,9 @@ class ClusterAdapter(ABC):
         }
 
     def metadata(self, shape: ClusterShape) -> dict[str, Any]:
-        tiers = {"worker": shape.worker.tier, "head": shape.head.tier}
-        annotations = {TIERS_ANNOTATION: json.dumps(tiers, sort_keys=True)}
+        annotations = {
+            TIERS_ANNOTATION: tiers_annotation(worker=shape.worker.tier, head=shape.head.tier)
+        }
         if self.max_path is None:
             annotations[MAX_WORKERS_ANNOTATION] = str(shape.max_workers)
         return {
@@ -230,6 +242,11 @@ class ClusterAdapter(ABC):
             ROLE_LABEL: role,
         }
         return {"metadata": {"labels": labels}, "spec": spec}
+
+
+def tiers_annotation(*, worker: str, head: str) -> str:
+    """``TIERS_ANNOTATION``'s value: the workers' and the head's tier names."""
+    return json.dumps({"worker": worker, "head": head}, sort_keys=True)
 
 
 def resolve(obj: Any, pointer: str) -> Any:
