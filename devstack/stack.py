@@ -191,6 +191,8 @@ class LocalStack:
         raw["lab"]["internalUrl"] = (
             self.lab_standin.url if self.lab_standin is not None else REAL_LAB_URL
         )
+        # No DNS here: clusters' addresses name their head Service by its forwarded cluster IP.
+        raw["clusters"]["reachBy"] = "clusterIP"
         for block in raw["prepull"]:
             if "registry" in block:
                 block["registry"] = self.registry.host

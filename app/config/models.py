@@ -301,6 +301,10 @@ class ClustersConfig:
     node_pool_label: str
     max_workers: int
     """The most workers any one cluster may have, whatever a budget allows."""
+    reach_by: str = "dns"
+    """How clusters' addresses name their head Service: ``dns`` (its DNS name, as pods in a
+    Kubernetes cluster reach it) or ``clusterIP`` (its cluster IP, for a cluster without DNS
+    such as the local stack's)."""
 
     def tier(self, name: str) -> HardwareTier | None:
         return next((t for t in self.tiers if t.name == name), None)

@@ -592,6 +592,10 @@ DEFAULT_TIERS = [{"name": "small", "cores": 1, "coresLimit": 2, "memory": "4Gi"}
 """One modest tier, so that clusters work before an operator describes their hardware."""
 
 
+REACH_BY = ("dns", "clusterIP")
+"""How clusters' addresses name their head Service (``ClustersConfig.reach_by``)."""
+
+
 class ClustersSchema(StrictCamelCaseSchema):
     kinds = fields.List(
         fields.String(validate=validate.OneOf(sorted(ADAPTERS))),
@@ -608,6 +612,11 @@ class ClustersSchema(StrictCamelCaseSchema):
         load_default="lab-spawner.jupyter.org/node-pool", validate=validate.Length(min=1)
     )
     max_workers = fields.Integer(load_default=32, validate=validate.Range(min=1, max=1000))
+    reach_by = fields.String(
+        load_default=REACH_BY[0],
+        validate=validate.OneOf(REACH_BY),
+        metadata={"description": "How addresses name the head Service: its DNS name or IP."},
+    )
 
     @validates_schema
     def _tiers(self, data: dict[str, Any], **_: Any) -> None:
@@ -629,6 +638,7 @@ class ClustersSchema(StrictCamelCaseSchema):
             default_head_tier=data["default_head_tier"] or first,
             node_pool_label=data["node_pool_label"],
             max_workers=data["max_workers"],
+            reach_by=data["reach_by"],
         )
 
 

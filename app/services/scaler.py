@@ -250,8 +250,9 @@ class ScalerService:
     ) -> dict[str, Any]:
         """Whether the head was made again since ``started_at`` and is ready.
 
-        While the old head terminates it is the one reported (not restarted); a new head
-        created at or after ``started_at`` is the restarted one.
+        While the old head terminates it is the one reported (not restarted), and while
+        there is none yet no pod is; a new head created at or after ``started_at`` is the
+        restarted one. Without a head or a cluster object, there is nothing to wait for (404).
         """
         adapter = self.adapter(kind)
         since = parse_iso(started_at)
@@ -263,13 +264,17 @@ class ScalerService:
         record = self._find(kind, name)
         _authorize_owner(caller, record.owner)
         heads = self._heads(adapter, record)
-        if not heads:
+        if not heads and not self._ctx.kube.read_custom(
+            custom_kind(adapter), record.namespace, name
+        ):
             raise HeadPodNotFoundError(f"cluster {name} has no head pod")
         live = [p for p in heads if not _terminating(p)]
-        pod = (live or heads)[-1]
-        created = str(pod["metadata"].get("creationTimestamp") or "")
+        # Between the old head's end and the new one's making there is no head at all.
+        pod = (live or heads)[-1] if heads else None
+        meta = pod["metadata"] if pod is not None else {}
+        created = meta.get("creationTimestamp")
         restarted = bool(live) and (parse_iso(created) or 0.0) >= since
-        ready = judge(pod, "cluster head").ready
+        ready = pod is not None and judge(pod, "cluster head").ready
         if restarted and ready:
             status = "restarted_and_ready"
         elif restarted:
@@ -282,7 +287,7 @@ class ScalerService:
             "ready": ready,
             "status": status,
             "namespace": record.namespace,
-            "pod": pod["metadata"]["name"],
+            "pod": meta.get("name"),
             "creationTimestamp": created,
             "started_at": started_at,
             "evaluated_with": "started_at",

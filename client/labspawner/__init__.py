@@ -8,6 +8,7 @@
 
 from labspawner.client import LabSpawnerClient
 from labspawner.errors import (
+    ClusterFailedError,
     ConflictError,
     InvalidRequestError,
     LabFailedError,
@@ -18,9 +19,11 @@ from labspawner.errors import (
     ServiceUnavailableError,
 )
 from labspawner.events import EventStreamParser, LabEvent
-from labspawner.models import LabStatus
+from labspawner.models import Cluster, LabStatus
 
 __all__ = [
+    "Cluster",
+    "ClusterFailedError",
     "ConflictError",
     "EventStreamParser",
     "InvalidRequestError",

@@ -27,6 +27,7 @@ import requests
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
+from labspawner.clusters import Clusters
 from labspawner.errors import LabSpawnerError, ServiceUnavailableError, error_for
 from labspawner.events import EventStreamParser, LabEvent
 from labspawner.models import LabStatus
@@ -97,6 +98,8 @@ class LabSpawnerClient:
         self.session.mount("http://", adapter)
         self.session.mount("https://", adapter)
         self.session.headers["Authorization"] = f"Bearer {token}"
+        self.clusters = Clusters(self._request)
+        """Compute clusters: create, scale, restart, delete, and Dask clients for them."""
 
     def __repr__(self) -> str:
         # Never show the token.
@@ -289,9 +292,10 @@ class LabSpawnerClient:
         path: str,
         *,
         timeout: tuple[float, float] | None = None,
+        prefix: str = API_PREFIX,
         **kwargs: Any,
     ) -> requests.Response:
-        url = f"{self.base_url}{API_PREFIX}{path}"
+        url = f"{self.base_url}{prefix}{path}"
         try:
             response = self.session.request(method, url, timeout=timeout or self.timeout, **kwargs)
         except requests.exceptions.RetryError as exc:

@@ -62,6 +62,10 @@ class LabFailedError(LabSpawnerError):
     """A spawn or delete that was waited for ended in ``failed``."""
 
 
+class ClusterFailedError(LabSpawnerError):
+    """A compute cluster that was waited for ended in ``failed``."""
+
+
 _BY_STATUS: dict[int, type[LabSpawnerError]] = {
     401: NotAuthenticatedError,
     403: PermissionDeniedError,

@@ -11,8 +11,22 @@ TERMINATING = "terminating"
 FAILED = "failed"
 
 
+class _Phase:
+    """``running`` and ``failed`` of anything with a ``status``, lab or cluster."""
+
+    status: str
+
+    @property
+    def running(self) -> bool:
+        return self.status == RUNNING
+
+    @property
+    def failed(self) -> bool:
+        return self.status == FAILED
+
+
 @dataclass(frozen=True)
-class LabStatus:
+class LabStatus(_Phase):
     """A lab's status, as ``GET /spawner/v1/labs/<user>`` and ``/user-status`` answer it."""
 
     username: str
@@ -43,10 +57,42 @@ class LabStatus:
             error=data.get("error"),
         )
 
-    @property
-    def running(self) -> bool:
-        return self.status == RUNNING
 
-    @property
-    def failed(self) -> bool:
-        return self.status == FAILED
+@dataclass(frozen=True)
+class Cluster(_Phase):
+    """A compute cluster, as ``GET /spawner/v1/labs/<user>/clusters/<name>`` answers it."""
+
+    kind: str
+    name: str
+    namespace: str
+    owner: str
+    status: str
+    workers: int
+    max_workers: int
+    worker_tier: str
+    head_tier: str
+    image: str
+    usage: dict[str, Any] = field(default_factory=dict)
+    scheduler_address: str | None = None
+    """Where a client reaches it (``tcp://`` for Dask), once it runs."""
+    dashboard_url: str | None = None
+    error: str | None = None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Cluster:
+        return cls(
+            kind=data["kind"],
+            name=data["name"],
+            namespace=data["namespace"],
+            owner=data["owner"],
+            status=data["status"],
+            workers=int(data["workers"]),
+            max_workers=int(data["max_workers"]),
+            worker_tier=data["worker_tier"],
+            head_tier=data["head_tier"],
+            image=data["image"],
+            usage=dict(data.get("usage") or {}),
+            scheduler_address=data.get("scheduler_address"),
+            dashboard_url=data.get("dashboard_url"),
+            error=data.get("error"),
+        )

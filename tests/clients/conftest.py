@@ -10,7 +10,10 @@ import pytest
 from labspawner import LabSpawnerClient, NotFoundError
 
 from devstack.stack import LocalStack, StackOptions
+from tests.support.notebooks import python3_kernel
 from tests.support.proxy import FaultProxy
+
+__all__ = ["python3_kernel"]
 
 
 @pytest.fixture(scope="session")

@@ -6,23 +6,18 @@ administrator) would have with ``monkeypatch`` before executing a notebook.
 
 from __future__ import annotations
 
-import json
 import re
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import nbformat
 import pytest
-from jupyter_client import KernelManager
-from jupyter_client.kernelspec import NoSuchKernel
 from labspawner import LabSpawnerClient, LabStatus, NotFoundError
-from nbclient import NotebookClient
 
-from devstack.stack import REPO_ROOT, LocalStack
+from devstack.stack import LocalStack
 from tests.clients.conftest import delete_lab
+from tests.support.notebooks import NOTEBOOKS, all_printed, execute, printed
 
-NOTEBOOKS = REPO_ROOT / "notebooks"
 IN_LAB = NOTEBOOKS / "lab-status-and-events.ipynb"
 ADMIN = NOTEBOOKS / "admin-labs-and-prepulls.ipynb"
 USER = "rachel"
@@ -33,33 +28,6 @@ ENV_NAMES = (
     "JUPYTERHUB_USER",
     "LAB_TO_DELETE",
 )
-
-
-def _python3_kernel_command() -> list[str]:
-    try:
-        return list(KernelManager(kernel_name="python3").format_kernel_cmd())
-    except NoSuchKernel:
-        return []
-
-
-@pytest.fixture(scope="module")
-def python3_kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """Make the ``python3`` kernel run this interpreter (the venv, which has labspawner)."""
-    with pytest.MonkeyPatch.context() as patch:
-        command = _python3_kernel_command()
-        if not command or command[0] != sys.executable:
-            jupyter_path = tmp_path_factory.mktemp("jupyter")
-            spec_dir = jupyter_path / "kernels" / "python3"
-            spec_dir.mkdir(parents=True)
-            spec = {
-                "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-                "display_name": "Python 3",
-                "language": "python",
-            }
-            (spec_dir / "kernel.json").write_text(json.dumps(spec))
-            patch.setenv("JUPYTER_PATH", str(jupyter_path))
-        assert _python3_kernel_command()[0] == sys.executable
-        yield
 
 
 @pytest.fixture
@@ -92,34 +60,6 @@ def rachel_lab(rachel: LabSpawnerClient, lab_options: dict[str, str]) -> LabStat
     return status
 
 
-def _execute(path: Path, workdir: Path) -> nbformat.NotebookNode:
-    """Run every cell (an error in one raises ``CellExecutionError``); the executed notebook."""
-    notebook = nbformat.read(path, as_version=4)
-    client = NotebookClient(
-        notebook,
-        timeout=60,
-        kernel_name="python3",
-        resources={"metadata": {"path": str(workdir)}},
-    )
-    client.execute()
-    return notebook
-
-
-def _stdout(cell: nbformat.NotebookNode) -> str:
-    assert all(o["output_type"] != "error" for o in cell.outputs)
-    return "".join(o["text"] for o in cell.outputs if o.get("name") == "stdout")
-
-
-def _printed(notebook: nbformat.NotebookNode, marker: str) -> str:
-    """What the one code cell whose source contains ``marker`` printed."""
-    (cell,) = [c for c in notebook.cells if c.cell_type == "code" and marker in c.source]
-    return _stdout(cell)
-
-
-def _all_printed(notebook: nbformat.NotebookNode) -> str:
-    return "".join(_stdout(c) for c in notebook.cells if c.cell_type == "code")
-
-
 def test_in_lab_notebook_shows_the_running_lab_and_its_events(
     notebook_env: pytest.MonkeyPatch,
     stack_tokens: dict[str, str],
@@ -129,9 +69,9 @@ def test_in_lab_notebook_shows_the_running_lab_and_its_events(
 ) -> None:
     # As inside rachel's lab, without JUPYTERHUB_USER: the username comes from the status.
     notebook_env.setenv("ACCESS_TOKEN", stack_tokens[USER])
-    executed = _execute(IN_LAB, tmp_path)
+    executed = execute(IN_LAB, tmp_path)
 
-    status = _printed(executed, "user_status()")
+    status = printed(executed, "user_status()")
     assert re.search(rf"^User:\s+{USER}$", status, re.MULTILINE)
     assert re.search(r"^Status:\s+running$", status, re.MULTILINE)
     assert re.search(rf"^Image:\s+{re.escape(rachel_lab.options['image'])}$", status, re.MULTILINE)
@@ -139,14 +79,14 @@ def test_in_lab_notebook_shows_the_running_lab_and_its_events(
     assert re.search(r"^Limits:\s+[\d.]+ CPU, [\d.]+ GiB memory$", status, re.MULTILINE)
     assert rachel_lab.internal_url and rachel_lab.internal_url in status
 
-    lines = _printed(executed, "client.events(").splitlines()
+    lines = printed(executed, "client.events(").splitlines()
     assert lines[-1] == "The operation ended with: complete"
     # One line per event of the spawn, in order, the last one "complete".
     replay = list(rachel.events(USER))
     assert [line.split()[0] for line in lines[:-1]] == [e.type for e in replay]
     assert lines[-2] == "complete"
     assert "progress  100%" in lines
-    assert stack_tokens[USER] not in _all_printed(executed)
+    assert stack_tokens[USER] not in all_printed(executed)
 
 
 def test_in_lab_notebook_without_a_lab_says_so(
@@ -157,12 +97,12 @@ def test_in_lab_notebook_without_a_lab_says_so(
 ) -> None:
     notebook_env.setenv("ACCESS_TOKEN", stack_tokens[USER])
     notebook_env.setenv("JUPYTERHUB_USER", USER)
-    executed = _execute(IN_LAB, tmp_path)
+    executed = execute(IN_LAB, tmp_path)
 
-    status = _printed(executed, "user_status()")
+    status = printed(executed, "user_status()")
     assert status.startswith(f"No lab for {USER}: ")
     assert "Status:" not in status
-    assert _printed(executed, "client.events(") == "No lab, so no events to show.\n"
+    assert printed(executed, "client.events(") == "No lab, so no events to show.\n"
 
 
 def test_admin_notebook_lists_reports_and_deletes(
@@ -177,23 +117,23 @@ def test_admin_notebook_lists_reports_and_deletes(
     prepull_configs = [c["name"] for c in admin.prepulls()["configs"]]
     image_configs = [c["name"] for c in admin.images()["configs"]]
     assert prepull_configs and image_configs
-    executed = _execute(ADMIN, tmp_path)
+    executed = execute(ADMIN, tmp_path)
 
-    labs = _printed(executed, "admin.lab_status(")
+    labs = printed(executed, "admin.lab_status(")
     image = rachel_lab.options["image"].rsplit("/", 1)[-1]
     row = rf"^{USER}\s+running\s+present\s+small\s+[\d.]+\s+[\d.]+\s+{re.escape(image)}$"
     assert re.search(row, labs, re.MULTILINE), labs
 
-    operations = _printed(executed, "admin.operations()")
+    operations = printed(executed, "admin.operations()")
     assert operations.strip()
     assert not re.search(rf"^spawn\s+{USER}\b", operations, re.MULTILINE)
 
-    images = _printed(executed, "admin.images()")
+    images = printed(executed, "admin.images()")
     for name in image_configs:
         assert re.search(rf"^{re.escape(name)} \(", images, re.MULTILINE)
     assert "recommended:" in images
 
-    prepulls = _printed(executed, "admin.prepulls()")
+    prepulls = printed(executed, "admin.prepulls()")
     assert prepulls.startswith("Prepuller last looked: ")
     for name in prepull_configs:
         assert re.search(
@@ -201,10 +141,10 @@ def test_admin_notebook_lists_reports_and_deletes(
         )
     assert re.search(r"^NODE\s+ELIGIBLE\s+CACHED$", prepulls, re.MULTILINE)
 
-    deleted = _printed(executed, "LAB_TO_DELETE =")
+    deleted = printed(executed, "LAB_TO_DELETE =")
     assert f"Deleted {USER}'s lab." in deleted
     assert USER not in deleted.splitlines()[-1]
-    assert stack_tokens["admin"] not in _all_printed(executed)
+    assert stack_tokens["admin"] not in all_printed(executed)
 
     # Checked from outside: the lab is gone.
     with pytest.raises(NotFoundError):

@@ -11,8 +11,9 @@ import zipfile
 from importlib.metadata import entry_points
 from pathlib import Path
 
-from labspawner.models import LabStatus
+from labspawner.models import Cluster, LabStatus
 
+from app.schemas.clusters import ClusterSchema
 from app.schemas.labs import LabStatusSchema
 from devstack.stack import REPO_ROOT
 
@@ -94,3 +95,8 @@ def test_the_clients_lab_status_has_the_services_fields() -> None:
 
     served = list(LabStatusSchema().fields)
     assert [f.name for f in dataclasses.fields(LabStatus)] == served
+
+
+def test_the_clients_cluster_has_the_services_fields() -> None:
+    served = list(ClusterSchema().fields)
+    assert [f.name for f in dataclasses.fields(Cluster)] == served

@@ -153,7 +153,11 @@ def test_a_cluster_runs_beside_the_lab_and_goes_on_delete(
     ("body", "field", "message"),
     [
         ({"kind": "sparkjobs"}, "kind", "unknown kind 'sparkjobs'"),
-        ({"worker_tier": "huge"}, "worker_tier", "unknown tier 'huge'; tiers are: small, large, gpu"),
+        (
+            {"worker_tier": "huge"},
+            "worker_tier",
+            "unknown tier 'huge'; tiers are: small, large, gpu",
+        ),
         ({"head_tier": "gpu"}, "head_tier", "tier gpu is only for rayclusters"),
         ({"workers": 3, "max_workers": 2}, "max_workers", "must not be less than workers"),
         ({"workers": 1, "max_workers": 11}, "max_workers", "must not exceed 10"),

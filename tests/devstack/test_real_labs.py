@@ -81,7 +81,7 @@ def test_a_stack_of_real_labs_maps_the_lab_images_and_reaches_labs_by_cluster_ip
     assert config["lab"]["internalUrl"] == REAL_LAB_URL
     programs = real_lab_stack.kube.cluster.settings.programs
     assert programs == load_programs(DEFAULT_PROGRAMS)
-    lab = ImageProgram(entrypoint=(sys.executable, str(IMAGES_DIR / "lab.py")))
+    lab = ImageProgram(cmd=(sys.executable, str(IMAGES_DIR / "lab.py")))
     for block in config["prepull"]:
         for image in block.get("images", []):
             assert program_for(programs, image["url"]) == lab

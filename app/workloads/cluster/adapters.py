@@ -114,9 +114,17 @@ class ClusterAdapter(ABC):
         """Labels that select the head pod of cluster ``name``, as its operator sets them."""
 
     @abstractmethod
+    def service_name(self, name: str) -> str:
+        """The name of the Service its operator puts in front of cluster ``name``'s head."""
+
+    @abstractmethod
+    def addresses_at(self, host: str) -> tuple[str, str]:
+        """Where a client reaches the cluster (the scheduler's address), and its dashboard,
+        when the head Service is at ``host``."""
+
     def addresses(self, name: str, namespace: str) -> tuple[str, str]:
-        """Where a client in the cluster reaches it (the scheduler's address), and its
-        dashboard, by the head Service's DNS name."""
+        """The addresses by the head Service's DNS name, as a pod in the cluster reaches it."""
+        return self.addresses_at(f"{self.service_name(name)}.{namespace}")
 
     # ---- reading and changing an object ---------------------------------------------------
 
@@ -347,8 +355,10 @@ class DaskAdapter(ClusterAdapter):
     def head_selector(self, name: str) -> dict[str, str]:
         return {"dask.org/cluster-name": name, "dask.org/component": "scheduler"}
 
-    def addresses(self, name: str, namespace: str) -> tuple[str, str]:
-        host = f"{name}-scheduler.{namespace}"
+    def service_name(self, name: str) -> str:
+        return f"{name}-scheduler"
+
+    def addresses_at(self, host: str) -> tuple[str, str]:
         return f"tcp://{host}:8786", f"http://{host}:8787/status"
 
 
@@ -401,8 +411,10 @@ class RayAdapter(ClusterAdapter):
     def head_selector(self, name: str) -> dict[str, str]:
         return {"ray.io/cluster": name, "ray.io/node-type": "head"}
 
-    def addresses(self, name: str, namespace: str) -> tuple[str, str]:
-        host = f"{name}-head-svc.{namespace}"
+    def service_name(self, name: str) -> str:
+        return f"{name}-head-svc"
+
+    def addresses_at(self, host: str) -> tuple[str, str]:
         return f"ray://{host}:10001", f"http://{host}:8265"
 
 
@@ -443,8 +455,10 @@ class SparkAdapter(ClusterAdapter):
     def head_selector(self, name: str) -> dict[str, str]:
         return {"sparkoperator.k8s.io/connect-name": name, "spark-role": "connect-server"}
 
-    def addresses(self, name: str, namespace: str) -> tuple[str, str]:
-        host = f"{name}-server.{namespace}"
+    def service_name(self, name: str) -> str:
+        return f"{name}-server"
+
+    def addresses_at(self, host: str) -> tuple[str, str]:
         return f"sc://{host}:15002", f"http://{host}:4040"
 
 

@@ -27,7 +27,7 @@ from app.workloads.cluster.adapters import (
     ClusterShape,
     PodShape,
 )
-from app.workloads.cluster.records import custom_kind
+from app.workloads.cluster.records import custom_kind, reachable_at
 from app.workloads.cluster.tracking import ClusterTracking
 
 CLUSTER_KIND = "cluster"
@@ -86,7 +86,9 @@ class ClusterKind(WorkloadKind):
         current = self._ctx.labs.workloads.record(run.operation.ref)
         if current is None:
             raise StepFailed("the cluster's record is gone")
-        scheduler, dashboard = adapter.addresses(shape.name, shape.namespace)
+        scheduler, dashboard = reachable_at(
+            kube, self._ctx.config.clusters, adapter, shape.name, shape.namespace
+        )
         record = replace(
             parse_cluster(current),
             status=ClusterStatus.RUNNING,

@@ -15,7 +15,7 @@ from typing import Any
 from app.config.models import ClustersConfig, HardwareTier
 from app.models.cluster import ClusterRecord, ClusterStatus
 from app.models.usage import Usage, cluster_usage
-from app.storage.kubernetes import CustomKind
+from app.storage.kubernetes import CustomKind, KubernetesStorage
 from app.workloads.cluster.adapters import (
     OWNER_LABEL,
     TIERS_ANNOTATION,
@@ -43,8 +43,30 @@ def pod_shape(tier: HardwareTier, node_pool_label: str) -> PodShape:
     )
 
 
+def reachable_at(
+    kube: KubernetesStorage,
+    config: ClustersConfig,
+    adapter: ClusterAdapter,
+    name: str,
+    namespace: str,
+) -> tuple[str, str]:
+    """The cluster's scheduler address and dashboard, as ``config.reach_by`` says to name
+    the head Service; by its DNS name while a Service without a cluster IP is all there is."""
+    if config.reach_by == "clusterIP":
+        service = kube.read_service(namespace, adapter.service_name(name)) or {}
+        ip = (service.get("spec") or {}).get("clusterIP")
+        if ip and ip != "None":
+            return adapter.addresses_at(str(ip))
+    return adapter.addresses(name, namespace)
+
+
 def record_from_object(
-    adapter: ClusterAdapter, obj: dict[str, Any], config: ClustersConfig, *, running: bool
+    adapter: ClusterAdapter,
+    obj: dict[str, Any],
+    config: ClustersConfig,
+    *,
+    running: bool,
+    addresses: tuple[str, str],
 ) -> ClusterRecord | None:
     """The record of the cluster ``obj`` is; None when it is not one the service made."""
     meta = obj.get("metadata") or {}
@@ -63,7 +85,7 @@ def record_from_object(
         shapes = pod_shape(worker, label), pod_shape(head, label)
         usage = cluster_usage(workers, shapes[0].requested(), shapes[1].requested())
     name, namespace = str(meta["name"]), str(meta.get("namespace"))
-    scheduler, dashboard = adapter.addresses(name, namespace)
+    scheduler, dashboard = addresses
     image = resolve(obj, f"{adapter.head_template_path}/spec/containers/0/image")
     return ClusterRecord(
         kind=adapter.route_name,

@@ -27,7 +27,7 @@ from app.workloads.cluster.adapters import (
     OWNER_LABEL,
     ROLE_LABEL,
 )
-from app.workloads.cluster.records import custom_kind, record_from_object
+from app.workloads.cluster.records import custom_kind, reachable_at, record_from_object
 
 HEAD_SELECTOR = f"{ROLE_LABEL}=head,{CLUSTER_LABEL},{OWNER_LABEL}"
 """Every cluster head pod the service's clusters have, in any namespace."""
@@ -65,8 +65,13 @@ class ClusterTracking(PodTracking):
                 return None  # its operator makes the head again
             return cluster_json(replace(current, status=ClusterStatus.FAILED, error=GONE_ERROR))
         if current.status is ClusterStatus.STARTING and judge(pod, "cluster head").ready:
-            adapter = ADAPTERS[current.kind]
-            scheduler, dashboard = adapter.addresses(current.name, current.namespace)
+            scheduler, dashboard = reachable_at(
+                self._kube,
+                self._config.clusters,
+                ADAPTERS[current.kind],
+                current.name,
+                current.namespace,
+            )
             running = replace(
                 current,
                 status=ClusterStatus.RUNNING,
@@ -82,12 +87,16 @@ class ClusterTracking(PodTracking):
         adapter = ADAPTERS.get(str(labels.get(KIND_LABEL)))
         if adapter is None or meta.get("deletionTimestamp"):
             return None
-        obj = self._kube.read_custom(
-            custom_kind(adapter), str(meta.get("namespace")), str(labels.get(CLUSTER_LABEL))
-        )
+        namespace, name = str(meta.get("namespace")), str(labels.get(CLUSTER_LABEL))
+        obj = self._kube.read_custom(custom_kind(adapter), namespace, name)
         if obj is None:
             return None
+        clusters = self._config.clusters
         record = record_from_object(
-            adapter, obj, self._config.clusters, running=judge(pod, "cluster head").ready
+            adapter,
+            obj,
+            clusters,
+            running=judge(pod, "cluster head").ready,
+            addresses=reachable_at(self._kube, clusters, adapter, name, namespace),
         )
         return cluster_json(record) if record is not None else None
