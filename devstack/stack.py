@@ -14,8 +14,10 @@ nothing use.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -293,6 +295,21 @@ class LocalStack:
         self.spawner_process = None
         return process.returncode
 
+    def restart_spawner(self, *, kill: bool = True) -> None:
+        """Stop gunicorn and start it again on its port. With ``kill``, its workers and then
+        its master get SIGKILL, as when the machine under it is lost: nothing a worker was
+        doing is finished or handed over."""
+        process = self.spawner_process
+        if process is not None and kill and process.poll() is None:
+            for pid in _children(process.pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            process.kill()
+            process.wait()
+            self.spawner_process = None
+        self.stop_spawner()
+        self._start_spawner()
+
     def stop(self) -> None:
         self.stop_spawner()
         if self.lab_standin is not None:
@@ -302,3 +319,12 @@ class LocalStack:
         self.registry.stop()
         if self.redis is not None:
             self.redis.stop()
+
+
+def _children(pid: int) -> list[int]:
+    """The processes ``pid`` started (Linux's ``/proc``; none where it is missing)."""
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text(encoding="ascii")
+    except OSError:
+        return []
+    return [int(child) for child in text.split()]

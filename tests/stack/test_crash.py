@@ -1,12 +1,16 @@
 """Killing the worker that runs a spawn: another worker resumes it, with no duplicates,
-whichever of the spawn's Kubernetes calls it was making when it died."""
+whichever of the spawn's Kubernetes calls it was making when it died. Killing the whole
+service in the middle of a cluster's scale: once it is back, the cluster's record is what
+Kubernetes runs."""
 
 from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 import redis
@@ -26,6 +30,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
         start_seconds=1.0,
         config_overrides={
             "operations": {"leaseSeconds": 2, "scanSeconds": 0.5},
+            # A killed service's leadership passes to its successor within seconds.
+            "watcher": {"leaseSeconds": 2},
             "limits": {"mutationsPerMinute": 1000},
         },
     )
@@ -193,3 +199,98 @@ def test_a_worker_killed_at_each_step_of_a_spawn_leaves_exactly_one_lab(
 def _running(base: str, admin: dict[str, str]) -> bool:
     response = requests.get(f"{base}/labs/rachel", headers=admin, timeout=5)
     return response.status_code == 200 and response.json()["status"] == "running"
+
+
+def test_a_service_killed_in_the_middle_of_a_scale_comes_back_in_step(stack: LocalStack) -> None:
+    """The scale's patch reaches the API server, and the whole service is killed before it
+    can record it: after the restart the record (workers, usage) is what the cluster runs,
+    and the next scale counts from there."""
+    state = stack.state()
+    user = {"Authorization": f"Bearer {state['tokens']['rachel']['token']}"}
+    admin = {"Authorization": f"Bearer {state['tokens']['admin']['token']}"}
+    base = f"{stack.spawner_url}/spawner/v1"
+    namespace = "nublado-rachel"
+    spawned = requests.post(
+        f"{base}/labs/rachel/spawn",
+        json={"options": {"image": stack.demo_image, "size": "small"}, "env": {}},
+        headers=user,
+        allow_redirects=False,
+        timeout=10,
+    )
+    assert spawned.status_code == 303
+    _wait(lambda: _running(base, admin))
+    created = requests.post(
+        f"{base}/labs/rachel/clusters",
+        json={"kind": "daskclusters", "workers": 1, "max_workers": 3},
+        headers=user,
+        timeout=10,
+    )
+    assert created.status_code == 201, created.text
+    name = created.json()["name"]
+    cluster_url = f"{base}/labs/rachel/clusters/{name}"
+
+    def cluster() -> dict[str, Any]:
+        body: dict[str, Any] = requests.get(cluster_url, headers=user, timeout=5).json()
+        return body
+
+    _wait(lambda: cluster()["status"] == "running")
+    before = cluster()
+
+    pause = stack.kube.faults.pause_next("patch", "daskclusters", namespace=namespace)
+    scale_url = f"{stack.spawner_url}/ddl_cluster_scaler/scale/daskclusters/{name}"
+    answers: list[int] = []
+
+    def scale() -> None:
+        try:
+            answers.append(
+                requests.patch(
+                    scale_url, json={"replicas": 3}, headers=user, timeout=30
+                ).status_code
+            )
+        except requests.RequestException:
+            answers.append(0)
+
+    scaling = threading.Thread(target=scale)
+    scaling.start()
+    try:
+        assert pause.arrived.wait(10)
+        stack.restart_spawner(kill=True)
+    finally:
+        stack.kube.faults.cancel(pause)  # the API server goes on with the patch it had
+    scaling.join(10)
+    assert answers == [0]  # the caller never heard back
+
+    def workers() -> int:
+        return len(
+            [
+                p
+                for p in stack.kube.store.list("pods", namespace)
+                if p["metadata"]["labels"].get("dask.org/cluster-name") == name
+                and p["metadata"]["labels"].get("dask.org/component") == "worker"
+                and not p["metadata"].get("deletionTimestamp")
+            ]
+        )
+
+    _wait(lambda: workers() == 3)
+    mended = _wait(lambda: cluster()["workers"] == 3 and cluster())
+    assert isinstance(mended, dict) and mended["status"] == "running"
+    assert mended["usage"]["workers"] == 3
+    assert mended["usage"]["cpu"] > before["usage"]["cpu"]
+
+    # The next scale counts from what runs, once the killed request's hold on the budget
+    # has lapsed (503 until then, for a few seconds).
+    def scaled_down() -> requests.Response | None:
+        answer = requests.patch(scale_url, json={"replicas": 1}, headers=user, timeout=30)
+        if answer.status_code == 503:
+            assert answer.json()["code"] == "dependency_unavailable"
+            return None
+        return answer
+
+    again = _wait(scaled_down)
+    assert isinstance(again, requests.Response) and again.status_code == 200, again
+    assert again.json()["effective_replicas"] == 1
+    _wait(lambda: workers() == 1)
+    assert cluster()["usage"] == before["usage"]
+
+    assert requests.delete(f"{base}/labs/rachel", headers=admin, timeout=5).status_code == 202
+    _wait(lambda: stack.kube.store.get("namespaces", None, namespace) is None)

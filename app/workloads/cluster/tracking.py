@@ -5,8 +5,9 @@ carry a label for. A head pod that goes does not mean the cluster went: its oper
 it again (a Deployment's pod, a restarted head). So a missing head is judged by the cluster
 object: while it exists the record stands; once it is gone (deleted behind the service's
 back, or with the lab's namespace) the record says the cluster failed, and why. A starting
-cluster whose head becomes ready is running. A record Redis lost is made again from the
-cluster object (``records.record_from_object``).
+cluster whose head becomes ready is running; a running one's workers and tiers are those of
+its object. A record Redis lost is made again from the cluster object
+(``records.record_from_object``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from app.builders.names import lab_namespace
 from app.config.models import Config
 from app.engine.pods import judge
 from app.engine.tracking import PodTracking
-from app.models.cluster import ClusterStatus, cluster_json, parse_cluster
+from app.models.cluster import ClusterRecord, ClusterStatus, cluster_json, parse_cluster
 from app.storage.kubernetes import KubernetesStorage
 from app.workloads.cluster.adapters import (
     ADAPTERS,
@@ -64,6 +65,8 @@ class ClusterTracking(PodTracking):
             ):
                 return None  # its operator makes the head again
             return cluster_json(replace(current, status=ClusterStatus.FAILED, error=GONE_ERROR))
+        if current.status is ClusterStatus.RUNNING:
+            return self._in_step(current)
         if current.status is ClusterStatus.STARTING and judge(pod, "cluster head").ready:
             scheduler, dashboard = reachable_at(
                 self._kube,
@@ -80,6 +83,36 @@ class ClusterTracking(PodTracking):
             )
             return cluster_json(running)
         return None
+
+    def _in_step(self, current: ClusterRecord) -> str | None:
+        """The record with the workers, maximum and tiers its object has, where they differ.
+
+        The object is what its operator runs; the record follows it. They differ when a
+        change reached Kubernetes but the service stopped before it wrote the record (a
+        scale cut off by a restart): the record is then mended here, so the budget counts
+        what runs.
+        """
+        adapter = ADAPTERS.get(current.kind)
+        if adapter is None:
+            return None
+        obj = self._kube.read_custom(custom_kind(adapter), current.namespace, current.name)
+        if obj is None:
+            return None
+        addresses = (current.scheduler_address or "", current.dashboard_url or "")
+        found = record_from_object(
+            adapter, obj, self._config.clusters, running=True, addresses=addresses
+        )
+        if found is None:
+            return None
+        mended = replace(
+            current,
+            workers=found.workers,
+            max_workers=found.max_workers,
+            worker_tier=found.worker_tier,
+            head_tier=found.head_tier,
+            usage=found.usage,
+        )
+        return None if mended == current else cluster_json(mended)
 
     def rebuild(self, pod: dict[str, Any]) -> str | None:
         meta = pod.get("metadata") or {}
