@@ -33,6 +33,8 @@ CLUSTERS = {
     "tiers": [
         {"name": "small", "cores": "500m", "coresLimit": 1, "memory": "1Gi"},
         {"name": "large", "cores": 1, "coresLimit": 2, "memory": "2Gi"},
+        # No node of the emulated cluster is in this pool: its pods are never scheduled.
+        {"name": "elsewhere", "cores": "500m", "memory": "1Gi", "nodePool": "nowhere"},
         {"name": "gpu", "cores": 2, "memory": "8Gi", "gpus": 1, "kinds": ["rayclusters"]},
     ],
     "maxWorkers": 10,

@@ -156,7 +156,7 @@ def test_a_cluster_runs_beside_the_lab_and_goes_on_delete(
         (
             {"worker_tier": "huge"},
             "worker_tier",
-            "unknown tier 'huge'; tiers are: small, large, gpu",
+            "unknown tier 'huge'; tiers are: small, large, elsewhere, gpu",
         ),
         ({"head_tier": "gpu"}, "head_tier", "tier gpu is only for rayclusters"),
         ({"workers": 3, "max_workers": 2}, "max_workers", "must not be less than workers"),

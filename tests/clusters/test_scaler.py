@@ -290,3 +290,30 @@ def test_head_routes_refuse_what_their_design_refuses(
     ):
         gone = client.open(f"{base}/{path}", method=method, headers=owner.headers)
         assert (gone.status_code, gone.get_json()["code"]) == (404, "head_pod_not_found"), path
+
+
+def test_a_cluster_that_is_not_running_is_neither_scaled_nor_retiered(
+    client: FlaskClient, new_user: Callable[..., LabUser]
+) -> None:
+    owner = new_user()
+    with_lab(client, owner)
+    created = create(client, owner, head_tier="elsewhere")
+    assert created.status_code == 201, created.get_data(as_text=True)
+    name = created.get_json()["name"]
+
+    def failed() -> dict[str, Any] | None:
+        body: dict[str, Any] = client.get(
+            f"/spawner/v1/labs/{owner.username}/clusters/{name}", headers=owner.headers
+        ).get_json()
+        return body if body["status"] == "failed" else None
+
+    # Its head can run on no node: the creation fails fast, and the object stays.
+    assert "node" in wait_for(failed)["error"]
+    scaled = _scale(client, owner.headers, name, {"replicas": 1})
+    assert (scaled.status_code, scaled.get_json()["code"]) == (409, "not_scalable")
+    tiered = client.patch(
+        f"/ddl_cluster_scaler/head-hw-tier/daskclusters/{name}",
+        json={"head_hw_tier_name": "small"},
+        headers=owner.headers,
+    )
+    assert (tiered.status_code, tiered.get_json()["code"]) == (409, "not_supported")
