@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from bench.goals import evaluate
@@ -90,6 +91,17 @@ def summary_line(name: str, result: dict[str, Any]) -> str:
             f"kept, {_fmt(_get(result, 'redis_empty', 'seconds_to_full_list'), ' s', 2)} "
             "rebuilt from Kubernetes"
         )
+    if name.startswith("clusters"):
+        return (
+            f"   {_get(result, 'create', 'running')} of {_get(result, 'create', 'clusters')} "
+            f"clusters running after {_fmt(_get(result, 'create', 'all_running_seconds'), ' s', 2)}"
+            f" (POST p50 {_fmt(_get(result, 'create', 'post_answered', 'p50_ms'), ' ms')}); "
+            f"scale up p50 {_fmt(_get(result, 'scale_up', 'request', 'p50_ms'), ' ms')}, pods in "
+            f"{_fmt(_get(result, 'scale_up', 'pods_at_count_seconds'), ' s', 2)}; down p50 "
+            f"{_fmt(_get(result, 'scale_down', 'request', 'p50_ms'), ' ms')}, pods in "
+            f"{_fmt(_get(result, 'scale_down', 'pods_at_count_seconds'), ' s', 2)}; delete all "
+            f"{_fmt(_get(result, 'delete', 'all_unlisted_seconds'), ' s', 2)}"
+        )
     if name == "prepull":
         return (
             f"   {result.get('nodes')} nodes x {result.get('images')} images: full in "
@@ -128,7 +140,25 @@ def _goals(results: dict[str, Any]) -> list[str]:
         rows.append(
             f"| {goal.figure} | {goal.measured} | {goal.reference} | {goal.goal} | {goal.verdict} |"
         )
-    return [*rows, ""]
+    return [*rows, "", *_carried(results)]
+
+
+def _carried(results: dict[str, Any]) -> list[str]:
+    """Which figures here (the goals' and the overview's too) come from earlier runs: a run
+    of a subset carries the others', which may have measured other code."""
+    runs: dict[str, list[str]] = {}
+    for name, result in results["benchmarks"].items():
+        if result.get("carried_from"):
+            runs.setdefault(str(result["carried_from"]), []).append(name)
+    if not runs:
+        return []
+    return [
+        "Not run this time, so carried from an earlier run on this machine (with the code of "
+        "that run): "
+        + "; ".join(f"{', '.join(names)} (run of {date})" for date, names in sorted(runs.items()))
+        + ".",
+        "",
+    ]
 
 
 def _machine(results: dict[str, Any]) -> list[str]:
@@ -231,6 +261,16 @@ def _overview(results: dict[str, Any]) -> list[str]:
             f"{_fmt(_get(pp, 'fill', 'seconds'), ' s', 2)} = "
             f"{_fmt(_get(pp, 'fill', 'ratio_to_floor'), '', 2)} x floor "
             f"({_fmt(_get(pp, 'fill', 'floor_seconds'), ' s', 1)}) | (report) | not measured |"
+        )
+    cl = b.get("clusters")
+    if cl and "error" not in cl:
+        rows.append(
+            f"| Compute clusters, {cl.get('users')} users at once, {_workers(cl)} | all "
+            f"running {_fmt(_get(cl, 'create', 'all_running_seconds'), ' s', 2)} after the "
+            f"first POST; scale PATCH p50 {_fmt(_get(cl, 'scale_up', 'request', 'p50_ms'), ' ms')}"
+            f"; all deleted {_fmt(_get(cl, 'delete', 'all_unlisted_seconds'), ' s', 2)}; "
+            f"{_fmt(_get(cl, 'kubernetes_calls', 'create', 'total_per_cluster'), '', 1)} "
+            "Kubernetes calls a create | (report) | not measured |"
         )
     memory = _memory_rows(b)
     if memory:
@@ -355,6 +395,30 @@ KEY_FIGURES: list[tuple[str, str, tuple[str, ...], str, int, bool]] = [
     ("Event delivery p99", "streams", ("delivery_latency", "p99_ms"), " ms", 1, False),
     ("Streams: worker CPU a round", "streams", ("worker_cpu_ms_per_round",), " ms", 1, False),
     ("Prepull: every node has every image", "prepull", ("fill", "seconds"), " s", 2, False),
+    (
+        "Clusters, realistic API: all running",
+        "clusters_5ms",
+        ("create", "all_running_seconds"),
+        " s",
+        2,
+        False,
+    ),
+    (
+        "Clusters, realistic API: scale PATCH p50",
+        "clusters_5ms",
+        ("scale_up", "request", "p50_ms"),
+        " ms",
+        1,
+        False,
+    ),
+    (
+        "Clusters, realistic API: delete all",
+        "clusters_5ms",
+        ("delete", "all_unlisted_seconds"),
+        " s",
+        2,
+        False,
+    ),
 ]
 """The figures a user would feel, one per row: label, benchmark, keys into its result,
 unit, digits, and whether higher is better (for the comparison of two runs)."""
@@ -408,6 +472,255 @@ def _comparison(results: dict[str, Any]) -> list[str]:
                 ratio += " (better)" if (new > old) == higher else " (worse)"
         lines.append(
             f"| {label} | {_fmt(old, unit, digits)} | {_fmt(new, unit, digits)} | {ratio} |"
+        )
+    return [*lines, ""]
+
+
+CLUSTER_VARIANTS = {"clusters": "Instant API", "clusters_5ms": "API at {latency} a call"}
+"""The cluster benchmarks shown side by side, and their columns' headings."""
+CREATE_CALL = "create daskclusters"
+CLUSTER_PHASES = {
+    "create": "create",
+    "scale_up": "scale up",
+    "scale_down": "scale down",
+    "delete": "delete",
+}
+
+
+def _spread(summary: Any) -> str:
+    """``p50 / p95 / max`` of a latency summary, in milliseconds."""
+    if not isinstance(summary, dict) or not summary.get("count"):
+        return "n/a"
+    figures = [_fmt(summary.get(key), "", 0) for key in ("p50_ms", "p95_ms", "max_ms")]
+    return " / ".join(figures) + " ms"
+
+
+def _not_ok(result: dict[str, Any], phase: str, ok: str) -> str:
+    """Outcomes of a phase other than ``ok``, or "none"."""
+    outcomes = _get(result, phase, "outcomes") or {}
+    bad = {k: v for k, v in outcomes.items() if k != ok}
+    return "; ".join(f"{v} x {k}" for k, v in bad.items()) or "none"
+
+
+_CLUSTER_ROWS: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
+    (
+        "Clusters running / created (201)",
+        lambda r: (
+            f"{_get(r, 'create', 'running')} / "
+            f"{(_get(r, 'create', 'request_statuses') or {}).get('201', 0)}"
+        ),
+    ),
+    (
+        "Create: POST answered, p50 / p95 / max",
+        lambda r: _spread(_get(r, "create", "post_answered")),
+    ),
+    (
+        "Create: POST to seen `running`, p50 / p95 / max",
+        lambda r: _spread(_get(r, "create", "time_to_running")),
+    ),
+    (
+        "Create: every cluster `running`, from the first POST",
+        lambda r: _fmt(_get(r, "create", "all_running_seconds"), " s", 2),
+    ),
+    (
+        "Create: the service's first / last `create daskclusters` call",
+        lambda r: " / ".join(
+            _fmt(t, " s", 2)
+            for t in _get(_get(r, "kubernetes_calls", "create"), "timeline_seconds", CREATE_CALL)
+            or [None, None]
+        ),
+    ),
+    (
+        "Create: every head pod running in the emulator",
+        lambda r: _fmt(_get(r, "create", "all_heads_running_in_emulator_seconds"), " s", 2),
+    ),
+    (
+        "Scale up: PATCH answered, p50 / p95 / max",
+        lambda r: _spread(_get(r, "scale_up", "request")),
+    ),
+    (
+        "Scale up: every worker pod made / running",
+        lambda r: (
+            f"{_fmt(_get(r, 'scale_up', 'pods_made_seconds'), ' s', 2)} / "
+            f"{_fmt(_get(r, 'scale_up', 'pods_at_count_seconds'), ' s', 2)}"
+        ),
+    ),
+    (
+        "Scale down: PATCH answered, p50 / p95 / max",
+        lambda r: _spread(_get(r, "scale_down", "request")),
+    ),
+    (
+        "Scale down: worker pods at the new count",
+        lambda r: _fmt(_get(r, "scale_down", "pods_at_count_seconds"), " s", 2),
+    ),
+    ("Delete: DELETE answered, p50 / p95 / max", lambda r: _spread(_get(r, "delete", "request"))),
+    (
+        "Delete: every cluster gone from its user's list",
+        lambda r: _fmt(_get(r, "delete", "all_unlisted_seconds"), " s", 2),
+    ),
+    (
+        "Service worker CPU per cluster: create / up / down / delete",
+        lambda r: (
+            " / ".join(
+                _fmt(_get(r, "cost", phase, "cpu_ms_per_cluster", "service_workers"), "", 1)
+                for phase in CLUSTER_PHASES
+            )
+            + " ms"
+        ),
+    ),
+    (
+        "Anything that went wrong",
+        lambda r: "; ".join(
+            f"{label}: {_not_ok(r, phase, ok)}"
+            for label, phase, ok in (
+                ("create", "create", "running"),
+                ("up", "scale_up", "scaled"),
+                ("down", "scale_down", "scaled"),
+                ("delete", "delete", "unlisted"),
+            )
+        ),
+    ),
+]
+"""Rows of the clusters table: label, and the cell of one variant's result."""
+
+
+def _clusters(b: dict[str, Any]) -> list[str]:
+    """The cluster benchmarks, with an instant and a realistic API side by side, and the
+    Kubernetes calls each operation made."""
+    variants = {name: b[name] for name in CLUSTER_VARIANTS if b.get(name)}
+    if not variants:
+        return []
+    lines = ["## Compute clusters", ""]
+    failed = {name: r for name, r in variants.items() if "error" in r}
+    for name, result in failed.items():
+        lines += [f"`{name}` failed to run: `{result['error']}`", ""]
+    shown = {name: r for name, r in variants.items() if "error" not in r}
+    if not shown:
+        return lines
+    first = next(iter(shown.values()))
+    lines += [
+        f"{first.get('users')} users, each with a running lab (spawned beforehand, not "
+        f"measured), create one Dask cluster each at the same moment (1 worker, at most "
+        f"{first.get('max_workers')}), scale every one to {first.get('max_workers')} at once, "
+        "then to 1 at once, then delete them all at once; a gevent client in its own process "
+        f"sends each user's requests with the user's own token, to gunicorn with "
+        f"{_workers(first)}, on {first.get('nodes')} nodes (room for every lab and every "
+        "cluster at its largest). Each user's budget allows exactly one such cluster "
+        f"({_budget(first.get('budget') or {})}). The service has no event stream for "
+        "clusters: the client "
+        f"reads a cluster every {first.get('poll_seconds')} s until it runs (or until it is "
+        "no longer listed), so those times are late by up to that. A scale is done when the "
+        "emulator's store holds the new count of worker pods of every cluster, all running "
+        "(a listener on the store notes each change as it is committed); times run from the "
+        "moment every request is released.",
+        "",
+    ]
+    heads = ["", *(_variant_heading(name, r) for name, r in shown.items())]
+    lines += ["| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
+    for label, cell in _CLUSTER_ROWS:
+        lines.append("| " + " | ".join([label, *(cell(r) for r in shown.values())]) + " |")
+    lines += ["", *_cluster_calls(shown)]
+    for name, result in shown.items():
+        log = _log(result)
+        if log:
+            lines += [f"`{name}`: " + log[0], *log[1:]]
+    return lines
+
+
+def _budget(budget: dict[str, Any]) -> str:
+    return (
+        f"{budget.get('clusters')} cluster, {budget.get('workers')} workers, "
+        f"{_fmt(budget.get('cpu'), ' CPU', 0)}, {budget.get('memory')}"
+    )
+
+
+def _variant_heading(name: str, result: dict[str, Any]) -> str:
+    latency = _fmt(result.get("api_latency_ms"), " ms", 0)
+    heading = CLUSTER_VARIANTS[name].format(latency=latency)
+    if result.get("carried_from"):
+        heading += f" (run of {result['carried_from']})"
+    return heading
+
+
+def _cluster_calls(shown: dict[str, dict[str, Any]]) -> list[str]:
+    """Kubernetes calls per operation, each cell one variant's figure (``a / b`` for two)."""
+    calls = {name: r.get("kubernetes_calls") or {} for name, r in shown.items()}
+    names = sorted(
+        {
+            call
+            for per_phase in calls.values()
+            for phase in per_phase.values()
+            for call in (phase.get("per_cluster") or {})
+        }
+    )
+    if not names:
+        return []
+    columns = " / ".join(_variant_heading(name, r) for name, r in shown.items())
+    lines = [
+        "**Kubernetes calls per operation** (per cluster: the service's calls in the users' "
+        f"namespaces during each phase and a second after it, over the clusters it acted on; "
+        f"{columns}). The audit log records HTTP requests only: the simulated operators, "
+        "scheduler and kubelet write to the emulator's store directly, and the user agents "
+        "below show who made the requests.",
+        "",
+        "| Call | " + " | ".join(CLUSTER_PHASES.values()) + " |",
+        "|---|" + "---|" * len(CLUSTER_PHASES),
+    ]
+
+    def cell(phase: str, key: str | None) -> str:
+        values = []
+        for per_phase in calls.values():
+            data = per_phase.get(phase) or {}
+            value = data.get("total_per_cluster") if key is None else None
+            if key is not None:
+                value = (data.get("per_cluster") or {}).get(key, 0)
+            values.append(_fmt(value, "", 2) if value is not None else "n/a")
+        return " / ".join(values) if any(v not in ("0", "0.00") for v in values) else ""
+
+    for call in names:
+        lines.append(
+            f"| {call} | " + " | ".join(cell(phase, call) for phase in CLUSTER_PHASES) + " |"
+        )
+    lines.append(
+        "| **all** | " + " | ".join(f"**{cell(phase, None)}**" for phase in CLUSTER_PHASES) + " |"
+    )
+    lines.append("")
+    for name, per_phase in calls.items():
+        spread = _get(per_phase, "create", "spread_per_cluster") or {}
+        elsewhere = {
+            CLUSTER_PHASES[phase]: data.get("elsewhere")
+            for phase, data in per_phase.items()
+            if data.get("elsewhere")
+        }
+        agents = sorted(
+            {agent for data in per_phase.values() for agent in (data.get("user_agents") or {})}
+        )
+        errors = {p: d.get("errors") for p, d in per_phase.items() if d.get("errors")}
+        redis = {
+            CLUSTER_PHASES[phase]: _get(shown[name], "cost", phase, "redis_commands_per_cluster")
+            or {}
+            for phase in CLUSTER_PHASES
+        }
+        lines.append(
+            f"- `{name}`: one create made {spread.get('min')} to {spread.get('max')} calls "
+            f"(median {_fmt(spread.get('median'), '', 1)}); user agents seen: "
+            f"{', '.join(f'`{a}`' for a in agents) or 'none'}; calls answered with an error: "
+            f"{errors or 'none'}; the service's calls elsewhere in the same windows (its "
+            f"watches, reconciles and prepuller, not any one cluster's): "
+            + (
+                "; ".join(
+                    f"{phase}: " + ", ".join(f"{k} {v}" for k, v in counts.items())
+                    for phase, counts in elsewhere.items()
+                )
+                or "none"
+            )
+            + "; Redis commands per cluster: "
+            + "; ".join(
+                f"{phase}: " + ", ".join(f"{k} {v}" for k, v in list(counts.items())[:6])
+                for phase, counts in redis.items()
+                if counts
+            )
+            + "."
         )
     return [*lines, ""]
 
@@ -782,6 +1095,7 @@ def markdown(results: dict[str, Any]) -> str:
                 f"(Not run this time: figures of the run of {result['carried_from']}.)",
             ]
         lines += rendered
+    lines += _clusters(b)
     lines += [
         "## 5. Memory per worker",
         "",

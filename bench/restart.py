@@ -19,7 +19,7 @@ import requests
 
 from app.web.server_defaults import DEFAULT_WORKERS
 from bench.services import BenchStack, StackSettings, log_findings
-from bench.storm import LABS_PER_NODE, _client
+from bench.storm import LABS_PER_NODE, run_client
 
 POLL_SECONDS = 0.02
 GIVE_UP_SECONDS = 60.0
@@ -61,7 +61,7 @@ def run(workdir: Path, labs: int = 430, workers: int = DEFAULT_WORKERS) -> dict[
         assert bench.service is not None
         names = [f"restart-{index:04d}" for index in range(labs)]
         tokens = bench.add_users(names)
-        spawned = _client(
+        spawned = run_client(
             bench, {"mode": "spawn", "image": bench.image, "users": list(tokens.items())}
         )
         completed = sum(1 for r in spawned["results"] if r.get("outcome") == "complete")

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from app.web.server_defaults import DEFAULT_WORKERS
-from bench import latency, machine, prepull, report, restart, status, storm, streams
+from bench import clusters, latency, machine, prepull, report, restart, status, storm, streams
 
 BENCH_DIR = Path(__file__).resolve().parent
 RESULTS_DIR = BENCH_DIR / "results"
@@ -37,10 +37,13 @@ ALL = (
     "streams",
     "restart",
     "prepull",
+    "clusters",
+    "clusters_5ms",
 )
 """``_5ms``: at a realistic API latency (``--api-latency-ms``); ``_slow_kubelet``: that
 latency and a kubelet taking ``--slow-start-seconds`` to start a lab; ``streams_1000``:
-1,000 streams, as the reference was measured with (``streams``: ``--streams``)."""
+1,000 streams, as the reference was measured with (``streams``: ``--streams``);
+``clusters``: users' compute clusters created, scaled and deleted all at once."""
 
 
 def _code_version() -> dict[str, Any]:
@@ -123,10 +126,25 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--pull-seconds", type=float, default=0.5, help="simulated pull time (prepull)"
     )
     parser.add_argument(
+        "--cluster-users", type=int, default=50, help="users with a cluster each (clusters)"
+    )
+    parser.add_argument(
+        "--cluster-max-workers",
+        type=int,
+        default=4,
+        help="workers each cluster is scaled up to, and its budget (clusters)",
+    )
+    parser.add_argument(
+        "--cluster-poll-seconds",
+        type=float,
+        default=0.1,
+        help="how often the client reads a cluster it waits for (clusters)",
+    )
+    parser.add_argument(
         "--api-latency-ms",
         type=float,
         default=5.0,
-        help="milliseconds each Kubernetes call waits (latency_5ms, storm_5ms, slow kubelet)",
+        help="milliseconds each Kubernetes call waits (the _5ms benchmarks, slow kubelet)",
     )
     parser.add_argument(
         "--slow-start-seconds",
@@ -198,6 +216,21 @@ def main(argv: list[str] | None = None) -> int:
         "restart": lambda w: restart.run(w, labs=args.restart_labs, workers=workers),
         "prepull": lambda w: prepull.run(
             w, nodes=args.prepull_nodes, images=args.prepull_images, pull_seconds=args.pull_seconds
+        ),
+        "clusters": lambda w: clusters.run(
+            w,
+            users=args.cluster_users,
+            max_workers=args.cluster_max_workers,
+            workers=workers,
+            poll_seconds=args.cluster_poll_seconds,
+        ),
+        "clusters_5ms": lambda w: clusters.run(
+            w,
+            users=args.cluster_users,
+            max_workers=args.cluster_max_workers,
+            api_latency=api_latency,
+            workers=workers,
+            poll_seconds=args.cluster_poll_seconds,
         ),
     }
     description = machine.describe()

@@ -59,7 +59,7 @@ class RssSampler:
             self._stop.wait(self._interval)
 
 
-def _cpu(bench: BenchStack) -> dict[str, float]:
+def cpu_by_part(bench: BenchStack) -> dict[str, float]:
     """CPU seconds used so far by each part of the system."""
     assert bench.service is not None
     workers = sum(cpu_seconds(pid) or 0.0 for pid in bench.service.worker_pids())
@@ -89,13 +89,17 @@ def _delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float
     return {key: round(after[key] - before[key], 2) for key in before}
 
 
-def _client(bench: BenchStack, job: dict[str, Any]) -> dict[str, Any]:
+def run_client(
+    bench: BenchStack, job: dict[str, Any], module: str = "bench.storm_client"
+) -> dict[str, Any]:
+    """Run a load client (``module``, by default the storm's) on ``job`` in its own process;
+    its output with the client's CPU seconds and wall time added."""
     host, _, port = bench.url.removeprefix("http://").partition(":")
     job = {"host": host, "port": int(port), "timeout": 300, **job}
     started = time.monotonic()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     completed = subprocess.run(
-        [sys.executable, "-m", "bench.storm_client"],
+        [sys.executable, "-m", module],
         input=json.dumps(job).encode(),
         capture_output=True,
         cwd=REPO_ROOT_TEXT,
@@ -103,7 +107,7 @@ def _client(bench: BenchStack, job: dict[str, Any]) -> dict[str, Any]:
         check=False,
     )
     if completed.returncode != 0:
-        raise RuntimeError(f"storm client failed: {completed.stderr.decode()[-2000:]}")
+        raise RuntimeError(f"{module} failed: {completed.stderr.decode()[-2000:]}")
     output: dict[str, Any] = json.loads(completed.stdout)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     output["client_cpu_seconds"] = round(
@@ -211,23 +215,23 @@ def run(
         memory_at_rest = bench.service.total_memory_kib()
         audit = bench.stack.kube.audit
         audit.clear()
-        cpu_before = _cpu(bench)
+        cpu_before = cpu_by_part(bench)
         commands_before = redis_commands(bench)
         with RssSampler(bench) as sampler:
-            spawned = _client(
+            spawned = run_client(
                 bench,
                 {"mode": "spawn", "image": bench.image, "users": list(tokens.items())},
             )
-        cpu_spawn = _delta(cpu_before, _cpu(bench))
+        cpu_spawn = _delta(cpu_before, cpu_by_part(bench))
         commands = command_delta(commands_before, redis_commands(bench), users)
         rss_after_storm = bench.service.worker_rss_kib()
         calls = Counter(f"{e.verb} {e.resource}" for e in audit.entries())
         integrity = _integrity(bench, names)
 
         audit.clear()
-        cpu_before = _cpu(bench)
+        cpu_before = cpu_by_part(bench)
         with RssSampler(bench) as delete_sampler:
-            deleted = _client(
+            deleted = run_client(
                 bench,
                 {
                     "mode": "delete",
@@ -235,7 +239,7 @@ def run(
                     "users": [[user, ""] for user in names],
                 },
             )
-        cpu_delete = _delta(cpu_before, _cpu(bench))
+        cpu_delete = _delta(cpu_before, cpu_by_part(bench))
         clean = _wait_clean(bench)
         return {
             "users": users,

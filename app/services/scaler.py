@@ -214,7 +214,7 @@ class ScalerService:
                 record=cluster_json(replace(changed, usage=asdict(usage))),
                 expect=cluster_json(record),
             ):
-                logger.warning("cluster %s changed while it was changed; its record is left", name)
+                logger.warning("cluster %s changed meanwhile; the reconcile mends its record", name)
         return patched
 
     # ---- head restarts ------------------------------------------------------------------
