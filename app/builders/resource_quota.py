@@ -1,12 +1,15 @@
 """The ResourceQuota that bounds a lab namespace.
 
-The quota is exactly the lab's size, so the lab pod fits and nothing else does; Dask pools will
-raise it when they are added. Because a quota on CPU and memory makes Kubernetes reject any
-container without requests and limits, init containers get the lab's resources too (see ``pod``).
+The quota is exactly what the namespace should hold: the lab's size, plus what the user's
+compute clusters there request and may use (raised before a cluster's pods are made, lowered
+when they go; see ``app.workloads.cluster.quota``). Nothing else fits. Because a quota on CPU
+and memory makes Kubernetes reject any container without requests and limits, init containers
+get the lab's resources too (see ``pod``), and every cluster pod has a hardware tier's.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from app.builders import names
@@ -35,23 +38,66 @@ def container_resources(size: LabSize) -> dict[str, dict[str, str]]:
     }
 
 
+@dataclass(frozen=True)
+class Compute:
+    """CPU and memory that pods request and may use (their limits), summed."""
+
+    cpu_request: float = 0.0
+    memory_request: int = 0
+    cpu_limit: float = 0.0
+    memory_limit: int = 0
+
+    def __add__(self, other: Compute) -> Compute:
+        return Compute(
+            self.cpu_request + other.cpu_request,
+            self.memory_request + other.memory_request,
+            self.cpu_limit + other.cpu_limit,
+            self.memory_limit + other.memory_limit,
+        )
+
+    def times(self, count: int) -> Compute:
+        return Compute(
+            self.cpu_request * count,
+            self.memory_request * count,
+            self.cpu_limit * count,
+            self.memory_limit * count,
+        )
+
+    @classmethod
+    def of_quotas(cls, quotas: dict[str, dict[str, float | int]]) -> Compute:
+        """A lab's, from its status ``quotas`` field (see ``quotas``)."""
+        limits, requests = quotas["limits"], quotas["requests"]
+        return cls(
+            float(requests["cpu"]),
+            int(requests["memory"]),
+            float(limits["cpu"]),
+            int(limits["memory"]),
+        )
+
+
+def size_compute(size: LabSize) -> Compute:
+    return Compute(size.cpu_request, size.memory_request, size.cpu, size.memory)
+
+
 def build_resource_quota(spec: LabSpec, namespace: str) -> dict[str, Any]:
-    """ResourceQuota ``nb-<user>-quota``: the namespace may hold exactly the lab's size."""
-    resources = container_resources(spec.size)
+    """ResourceQuota ``nb-<user>-quota`` of a new lab: exactly the lab's size."""
+    return build_namespace_quota(spec.username, namespace, size_compute(spec.size))
+
+
+def build_namespace_quota(username: str, namespace: str, compute: Compute) -> dict[str, Any]:
+    """ResourceQuota ``nb-<user>-quota``: the namespace may hold exactly ``compute``."""
     return {
         "apiVersion": "v1",
         "kind": "ResourceQuota",
         "metadata": object_meta(
-            names.object_name(spec.username, names.QUOTA_SUFFIX),
-            spec.username,
-            namespace=namespace,
+            names.object_name(username, names.QUOTA_SUFFIX), username, namespace=namespace
         ),
         "spec": {
             "hard": {
-                "limits.cpu": resources["limits"]["cpu"],
-                "limits.memory": resources["limits"]["memory"],
-                "requests.cpu": resources["requests"]["cpu"],
-                "requests.memory": resources["requests"]["memory"],
+                "limits.cpu": format_cpu(compute.cpu_limit),
+                "limits.memory": format_memory(compute.memory_limit),
+                "requests.cpu": format_cpu(compute.cpu_request),
+                "requests.memory": format_memory(compute.memory_request),
             }
         },
     }

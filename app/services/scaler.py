@@ -44,6 +44,7 @@ from app.services.context import LabContext
 from app.timestamps import iso_utc, parse_iso
 from app.workloads.cluster.adapters import ADAPTERS, OWNER_LABEL, ClusterAdapter, resolve
 from app.workloads.cluster.kind import CLUSTER_KIND, cluster_ref, selector_text
+from app.workloads.cluster.quota import sync_lab_quota
 from app.workloads.cluster.records import custom_kind, pod_shape
 
 logger = logging.getLogger(__name__)
@@ -202,6 +203,15 @@ class ScalerService:
                 refusal = budget_refusal(budget, self._clusters.held(record.owner), usage - current)
                 if refusal is not None:
                     raise QuotaExceededError(refusal)
+            # The lab namespace's quota takes the cluster's new shape before its pods change.
+            sync_lab_quota(
+                self._ctx,
+                record.owner,
+                [
+                    changed if c.name == name else c
+                    for c in self._clusters.clusters_of(record.owner)
+                ],
+            )
             if (changed.worker_tier, changed.head_tier) != (record.worker_tier, record.head_tier):
                 patch = patch + adapter.tiers_patch(
                     obj, worker=changed.worker_tier, head=changed.head_tier

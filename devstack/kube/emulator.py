@@ -7,6 +7,8 @@ Tests create one per test (``with KubernetesEmulator() as kube: ...``) and point
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from typing import Any
 
 import kubernetes.client
 
@@ -17,6 +19,7 @@ from devstack.kube.control import ControlApi
 from devstack.kube.defaults import ClusterIPAllocator, Defaulter
 from devstack.kube.faults import RequestFaults
 from devstack.kube.handlers import Handlers
+from devstack.kube.quota import admit_pod
 from devstack.kube.resources import ResourceRegistry
 from devstack.kube.server import ApiServer
 from devstack.kube.store import Store
@@ -48,7 +51,7 @@ class KubernetesEmulator(StartStop):
         # Services of a stack that runs processes carry traffic, on loopback addresses.
         allocator = ClusterIPAllocator(loopback_service_address) if settings.programs else None
         defaulter = Defaulter(allocator)
-        self.cluster = Cluster(self.store, settings, self.served, defaulter.on_create)
+        self.cluster = Cluster(self.store, settings, self.served, self._admission(defaulter))
         handlers = Handlers(self.store, shared_validator(), defaulter)
         control = ControlApi(self.audit, self.faults, lambda: self.cluster)
         self.app = ApiServer(
@@ -64,6 +67,18 @@ class KubernetesEmulator(StartStop):
         )
         self._server = ServerThread(self.app, port=port)
         self._running = False
+
+    def _admission(self, defaulter: Defaulter) -> Callable[[str, dict[str, Any]], None]:
+        """What the API server does to an object a controller creates: its defaults, then,
+        for a pod, the ResourceQuota admission (a 403 the controller sees, as from the API)."""
+
+        def admit(resource: str, obj: dict[str, Any]) -> None:
+            defaulter.on_create(resource, obj)
+            namespace = obj["metadata"].get("namespace")
+            if resource == "pods" and namespace:
+                admit_pod(self.store, namespace, obj)
+
+        return admit
 
     @property
     def url(self) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ from app.workloads.cluster.kind import create_or_adopt
 from app.workloads.cluster.records import custom_kind
 from devstack.gafaelfawr import GroupSpec
 from devstack.kube import KubernetesEmulator
+from devstack.kube.quantities import parse_quantity
 from tests.clusters.conftest import create, running, with_lab
 from tests.labs.conftest import LabUser, wait_for
 
@@ -245,3 +247,53 @@ def test_an_administrator_creates_for_a_user_within_the_users_budget(
     past = client.patch(scale, json={"replicas": 4}, headers=admin_headers)
     assert (past.status_code, past.get_json()["code"]) == (409, "quota_exceeded")
     assert client.patch(scale, json={"replicas": 3}, headers=admin_headers).status_code == 200
+
+
+def test_the_lab_namespace_quota_holds_the_clusters_and_gives_their_room_back(
+    client: FlaskClient, new_user: Callable[..., LabUser], kube: KubernetesEmulator
+) -> None:
+    """The lab namespace's ResourceQuota admits exactly the lab and the user's clusters: it
+    grows before a cluster's pods are made or scaled up, and shrinks when they go."""
+    user = new_user()
+    with_lab(client, user)
+    namespace = f"nublado-{user.username}"
+
+    def hard() -> dict[str, Decimal]:
+        quota = kube.store.get("resourcequotas", namespace, f"nb-{user.username}-quota")
+        assert quota is not None
+        return {k: parse_quantity(v) for k, v in quota["spec"]["hard"].items()}
+
+    lab = hard()
+    # The small tier: 500m requested, 1 core limit, 1 GiB, for the head and each worker.
+    created = create(client, user, workers=2, max_workers=3)
+    assert created.status_code == 201
+    name = created.get_json()["name"]
+    running(client, user, name)
+    assert hard()["requests.cpu"] == lab["requests.cpu"] + Decimal("1.5")
+    assert hard()["limits.cpu"] == lab["limits.cpu"] + 3
+    assert hard()["limits.memory"] == lab["limits.memory"] + 3 * 2**30
+
+    scaled = client.patch(
+        f"/ddl_cluster_scaler/scale/daskclusters/{name}", json={"replicas": 3}, headers=user.headers
+    )
+    assert scaled.status_code == 200
+    assert hard()["requests.cpu"] == lab["requests.cpu"] + 2
+
+    def workers() -> int:
+        return len(
+            [
+                p
+                for p in kube.store.list("pods", namespace)
+                if p["metadata"]["labels"].get("dask.org/component") == "worker"
+            ]
+        )
+
+    # Every pod the operator makes is admitted: none is refused by the quota.
+    wait_for(lambda: workers() == 3)
+    assert not [e for e in kube.store.list("events", namespace) if e["reason"] == "FailedCreate"]
+
+    deleted = client.delete(
+        f"/spawner/v1/labs/{user.username}/clusters/{name}", headers=user.headers
+    )
+    assert deleted.status_code == 202
+    wait_for(lambda: hard() == lab)

@@ -153,6 +153,50 @@ def test_a_dask_cluster_becomes_a_scheduler_its_service_and_workers(
     wait_until(lambda: not core_v1.list_namespaced_service(namespace).items)
 
 
+def test_an_operators_pods_pass_the_namespaces_quota(
+    extensions: kubernetes.client.ApiextensionsV1Api,
+    objects: kubernetes.client.CustomObjectsApi,
+    core_v1: kubernetes.client.CoreV1Api,
+    namespace: str,
+    wait_until: WaitUntil,
+) -> None:
+    """As from a real operator, pods go through the API server's quota admission: one the
+    quota cannot take is not made, a FailedCreate Event on the object says why, and the next
+    reconcile of the object makes it once the quota has room."""
+    _install(extensions, wait_until, "daskclusters")
+    quota = {"metadata": {"name": "room"}, "spec": {"hard": {"pods": "2"}}}
+    core_v1.create_namespaced_resource_quota(namespace, quota)
+    objects.create_namespaced_custom_object(
+        "kubernetes.dask.org", "v1", namespace, "daskclusters", _dask_cluster("dq", 2)
+    )
+    everything = "dask.org/cluster-name=dq"
+
+    def refused() -> list[Any]:
+        events = core_v1.list_namespaced_event(namespace).items
+        return [
+            e
+            for e in events
+            if e.reason == "FailedCreate" and e.involved_object.kind == "DaskCluster"
+        ]
+
+    wait_until(refused)
+    for event in refused():
+        assert event.type == "Warning" and event.involved_object.name == "dq"
+        assert "exceeded quota: room" in event.message
+    assert len(_pods(core_v1, namespace, everything)) == 2
+
+    core_v1.patch_namespaced_resource_quota("room", namespace, {"spec": {"hard": {"pods": "3"}}})
+    objects.patch_namespaced_custom_object(
+        "kubernetes.dask.org",
+        "v1",
+        namespace,
+        "daskclusters",
+        "dq",
+        {"metadata": {"labels": {"a": "b"}}},
+    )
+    wait_until(lambda: len(_pods(core_v1, namespace, everything)) == 3)
+
+
 def test_a_ray_cluster_becomes_a_head_its_service_and_workers_within_bounds(
     extensions: kubernetes.client.ApiextensionsV1Api,
     objects: kubernetes.client.CustomObjectsApi,

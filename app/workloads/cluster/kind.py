@@ -16,7 +16,7 @@ from typing import Any
 from app.engine.following import PodToFollow, follow_until_ready
 from app.engine.kind import Finished, Run, StepFailed, WorkloadKind
 from app.engine.workload import Action, WorkloadRef
-from app.models.cluster import ClusterStatus, cluster_json, parse_cluster
+from app.models.cluster import ClusterRecord, ClusterStatus, cluster_json, parse_cluster
 from app.services.context import LabContext
 from app.storage.events import EventType
 from app.storage.kubernetes import KubernetesError, KubernetesStorage
@@ -27,6 +27,7 @@ from app.workloads.cluster.adapters import (
     ClusterShape,
     PodShape,
 )
+from app.workloads.cluster.quota import sync_lab_quota
 from app.workloads.cluster.records import custom_kind, reachable_at
 from app.workloads.cluster.tracking import ClusterTracking
 
@@ -76,6 +77,9 @@ class ClusterKind(WorkloadKind):
         adapter = ADAPTERS[str(run.operation.spec["kind"])]
         shape = shape_from_json(run.operation.spec["shape"])
         kube, reporter = self._ctx.kube, run.reporter
+        # The lab namespace's quota first, so that Kubernetes admits the cluster's pods.
+        if not sync_lab_quota(self._ctx, shape.owner, self._clusters_of(shape.owner)):
+            raise StepFailed(f"user {shape.owner} has no lab to run the cluster beside")
         reporter.info(f"Creating {adapter.kind} {shape.name}", progress=10)
         create_or_adopt(kube, adapter, shape)
         reporter.info("Waiting for the operator to start the cluster's head", progress=30)
@@ -113,7 +117,13 @@ class ClusterKind(WorkloadKind):
             while kube.list_pods(record.namespace, selector):
                 run.reporter.check()
                 time.sleep(HEAD_POLL_SECONDS)
+        others = [c for c in self._clusters_of(owner) if c.name != name]
+        sync_lab_quota(self._ctx, owner, others)
         return Finished(None, [(EventType.INFO, f"Cluster {name} of {owner} deleted")])
+
+    def _clusters_of(self, owner: str) -> list[ClusterRecord]:
+        records = self._ctx.labs.workloads.records(CLUSTER_KIND)
+        return [parse_cluster(raw) for name, raw in records.items() if name.startswith(f"{owner}/")]
 
     def failed_record(self, run: Run, message: str) -> str | None:
         current = self._ctx.labs.workloads.record(run.operation.ref)

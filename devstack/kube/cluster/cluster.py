@@ -46,8 +46,8 @@ class Cluster:
         served: ResourceRegistry | None = None,
         admit: Admit | None = None,
     ) -> None:
-        """``admit`` applies the API server's defaults to objects the simulated operators
-        create (a Service's cluster IP, a pod's defaults)."""
+        """``admit`` is what the API server does to objects the simulated operators create
+        (defaults such as a Service's cluster IP; a pod's quota admission)."""
         self.store = store
         self.settings = settings or ClusterSettings()
         self.served = served or ResourceRegistry()
@@ -79,7 +79,9 @@ class Cluster:
         self._services = ServiceProxies(self._endpoints)
         self._crds = CrdController(self.served, self._writer, self.store.list)
         self._operators = {
-            operator.plural: operator(self._writer, self.store.list, admit or _no_defaults)
+            operator.plural: operator(
+                self._writer, self.store.list, admit or _no_defaults, self._events
+            )
             for operator in OPERATORS
         }
         self._unsubscribe: Callable[[], None] | None = None

@@ -7,8 +7,10 @@ operator is a class that says, for one object, which members it wants (:class:`M
 what its status is; :class:`OperatorSimulation` does the rest, on the cluster's reactor thread,
 after every change of the object or of one of its pods.
 
-Objects are created as the API server would store them (defaults applied, owner references
-set), but without its admission: quotas are the business of whoever creates the custom object.
+Objects are created as the API server would create them: defaults applied, owner references
+set, and pods admitted by the namespace's ResourceQuota. A pod the quota cannot take is not
+made; a Warning ``FailedCreate`` Event on the custom object says why (as a ReplicaSet's or an
+operator's does), and the next reconcile of the object tries again.
 """
 
 from __future__ import annotations
@@ -20,11 +22,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from devstack.kube.errors import ApiError
+
 from ..cache import Obj
+from ..events import EventRecorder, Source
 from ..writer import StoreWriter
 
 Admit = Callable[[str, dict[str, Any]], None]
-"""Applies the API server's defaults to an object about to be created: (resource, object)."""
+"""What the API server does to an object about to be created, (resource, object): its
+defaults, and a pod's quota admission, which raises the API's 403."""
 ListObjects = Callable[[str, "str | None"], list[dict[str, Any]]]
 
 MEMBER_ANNOTATION = "emulator.devstack/member"
@@ -58,10 +64,17 @@ class OperatorSimulation(ABC):
     version: str
     kind: str
 
-    def __init__(self, writer: StoreWriter, list_objects: ListObjects, admit: Admit) -> None:
+    def __init__(
+        self,
+        writer: StoreWriter,
+        list_objects: ListObjects,
+        admit: Admit,
+        events: EventRecorder | None = None,
+    ) -> None:
         self._writer = writer
         self._list = list_objects
         self._admit = admit
+        self._events = events
 
     # ---- what an operator says ----------------------------------------------------------
 
@@ -153,7 +166,12 @@ class OperatorSimulation(ABC):
         }
         pod = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata}
         pod["spec"] = copy.deepcopy(member.spec)
-        self._create("pods", owner, pod)
+        try:
+            self._create("pods", owner, pod)
+        except ApiError as exc:
+            if self._events is not None:
+                message = f"Error creating: {exc.message}"
+                self._events.warning(owner, Source(self.kind), "FailedCreate", message)
 
     def _create(self, resource: str, owner: Obj, obj: dict[str, Any]) -> None:
         meta = owner["metadata"]
