@@ -305,6 +305,22 @@ class KubernetesStorage:
         result = _call(self._api, "PUT", path, body=desired)
         return result
 
+    def set_quota(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Set an existing ResourceQuota's ``spec.hard`` in one merge patch (no read; the
+        quota of a lab namespace is the service's own), or create it if it is missing."""
+        meta = body["metadata"]
+        path = resource_path("resourcequotas", meta["namespace"], meta["name"])
+        patch = {"spec": {"hard": body["spec"]["hard"]}}
+        try:
+            result: dict[str, Any] = _call(
+                self._api, "PATCH", path, body=patch, content_type="application/merge-patch+json"
+            )
+        except KubernetesError as exc:
+            if exc.status != 404:
+                raise
+            result = self._create("resourcequotas", body)
+        return result
+
     def read_secret(self, namespace: str, name: str) -> dict[str, Any] | None:
         return self._get("secrets", namespace, name)
 

@@ -47,5 +47,5 @@ def sync_lab_quota(ctx: LabContext, owner: str, clusters: Iterable[ClusterRecord
     for cluster in clusters:
         total = total + cluster_compute(cluster, ctx.config.clusters)
     namespace = lab_namespace(ctx.config.namespace_prefix, owner)
-    ctx.kube.apply("resourcequotas", build_namespace_quota(owner, namespace, total))
+    ctx.kube.set_quota(build_namespace_quota(owner, namespace, total))
     return True
