@@ -30,7 +30,7 @@ from app.errors import (
     RebuildingError,
 )
 from app.models.cluster import ClusterRecord, ClusterStatus, cluster_json, parse_cluster
-from app.models.identity import Group, UserInfo
+from app.models.identity import UserInfo, user_from_json
 from app.models.images import ImageChoice
 from app.models.lab import LabRecord, LabStatus
 from app.models.usage import Usage
@@ -184,12 +184,8 @@ class ClusterService:
         return lab_user(lab) if lab is not None else None
 
     def held(self, owner: str) -> Usage:
-        """What the owner's clusters hold now (failed ones hold nothing)."""
-        total = Usage()
-        for record in self.clusters_of(owner):
-            if record.status is not ClusterStatus.FAILED:
-                total = total + Usage.from_json(record.usage)
-        return total
+        """What the owner's clusters hold now."""
+        return held_by(self.clusters_of(owner))
 
     # Delete --------------------------------------------------------------------------
 
@@ -208,22 +204,21 @@ class ClusterService:
         return parse_cluster(_terminating(current))
 
 
+def held_by(clusters: list[ClusterRecord]) -> Usage:
+    """What ``clusters`` hold against a budget (failed ones hold nothing)."""
+    total = Usage()
+    for record in clusters:
+        if record.status is not ClusterStatus.FAILED:
+            total = total + Usage.from_json(record.usage)
+    return total
+
+
 def lab_user(lab: LabRecord) -> UserInfo:
     """The user a lab was spawned for, as its record keeps them: enough for budgets (the
     groups), images (the groups) and pods (uid and gid)."""
-    return UserInfo(
-        username=lab.username,
-        name=None,
-        email=None,
-        uid=lab.uid,
-        gid=lab.gid,
-        groups=tuple(Group(name=str(g["name"]), id=_group_id(g.get("id"))) for g in lab.groups),
-        notebook_quota=None,
+    return user_from_json(
+        {"username": lab.username, "uid": lab.uid, "gid": lab.gid, "groups": lab.groups}
     )
-
-
-def _group_id(value: object) -> int | None:
-    return value if isinstance(value, int) else None
 
 
 @contextmanager

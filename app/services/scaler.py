@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import asdict, replace
-from typing import Any
+from typing import Any, NoReturn
 
 from app.config.models import HardwareTier
 from app.engine.engine import Engine
@@ -39,7 +39,7 @@ from app.models.identity import Caller, UserInfo
 from app.models.usage import Usage, cluster_usage
 from app.services.auth import ADMIN_SCOPE
 from app.services.budgets import budget_for, budget_refusal
-from app.services.clusters import ClusterService, budget_lock
+from app.services.clusters import ClusterService, budget_lock, held_by
 from app.services.context import LabContext
 from app.timestamps import iso_utc, parse_iso
 from app.workloads.cluster.adapters import ADAPTERS, OWNER_LABEL, ClusterAdapter, resolve
@@ -180,7 +180,8 @@ class ScalerService:
         name = record.name
         with budget_lock(self._engine, record.owner):
             # Read again under the lock: another change may have come first.
-            record = self._find(record.kind, name)
+            mine = self._clusters.clusters_of(record.owner)
+            record = next((c for c in mine if c.name == name), None) or _gone(name)
             changed = replace(
                 record,
                 workers=record.workers if workers is None else workers,
@@ -200,17 +201,14 @@ class ScalerService:
             owner = user if user.username == record.owner else self._clusters.owner(record.owner)
             if owner is not None:
                 budget = budget_for(owner, self._ctx.config.budgets)
-                refusal = budget_refusal(budget, self._clusters.held(record.owner), usage - current)
+                refusal = budget_refusal(budget, held_by(mine), usage - current)
                 if refusal is not None:
                     raise QuotaExceededError(refusal)
             # The lab namespace's quota takes the cluster's new shape before its pods change.
             sync_lab_quota(
                 self._ctx,
                 record.owner,
-                [
-                    changed if c.name == name else c
-                    for c in self._clusters.clusters_of(record.owner)
-                ],
+                [changed if c.name == name else c for c in mine],
             )
             if (changed.worker_tier, changed.head_tier) != (record.worker_tier, record.head_tier):
                 patch = patch + adapter.tiers_patch(
@@ -354,6 +352,10 @@ def _authorize(caller: Caller, obj: dict[str, Any]) -> None:
 def _authorize_owner(caller: Caller, owner: str | None) -> None:
     if not _is_admin(caller) and owner != caller.username:
         raise UnauthorizedError("only an administrator or the cluster's owner may do this")
+
+
+def _gone(name: str) -> NoReturn:
+    raise ClusterNotFoundError(f"cluster {name} is gone")
 
 
 def _terminating(pod: dict[str, Any]) -> bool:
