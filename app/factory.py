@@ -49,10 +49,11 @@ def build_app(config: Config | None = None) -> Flask:
     from blueprints.clusters import clusters
     from blueprints.docs import docs
     from blueprints.health import health
+    from blueprints.kernels import kernels
     from blueprints.prepull import prepull
     from blueprints.scaler import scaler
     from blueprints.spawner import spawner
 
-    for blueprint in (health, spawner, clusters, scaler, prepull, admin, docs):
+    for blueprint in (health, spawner, clusters, kernels, scaler, prepull, admin, docs):
         api_ext.register_blueprint(app, blueprint)
     return app

@@ -18,6 +18,9 @@ NSS_SUFFIX = "nss"
 PULL_SECRET_SUFFIX = "pull"  # noqa: S105 - a name suffix, not a password
 LAB_SUFFIX = "lab"
 QUOTA_SUFFIX = "quota"
+KERNELS_SUFFIX = "kernels"
+KERNEL_PREFIX = "kernel"
+"""A kernel's pod and Secret are ``kernel-<kernel id>``: many per namespace, one per kernel."""
 
 # Labels.
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
@@ -25,6 +28,9 @@ MANAGED_BY = "lab-spawner"
 USER_LABEL = "lab-spawner.jupyter.org/user"
 COMPONENT_LABEL = "app.kubernetes.io/component"
 LAB_COMPONENT = "lab"
+KERNEL_COMPONENT = "kernel"
+KERNEL_LABEL = "lab-spawner.jupyter.org/kernel"
+"""On a kernel's pod and Secret: the kernel's id."""
 ARGOCD_INSTANCE_LABEL = "argocd.argoproj.io/instance"
 ARGOCD_INSTANCE = "nublado-users"
 
@@ -46,3 +52,8 @@ def object_name(username: str, suffix: str | None = None) -> str:
     """``nb-<user>`` or ``nb-<user>-<suffix>``: the name of an object inside the lab namespace."""
     base = f"{OBJECT_PREFIX}-{username}"
     return f"{base}-{suffix}" if suffix else base
+
+
+def kernel_name(kernel_id: str) -> str:
+    """The name of a kernel's pod and Secret."""
+    return f"{KERNEL_PREFIX}-{kernel_id}"

@@ -46,6 +46,7 @@ from app.builders.resource_quota import container_resources
 from app.builders.secret import secret_env
 from app.builders.volumes import lab_mounts, lab_volumes, volume_mount
 from app.config.models import Config, InitContainer, Toleration
+from app.models.identity import UserInfo
 from app.models.images import LabImage
 from app.models.lab import LabSpec
 
@@ -63,10 +64,29 @@ def image_reference(image: LabImage) -> str:
     return f"{image.reference}@{image.digest}"
 
 
-def supplemental_groups(spec: LabSpec) -> list[int]:
+def supplemental_groups(user: UserInfo) -> list[int]:
     """Sorted gids of the user's groups, without the primary gid and groups lacking a gid."""
-    _, gid = require_ids(spec.user)
-    return sorted({g.id for g in spec.user.groups if g.id is not None and g.id != gid})
+    _, gid = require_ids(user)
+    return sorted({g.id for g in user.groups if g.id is not None and g.id != gid})
+
+
+def user_pod_spec(user: UserInfo, restart_policy: str) -> dict[str, Any]:
+    """The start of the spec of a pod that runs as ``user`` (a lab, a remote kernel): no
+    service account token, no service links, the user's ids and groups, non-root, and the
+    runtime's default seccomp profile."""
+    uid, gid = require_ids(user)
+    return {
+        "automountServiceAccountToken": False,
+        "enableServiceLinks": False,
+        "restartPolicy": restart_policy,
+        "securityContext": {
+            "runAsUser": uid,
+            "runAsGroup": gid,
+            "runAsNonRoot": True,
+            "supplementalGroups": supplemental_groups(user),
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+    }
 
 
 def user_security_context() -> dict[str, Any]:
@@ -161,19 +181,7 @@ def toleration_json(toleration: Toleration) -> dict[str, Any]:
 
 def build_pod(spec: LabSpec, config: Config, namespace: str, *, provision: bool) -> dict[str, Any]:
     """Pod ``nb-<user>-lab``; init containers only when ``provision`` is true."""
-    uid, gid = require_ids(spec.user)
-    pod_spec: dict[str, Any] = {
-        "automountServiceAccountToken": False,
-        "enableServiceLinks": False,
-        "restartPolicy": RESTART_POLICY,
-        "securityContext": {
-            "runAsUser": uid,
-            "runAsGroup": gid,
-            "runAsNonRoot": True,
-            "supplementalGroups": supplemental_groups(spec),
-            "seccompProfile": {"type": "RuntimeDefault"},
-        },
-    }
+    pod_spec = user_pod_spec(spec.user, RESTART_POLICY)
     if provision and config.lab.init_containers:
         pod_spec["initContainers"] = [
             init_container(c, spec, config) for c in config.lab.init_containers

@@ -18,6 +18,9 @@ from app.config.models import LabSize
 from app.models.lab import LabSpec
 from app.quantities import format_cpu, format_memory
 
+GPU_RESOURCE = "nvidia.com/gpu"
+"""The extended resource a pod asks GPUs with (NVIDIA's device plugin)."""
+
 
 def quotas(size: LabSize) -> dict[str, dict[str, float | int]]:
     """The lab status ``quotas`` field (DMTN-222): cores as floats and memory in bytes."""

@@ -312,10 +312,11 @@ class ClustersConfig:
 
 @dataclass(frozen=True)
 class Budget:
-    """What one user may hold at once across their compute clusters."""
+    """What one user may hold at once across their compute clusters and remote kernels."""
 
     clusters: int
     workers: int
+    kernels: int
     cpu: float
     memory: int
     gpus: int

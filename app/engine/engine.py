@@ -102,11 +102,13 @@ class Engine:
         *,
         terminating: Callable[[str], str],
         first_events: list[tuple[EventType, str]],
+        spec: dict[str, Any] | None = None,
     ) -> DeleteQueued:
         """Start deleting ``ref``, superseding a spawn under way: its record becomes
-        ``terminating(record)``. Retried while another writer changes the record between
-        the read and the write."""
-        operation = self._operation(ref, Action.DELETE, None)
+        ``terminating(record)``; ``spec`` is what the kind's delete steps need beyond the
+        record (a kernel's grace period). Retried while another writer changes the record
+        between the read and the write."""
+        operation = self._operation(ref, Action.DELETE, spec)
         announce = self.events.announcement(ref.key, first_events)
         while True:
             current = self.store.record(ref)

@@ -112,8 +112,16 @@ class Reconciler:
                 pods_by_name[name] = pod
         writes: list[IdleWrite] = []
         for name, pod in pods_by_name.items():
-            if name not in busy:
-                writes.extend(_repair(WorkloadRef(kind, name), tracking, records.get(name), pod))
+            if name in busy:
+                continue
+            if not is_deleting(pod) and tracking.orphaned(pod):
+                meta = pod["metadata"]
+                logger.warning(
+                    "deleting pod %s/%s: it serves no one", meta["namespace"], meta["name"]
+                )
+                self._kube.delete_pod(meta["namespace"], meta["name"])
+                continue
+            writes.extend(_repair(WorkloadRef(kind, name), tracking, records.get(name), pod))
         for name, record in records.items():
             if name not in busy and name not in pods_by_name:
                 writes.extend(_repair(WorkloadRef(kind, name), tracking, record, None))

@@ -37,3 +37,8 @@ class PodTracking(ABC):
     def rebuild(self, pod: dict[str, Any]) -> str | None:
         """A record from the pod alone, for a workload Redis has forgotten; None when the
         pod cannot tell (or is going away anyway)."""
+
+    def orphaned(self, pod: dict[str, Any]) -> bool:
+        """Whether the pod serves no one any more (what used it is gone), so the reconcile
+        deletes it. Only asked about pods no operation is working on."""
+        return False

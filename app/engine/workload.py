@@ -51,7 +51,7 @@ class Operation:
     started: float
     deadline: float
     spec: dict[str, Any] | None = None
-    """What the kind needs to run a spawn again from the top (never a secret)."""
+    """What the kind needs to run the operation again from the top (never a secret)."""
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -29,6 +29,7 @@ from app.storage.kubernetes import KubernetesStorage
 from app.storage.labs import LabStore
 from app.storage.prepull import PrepullStore
 from app.workloads.cluster.kind import ClusterKind
+from app.workloads.kernel.kind import KernelKind
 from app.workloads.lab import LabKind
 
 EXTENSION_KEY = "lab_spawner"
@@ -87,7 +88,7 @@ def build_machinery(app: Flask, config: Config) -> Machinery:
     operations = config.operations
     hub = EventHub(redis_client, events)
     hub.add_listener(image_store)
-    kinds = [LabKind(context), ClusterKind(context)]
+    kinds = [LabKind(context), ClusterKind(context), KernelKind(context)]
     engine = Engine(
         store=labs.workloads,
         events=events,

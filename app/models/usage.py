@@ -12,6 +12,7 @@ class Usage:
 
     clusters: int = 0
     workers: int = 0
+    kernels: int = 0
     cpu: float = 0.0
     memory: int = 0
     gpus: int = 0
@@ -22,6 +23,7 @@ class Usage:
         return cls(
             clusters=int(data.get("clusters", 0)),
             workers=int(data.get("workers", 0)),
+            kernels=int(data.get("kernels", 0)),
             cpu=float(data.get("cpu", 0.0)),
             memory=int(data.get("memory", 0)),
             gpus=int(data.get("gpus", 0)),
@@ -31,6 +33,7 @@ class Usage:
         return Usage(
             clusters=self.clusters + other.clusters,
             workers=self.workers + other.workers,
+            kernels=self.kernels + other.kernels,
             cpu=self.cpu + other.cpu,
             memory=self.memory + other.memory,
             gpus=self.gpus + other.gpus,
@@ -40,6 +43,7 @@ class Usage:
         return Usage(
             clusters=self.clusters - other.clusters,
             workers=self.workers - other.workers,
+            kernels=self.kernels - other.kernels,
             cpu=self.cpu - other.cpu,
             memory=self.memory - other.memory,
             gpus=self.gpus - other.gpus,
@@ -60,3 +64,8 @@ def cluster_usage(
         memory=workers * worker[1] + head[1],
         gpus=workers * worker[2] + head[2],
     )
+
+
+def kernel_usage(cpu: float, memory: int, gpus: int) -> Usage:
+    """What a kernel holds: itself, and the CPU, memory and GPUs its pod requests."""
+    return Usage(kernels=1, cpu=cpu, memory=memory, gpus=gpus)

@@ -41,6 +41,7 @@ class ClusterRequestSchema(Schema):
 class UsageSchema(Schema):
     clusters = fields.Integer(required=True)
     workers = fields.Integer(required=True)
+    kernels = fields.Integer(load_default=0, dump_default=0)
     cpu = fields.Float(required=True, metadata={"description": "Cores its pods request."})
     memory = fields.Integer(required=True, metadata={"description": "Bytes its pods request."})
     gpus = fields.Integer(required=True)

@@ -645,6 +645,7 @@ class ClustersSchema(StrictCamelCaseSchema):
 class BudgetSchema(StrictCamelCaseSchema):
     clusters = fields.Integer(load_default=1, validate=validate.Range(min=0))
     workers = fields.Integer(load_default=4, validate=validate.Range(min=0))
+    kernels = fields.Integer(load_default=4, validate=validate.Range(min=0))
     cpu = fields.Float(load_default=8.0, validate=validate.Range(min=0))
     memory = MemoryField(load_default=32 * 2**30)
     gpus = fields.Integer(load_default=0, validate=validate.Range(min=0))

@@ -1,7 +1,7 @@
 """What a user may hold at once, and whether a request would pass it.
 
-A budget bounds everything a user holds across their compute clusters (and, as those kinds
-come, kernels and apps): how many clusters, how many workers, and the CPU, memory and GPUs
+A budget bounds everything a user holds across their compute clusters and remote kernels (and, as
+that kind comes, apps): how many clusters, workers and kernels, and the CPU, memory and GPUs
 their pods request. A user's budget is taken limit by limit, each the largest that any of their
 groups is given; a user in no budgeted group has the default. A request is checked against
 what the user holds already plus what it adds, and refused whole, naming the first limit it
@@ -10,11 +10,51 @@ would pass, so nothing is half-created.
 
 from __future__ import annotations
 
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from app.config.models import Budget, BudgetsConfig
-from app.models.identity import UserInfo
+from app.engine.engine import Engine
+from app.engine.workload import WorkloadRef
+from app.errors import DependencyUnavailableError
+from app.models.identity import UserInfo, user_from_json
+from app.models.lab import LabRecord
 from app.models.usage import Usage
 
 GIB = 1024**3
+BUDGET_LOCK = "budget"
+"""The pseudo-kind of the per-owner lock taken while a request is checked against a budget."""
+BUDGET_LOCK_SECONDS = 5.0
+BUDGET_LOCK_WAIT_SECONDS = 2.0
+
+
+def lab_user(lab: LabRecord) -> UserInfo:
+    """The user a lab was spawned for, as its record keeps them: enough for budgets (the
+    groups), images (the groups) and pods (uid and gid). An administrator acting for a user
+    is checked against the user's budget, known this way."""
+    return user_from_json(
+        {"username": lab.username, "uid": lab.uid, "gid": lab.gid, "groups": lab.groups}
+    )
+
+
+@contextmanager
+def budget_lock(engine: Engine, owner: str) -> Iterator[None]:
+    """The owner's budget lock: a short lease in Redis, waited for briefly, held while a
+    request is checked against the budget and carried out."""
+    lease = engine.store.lease(
+        WorkloadRef(BUDGET_LOCK, owner), uuid.uuid4().hex, BUDGET_LOCK_SECONDS
+    )
+    deadline = time.monotonic() + BUDGET_LOCK_WAIT_SECONDS
+    while not lease.acquire():
+        if time.monotonic() > deadline:
+            raise DependencyUnavailableError("another request of this user holds its budget")
+        time.sleep(0.02)
+    try:
+        yield
+    finally:
+        lease.release()
 
 
 def budget_for(user: UserInfo, budgets: BudgetsConfig) -> Budget:
@@ -26,6 +66,7 @@ def budget_for(user: UserInfo, budgets: BudgetsConfig) -> Budget:
     return Budget(
         clusters=max(b.clusters for b in found),
         workers=max(b.workers for b in found),
+        kernels=max(b.kernels for b in found),
         cpu=max(b.cpu for b in found),
         memory=max(b.memory for b in found),
         gpus=max(b.gpus for b in found),
@@ -39,6 +80,7 @@ def budget_refusal(budget: Budget, held: Usage, adding: Usage) -> str | None:
     checks = (
         ("clusters", adding.clusters, total.clusters, budget.clusters, _count),
         ("workers", adding.workers, total.workers, budget.workers, _count),
+        ("kernels", adding.kernels, total.kernels, budget.kernels, _count),
         ("cpu", adding.cpu, total.cpu, budget.cpu, _cores),
         ("memory", adding.memory, total.memory, budget.memory, _memory),
         ("gpus", adding.gpus, total.gpus, budget.gpus, _count),

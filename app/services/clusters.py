@@ -11,41 +11,30 @@ once cannot both take the last of a budget.
 from __future__ import annotations
 
 import secrets
-import time
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 
 from app.builders.names import lab_namespace
 from app.config.models import HardwareTier
 from app.engine.engine import Engine
-from app.engine.workload import WorkloadRef
 from app.errors import (
     ConflictError,
-    DependencyUnavailableError,
     InvalidRequestError,
     NotFoundError,
     QuotaExceededError,
     RebuildingError,
 )
 from app.models.cluster import ClusterRecord, ClusterStatus, cluster_json, parse_cluster
-from app.models.identity import UserInfo, user_from_json
+from app.models.identity import UserInfo
 from app.models.images import ImageChoice
-from app.models.lab import LabRecord, LabStatus
-from app.models.usage import Usage
-from app.services.budgets import budget_for, budget_refusal
+from app.models.lab import LabStatus
+from app.services.budgets import budget_for, budget_lock, budget_refusal, lab_user
 from app.services.context import LabContext
 from app.storage.events import EventType
 from app.storage.workloads import DeleteQueued
 from app.workloads.cluster.adapters import ADAPTERS, ClusterShape, PodShape
-from app.workloads.cluster.kind import CLUSTER_KIND, cluster_ref, shape_to_json
+from app.workloads.cluster.kind import cluster_ref, shape_to_json
 from app.workloads.cluster.records import pod_shape
-
-BUDGET_LOCK = "budget"
-"""The pseudo-kind of the per-owner lock taken while a request is checked against a budget."""
-BUDGET_LOCK_SECONDS = 5.0
-BUDGET_LOCK_WAIT_SECONDS = 2.0
+from app.workloads.holdings import Holdings, holdings_of
 
 
 @dataclass(frozen=True)
@@ -67,14 +56,7 @@ class ClusterService:
 
     def clusters_of(self, owner: str) -> list[ClusterRecord]:
         """The owner's clusters; never a partial list while Redis is being rebuilt."""
-        if not self._engine.store.is_complete():
-            raise _rebuilding()
-        records = self._engine.store.records(CLUSTER_KIND)
-        prefix = f"{owner}/"
-        return sorted(
-            (parse_cluster(raw) for name, raw in records.items() if name.startswith(prefix)),
-            key=lambda record: record.name,
-        )
+        return self.holdings(owner).clusters
 
     def cluster(self, owner: str, name: str) -> ClusterRecord:
         raw = self._engine.store.record(cluster_ref(owner, name))
@@ -146,7 +128,7 @@ class ClusterService:
             usage=asdict(shape.usage()),
         )
         with budget_lock(self._engine, user.username):
-            held = self.held(user.username)
+            held = self.holdings(user.username).usage()
             refusal = budget_refusal(
                 budget_for(user, self._ctx.config.budgets), held, shape.usage()
             )
@@ -183,9 +165,12 @@ class ClusterService:
         lab = self._ctx.labs.get(username)
         return lab_user(lab) if lab is not None else None
 
-    def held(self, owner: str) -> Usage:
-        """What the owner's clusters hold now."""
-        return held_by(self.clusters_of(owner))
+    def holdings(self, owner: str) -> Holdings:
+        """What the owner holds now, clusters and kernels; never partial while Redis is
+        being rebuilt."""
+        if not self._engine.store.is_complete():
+            raise _rebuilding()
+        return holdings_of(self._engine.store, owner)
 
     # Delete --------------------------------------------------------------------------
 
@@ -202,41 +187,6 @@ class ClusterService:
         if result is DeleteQueued.MISSING or current is None:
             raise NotFoundError(f"user {owner} has no cluster {name}")
         return parse_cluster(_terminating(current))
-
-
-def held_by(clusters: list[ClusterRecord]) -> Usage:
-    """What ``clusters`` hold against a budget (failed ones hold nothing)."""
-    total = Usage()
-    for record in clusters:
-        if record.status is not ClusterStatus.FAILED:
-            total = total + Usage.from_json(record.usage)
-    return total
-
-
-def lab_user(lab: LabRecord) -> UserInfo:
-    """The user a lab was spawned for, as its record keeps them: enough for budgets (the
-    groups), images (the groups) and pods (uid and gid)."""
-    return user_from_json(
-        {"username": lab.username, "uid": lab.uid, "gid": lab.gid, "groups": lab.groups}
-    )
-
-
-@contextmanager
-def budget_lock(engine: Engine, owner: str) -> Iterator[None]:
-    """The owner's budget lock: a short lease in Redis, waited for briefly, held while a
-    request is checked against the budget and carried out."""
-    lease = engine.store.lease(
-        WorkloadRef(BUDGET_LOCK, owner), uuid.uuid4().hex, BUDGET_LOCK_SECONDS
-    )
-    deadline = time.monotonic() + BUDGET_LOCK_WAIT_SECONDS
-    while not lease.acquire():
-        if time.monotonic() > deadline:
-            raise DependencyUnavailableError("another request of this user holds its budget")
-        time.sleep(0.02)
-    try:
-        yield
-    finally:
-        lease.release()
 
 
 def _rebuilding() -> RebuildingError:

@@ -23,6 +23,7 @@ from app.models.images import image_to_json
 from app.models.lab import LabOptions, LabRecord, LabSpec, LabStatus, PodState, SpawnChoices
 from app.services.context import LabContext
 from app.services.entitlements import allowed_sizes, size_refusal, spawn_refusal
+from app.services.kernels import KernelService
 from app.storage.event_hub import Following
 from app.storage.events import EventType
 from app.storage.labs import lab_ref, parse_record, record_json
@@ -147,7 +148,8 @@ class LabService:
     # Delete --------------------------------------------------------------------------
 
     def delete(self, username: str) -> None:
-        """Start deleting the lab (a spawn under way is superseded); 404 if there is none."""
+        """Start deleting the lab (a spawn under way is superseded), and the user's kernels,
+        which serve only it; 404 if there is none."""
         result = self._engine.queue_delete(
             lab_ref(username),
             terminating=_terminating,
@@ -155,6 +157,7 @@ class LabService:
         )
         if result is DeleteQueued.MISSING:
             self._missing(username, "no lab")
+        KernelService(self._ctx, self._engine).delete_all(username)
 
     def _missing(self, username: str, what: str) -> NoReturn:
         """404 for a lab Redis does not have, or 503 while Redis may not have it yet."""

@@ -38,14 +38,14 @@ from app.models.cluster import ClusterRecord, ClusterStatus, cluster_json, parse
 from app.models.identity import Caller, UserInfo
 from app.models.usage import Usage, cluster_usage
 from app.services.auth import ADMIN_SCOPE
-from app.services.budgets import budget_for, budget_refusal
-from app.services.clusters import ClusterService, budget_lock, held_by
+from app.services.budgets import budget_for, budget_lock, budget_refusal
+from app.services.clusters import ClusterService
 from app.services.context import LabContext
 from app.timestamps import iso_utc, parse_iso
 from app.workloads.cluster.adapters import ADAPTERS, OWNER_LABEL, ClusterAdapter, resolve
 from app.workloads.cluster.kind import CLUSTER_KIND, cluster_ref, selector_text
-from app.workloads.cluster.quota import sync_lab_quota
 from app.workloads.cluster.records import custom_kind, pod_shape
+from app.workloads.quota import sync_lab_quota
 
 logger = logging.getLogger(__name__)
 
@@ -180,8 +180,8 @@ class ScalerService:
         name = record.name
         with budget_lock(self._engine, record.owner):
             # Read again under the lock: another change may have come first.
-            mine = self._clusters.clusters_of(record.owner)
-            record = next((c for c in mine if c.name == name), None) or _gone(name)
+            held = self._clusters.holdings(record.owner)
+            record = next((c for c in held.clusters if c.name == name), None) or _gone(name)
             changed = replace(
                 record,
                 workers=record.workers if workers is None else workers,
@@ -201,15 +201,11 @@ class ScalerService:
             owner = user if user.username == record.owner else self._clusters.owner(record.owner)
             if owner is not None:
                 budget = budget_for(owner, self._ctx.config.budgets)
-                refusal = budget_refusal(budget, held_by(mine), usage - current)
+                refusal = budget_refusal(budget, held.usage(), usage - current)
                 if refusal is not None:
                     raise QuotaExceededError(refusal)
             # The lab namespace's quota takes the cluster's new shape before its pods change.
-            sync_lab_quota(
-                self._ctx,
-                record.owner,
-                [changed if c.name == name else c for c in mine],
-            )
+            sync_lab_quota(self._ctx, held.with_cluster(changed))
             if (changed.worker_tier, changed.head_tier) != (record.worker_tier, record.head_tier):
                 patch = patch + adapter.tiers_patch(
                     obj, worker=changed.worker_tier, head=changed.head_tier

@@ -324,6 +324,10 @@ class KubernetesStorage:
     def read_secret(self, namespace: str, name: str) -> dict[str, Any] | None:
         return self._get("secrets", namespace, name)
 
+    def delete_secret(self, namespace: str, name: str) -> bool:
+        """Delete the Secret; False if it was already gone."""
+        return self._delete("secrets", namespace, name) is not None
+
     def read_service(self, namespace: str, name: str) -> dict[str, Any] | None:
         return self._get("services", namespace, name)
 

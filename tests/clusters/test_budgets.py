@@ -8,12 +8,16 @@ from app.models.identity import Group, UserInfo
 from app.models.usage import Usage
 from app.services.budgets import GIB, budget_for, budget_refusal
 
-DEFAULT = Budget(clusters=1, workers=2, cpu=4, memory=16 * GIB, gpus=0)
+DEFAULT = Budget(clusters=1, workers=2, kernels=1, cpu=4, memory=16 * GIB, gpus=0)
 BUDGETS = BudgetsConfig(
     default=DEFAULT,
     groups=(
-        GroupBudget("science", Budget(clusters=3, workers=8, cpu=16, memory=64 * GIB, gpus=0)),
-        GroupBudget("gpu", Budget(clusters=1, workers=2, cpu=8, memory=32 * GIB, gpus=2)),
+        GroupBudget(
+            "science", Budget(clusters=3, workers=8, kernels=2, cpu=16, memory=64 * GIB, gpus=0)
+        ),
+        GroupBudget(
+            "gpu", Budget(clusters=1, workers=2, kernels=4, cpu=8, memory=32 * GIB, gpus=2)
+        ),
     ),
 )
 
@@ -34,7 +38,7 @@ def test_a_users_budget_is_the_largest_of_their_groups_limit_by_limit() -> None:
     assert budget_for(_user(), BUDGETS) == DEFAULT
     assert budget_for(_user("unrelated"), BUDGETS) == DEFAULT
     assert budget_for(_user("science", "gpu"), BUDGETS) == Budget(
-        clusters=3, workers=8, cpu=16, memory=64 * GIB, gpus=2
+        clusters=3, workers=8, kernels=4, cpu=16, memory=64 * GIB, gpus=2
     )
 
 
@@ -59,3 +63,17 @@ def test_shrinking_is_never_refused_even_over_a_lowered_budget() -> None:
     held = Usage(clusters=2, workers=6, cpu=10, memory=40 * GIB)
     assert budget_refusal(DEFAULT, held, Usage(workers=-2, cpu=-2, memory=-4 * GIB)) is None
     assert (held - Usage(workers=2)).workers == 4
+
+
+def test_kernels_count_against_the_same_budget_as_clusters() -> None:
+    """A kernel is counted as one kernel and its pod's CPU, memory and GPUs, in the same
+    sums as the user's clusters."""
+    held = Usage(clusters=1, workers=2, kernels=1, cpu=3, memory=8 * GIB)
+    kernel = Usage(kernels=1, cpu=1, memory=4 * GIB)
+    assert budget_refusal(DEFAULT, held, kernel) == (
+        "the kernels budget would be passed: 2 in all, 1 allowed (1 held already)"
+    )
+    science = budget_for(_user("science"), BUDGETS)
+    assert budget_refusal(science, held, kernel) is None
+    big = Usage(kernels=1, cpu=14, memory=GIB)
+    assert "the cpu budget would be passed: 17 CPU" in str(budget_refusal(science, held, big))

@@ -104,6 +104,7 @@ def test_a_cluster_runs_beside_the_lab_and_goes_on_delete(
     assert created["usage"] == {
         "clusters": 1,
         "workers": 2,
+        "kernels": 0,
         "cpu": 1.5,
         "memory": 3 * 2**30,
         "gpus": 0,

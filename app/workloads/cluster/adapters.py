@@ -17,6 +17,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.builders.resource_quota import GPU_RESOURCE
 from app.models.usage import Usage, cluster_usage
 
 OWNER_LABEL = "lab-spawner.jupyter.org/user"
@@ -37,8 +38,6 @@ the service finds a cluster's head the same way for every kind of operator."""
 TIERS_ANNOTATION = "lab-spawner.jupyter.org/tiers"
 """On the cluster object: the names of the tiers it was given (JSON), for a record rebuilt
 from Kubernetes."""
-
-GPU_RESOURCE = "nvidia.com/gpu"
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ from typing import Any
 
 from app.engine.following import PodToFollow, follow_until_ready
 from app.engine.kind import Finished, Run, StepFailed, WorkloadKind
-from app.engine.workload import Action, WorkloadRef
-from app.models.cluster import ClusterRecord, ClusterStatus, cluster_json, parse_cluster
+from app.engine.workload import Action
+from app.models.cluster import ClusterStatus, cluster_json, parse_cluster
 from app.services.context import LabContext
 from app.storage.events import EventType
 from app.storage.kubernetes import KubernetesError, KubernetesStorage
@@ -27,18 +27,16 @@ from app.workloads.cluster.adapters import (
     ClusterShape,
     PodShape,
 )
-from app.workloads.cluster.quota import sync_lab_quota
 from app.workloads.cluster.records import custom_kind, reachable_at
 from app.workloads.cluster.tracking import ClusterTracking
+from app.workloads.holdings import holdings_of
+from app.workloads.quota import sync_lab_quota
+from app.workloads.refs import CLUSTER_KIND, cluster_ref
 
-CLUSTER_KIND = "cluster"
+__all__ = ["CLUSTER_KIND", "ClusterKind", "cluster_ref", "create_or_adopt"]
+
 HEAD_POLL_SECONDS = 0.25
 """How often a spawn looks for the head pod until the operator has made it."""
-
-
-def cluster_ref(owner: str, name: str) -> WorkloadRef:
-    """A cluster's workload reference: its owner and name, as ``owner/name``."""
-    return WorkloadRef(CLUSTER_KIND, f"{owner}/{name}")
 
 
 def shape_to_json(shape: ClusterShape) -> dict[str, Any]:
@@ -78,7 +76,7 @@ class ClusterKind(WorkloadKind):
         shape = shape_from_json(run.operation.spec["shape"])
         kube, reporter = self._ctx.kube, run.reporter
         # The lab namespace's quota first, so that Kubernetes admits the cluster's pods.
-        if not sync_lab_quota(self._ctx, shape.owner, self._clusters_of(shape.owner)):
+        if not sync_lab_quota(self._ctx, holdings_of(self._ctx.labs.workloads, shape.owner)):
             raise StepFailed(f"user {shape.owner} has no lab to run the cluster beside")
         reporter.info(f"Creating {adapter.kind} {shape.name}", progress=10)
         create_or_adopt(kube, adapter, shape)
@@ -117,13 +115,10 @@ class ClusterKind(WorkloadKind):
             while kube.list_pods(record.namespace, selector):
                 run.reporter.check()
                 time.sleep(HEAD_POLL_SECONDS)
-        others = [c for c in self._clusters_of(owner) if c.name != name]
-        sync_lab_quota(self._ctx, owner, others)
+        sync_lab_quota(
+            self._ctx, holdings_of(self._ctx.labs.workloads, owner).without_cluster(name)
+        )
         return Finished(None, [(EventType.INFO, f"Cluster {name} of {owner} deleted")])
-
-    def _clusters_of(self, owner: str) -> list[ClusterRecord]:
-        records = self._ctx.labs.workloads.records(CLUSTER_KIND)
-        return [parse_cluster(raw) for name, raw in records.items() if name.startswith(f"{owner}/")]
 
     def failed_record(self, run: Run, message: str) -> str | None:
         current = self._ctx.labs.workloads.record(run.operation.ref)

@@ -1,0 +1,125 @@
+"""Request and response bodies of the remote kernel routes."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
+
+from app.builders.kernel import RESERVED_ENV_PREFIX
+from app.models.kernel import KERNEL_PORTS
+from app.schemas.clusters import UsageSchema
+
+KEY_PATTERN = r"^[0-9a-f]{32,128}$"
+"""16 to 64 random bytes in lowercase hex, as the kernel's start-up accepts them."""
+KERNEL_ID_PATTERN = r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"
+"""A kernel id names its pod (``kernel-<id>``): lowercase letters, digits and '-'
+(Jupyter's uuid4 ids fit)."""
+MAX_ENV_VARIABLES = 64
+MAX_ENV_JSON_BYTES = 16 * 1024
+"""Bounds on a kernel's ``env``, which goes into its pod's spec."""
+POD_ENV = ("POD_IP",)
+"""Set by the service on every kernel pod besides the ``KERNEL_`` variables."""
+
+_ENV_NAME = validate.Regexp(
+    r"^[A-Za-z_][A-Za-z0-9_]{0,127}$", error="must be an environment variable name"
+)
+
+
+class ConnectionSchema(Schema):
+    """How the Jupyter server will talk to the kernel."""
+
+    class Meta:
+        unknown = RAISE
+
+    transport = fields.String(load_default="tcp", validate=validate.OneOf(["tcp"]))
+    signature_scheme = fields.String(
+        load_default="hmac-sha256", validate=validate.OneOf(["hmac-sha256"])
+    )
+    key = fields.String(
+        required=True,
+        load_only=True,
+        validate=validate.Regexp(KEY_PATTERN, error="must be 32 to 128 lowercase hex digits"),
+        metadata={"description": "The HMAC key; kept in the kernel's Secret only."},
+    )
+
+
+class KernelRequestSchema(Schema):
+    """``POST /spawner/v1/labs/<username>/kernels``: the kernel to start."""
+
+    class Meta:
+        unknown = RAISE
+
+    size = fields.String(
+        required=True,
+        metadata={"description": "A lab size the user may spawn, or a hardware tier."},
+    )
+    image = fields.String(
+        load_default=None,
+        metadata={"description": "An image the user may spawn; by default the lab's."},
+    )
+    env = fields.Dict(
+        keys=fields.String(validate=_ENV_NAME),
+        values=fields.String(),
+        load_default=dict,
+        metadata={
+            "description": (
+                f"The kernel's environment: at most {MAX_ENV_VARIABLES} variables and "
+                f"{MAX_ENV_JSON_BYTES} bytes as JSON; `KERNEL_*` and `POD_IP` are the "
+                "service's."
+            )
+        },
+    )
+    connection = fields.Nested(ConnectionSchema, required=True)
+    kernel_id = fields.String(
+        load_default=None,
+        validate=validate.Regexp(KERNEL_ID_PATTERN, error="must be a kernel id (see pattern)"),
+        metadata={"description": "The id to give it (a restart keeps its id); default a uuid4."},
+    )
+
+    @validates_schema
+    def _bounded_env(self, data: dict[str, Any], **_: Any) -> None:
+        env: dict[str, str] = data.get("env") or {}
+        reserved = sorted(n for n in env if n.startswith(RESERVED_ENV_PREFIX) or n in POD_ENV)
+        if reserved:
+            raise ValidationError(f"set by the service: {', '.join(reserved)}", "env")
+        if len(env) > MAX_ENV_VARIABLES:
+            raise ValidationError(f"at most {MAX_ENV_VARIABLES} variables ({len(env)})", "env")
+        size = len(json.dumps(env))
+        if size > MAX_ENV_JSON_BYTES:
+            raise ValidationError(f"at most {MAX_ENV_JSON_BYTES} bytes as JSON ({size})", "env")
+
+
+class PortsSchema(Schema):
+    shell = fields.Integer(required=True)
+    iopub = fields.Integer(required=True)
+    stdin = fields.Integer(required=True)
+    control = fields.Integer(required=True)
+    hb = fields.Integer(required=True)
+
+
+class KernelSchema(Schema):
+    """A remote kernel, as the service records it (never its key)."""
+
+    kernel_id = fields.String(required=True)
+    owner = fields.String(required=True)
+    namespace = fields.String(required=True, metadata={"description": "The lab's namespace."})
+    status = fields.String(
+        required=True,
+        validate=validate.OneOf(["starting", "running", "exited", "failed", "terminating"]),
+    )
+    size = fields.String(required=True)
+    image = fields.String(required=True)
+    created = fields.String(required=True, metadata={"description": "When it was asked for."})
+    usage = fields.Nested(UsageSchema, required=True, metadata={"description": "What it holds."})
+    ip = fields.String(
+        allow_none=True, metadata={"description": "The pod's address, once running."}
+    )
+    ports = fields.Nested(
+        PortsSchema,
+        required=True,
+        metadata={"description": f"The kernel's ports on `ip`: {KERNEL_PORTS}."},
+    )
+    exit_code = fields.Integer(allow_none=True, metadata={"description": "Once it exited."})
+    error = fields.String(allow_none=True, metadata={"description": "Why it failed."})

@@ -1,0 +1,160 @@
+"""The rules behind the kernel routes: who may start a kernel of what, and the answers.
+
+A request is checked whole before anything happens: the user has a running lab (the kernel
+lives in its namespace, and its Jupyter server is what talks to it), the size is one the user
+may have (a lab size as at spawn, or a hardware tier open to kernels), the image is one the
+user may spawn (the lab's by default), and the kernel fits the user's budget with what they
+hold already, clusters included. Only then is the kernel recorded and its start queued, under
+the owner's budget lock. The connection key goes with the operation as its secret: it is
+written to the kernel's Secret and to nothing else.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field, replace
+
+from app.builders.names import lab_namespace
+from app.builders.pod import image_reference
+from app.engine.engine import Engine
+from app.errors import (
+    ConflictError,
+    InvalidRequestError,
+    NotFoundError,
+    QuotaExceededError,
+    RebuildingError,
+)
+from app.models.identity import UserInfo
+from app.models.images import ImageChoice
+from app.models.kernel import KernelRecord, KernelSpec, KernelStatus, kernel_json, parse_kernel
+from app.models.lab import LabStatus
+from app.services.budgets import budget_for, budget_lock, budget_refusal, lab_user
+from app.services.context import LabContext
+from app.storage.events import EventType
+from app.storage.workloads import DeleteQueued
+from app.timestamps import iso_utc
+from app.workloads.holdings import holdings_of
+from app.workloads.kernel.kind import spec_to_json
+from app.workloads.kernel.records import new_record
+from app.workloads.kernel.sizes import size_for
+from app.workloads.refs import kernel_ref
+
+
+@dataclass(frozen=True)
+class KernelRequest:
+    size: str
+    key: str
+    """The connection's HMAC key: the kernel's Secret is the one place it is written."""
+    image: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    kernel_id: str | None = None
+
+    def __repr__(self) -> str:
+        # The key is a credential: keep it out of any log line or traceback.
+        return f"KernelRequest(size={self.size!r}, image={self.image!r}, id={self.kernel_id!r})"
+
+
+class KernelService:
+    def __init__(self, ctx: LabContext, engine: Engine) -> None:
+        self._ctx = ctx
+        self._engine = engine
+
+    # Reads ---------------------------------------------------------------------------
+
+    def kernels_of(self, owner: str) -> list[KernelRecord]:
+        """The owner's kernels, oldest first; never a partial list while Redis is rebuilt."""
+        if not self._engine.store.is_complete():
+            raise _rebuilding()
+        return holdings_of(self._engine.store, owner).kernels
+
+    def kernel(self, owner: str, kernel_id: str) -> KernelRecord:
+        raw = self._engine.store.record(kernel_ref(owner, kernel_id))
+        if raw is None:
+            if not self._engine.store.is_complete():
+                raise _rebuilding()
+            raise NotFoundError(f"user {owner} has no kernel {kernel_id}")
+        return parse_kernel(raw)
+
+    # Create --------------------------------------------------------------------------
+
+    def create(self, username: str, caller: UserInfo, request: KernelRequest) -> KernelRecord:
+        """Start a kernel for ``username``: the caller themself, or an administrator acting
+        for them (the user is then known from their running lab's record)."""
+        lab = self._ctx.labs.get(username)
+        if lab is None or lab.status is not LabStatus.RUNNING:
+            raise ConflictError(f"user {username} has no running lab to run a kernel beside")
+        user = caller if caller.username == username else lab_user(lab)
+        size = size_for(self._ctx.config, request.size, user)
+        if isinstance(size, str):
+            raise InvalidRequestError(size, field="size")
+        image = str(lab.options.get("image") or "")
+        if request.image is not None:
+            choice = ImageChoice(reference=request.image, field="image")
+            image = image_reference(self._ctx.images.resolve(choice, user))
+        kernel_id = request.kernel_id or str(uuid.uuid4())
+        spec = KernelSpec(
+            kernel_id=kernel_id, user=user, image=image, size=size, env=dict(request.env)
+        )
+        namespace = lab_namespace(self._ctx.config.namespace_prefix, user.username)
+        record = new_record(spec, namespace, iso_utc(time.time()) or "")
+        with budget_lock(self._engine, user.username):
+            if not self._engine.store.is_complete():
+                raise _rebuilding()
+            held = holdings_of(self._engine.store, user.username).usage()
+            budget = budget_for(user, self._ctx.config.budgets)
+            refusal = budget_refusal(budget, held, size.usage())
+            if refusal is not None:
+                raise QuotaExceededError(refusal)
+            queued = self._engine.queue_spawn(
+                kernel_ref(user.username, kernel_id),
+                record=kernel_json(record),
+                spec=spec_to_json(spec),
+                secret=request.key,
+                first_events=[(EventType.INFO, f"Kernel {kernel_id} requested")],
+            )
+        if queued.rebuilding:
+            raise _rebuilding()
+        if not queued.queued:
+            raise ConflictError(f"user {username} has a kernel {kernel_id} already")
+        return record
+
+    # Delete --------------------------------------------------------------------------
+
+    def delete(self, owner: str, kernel_id: str, *, grace_seconds: int) -> KernelRecord:
+        """Start deleting the kernel, giving it ``grace_seconds`` to stop; its record as the
+        deletion began."""
+        ref = kernel_ref(owner, kernel_id)
+        current = self._engine.store.record(ref)
+        result = self._engine.queue_delete(
+            ref,
+            terminating=_terminating,
+            first_events=[(EventType.INFO, f"Deletion of kernel {kernel_id} requested")],
+            spec={"grace_seconds": grace_seconds},
+        )
+        if result is DeleteQueued.MISSING or current is None:
+            raise NotFoundError(f"user {owner} has no kernel {kernel_id}")
+        return parse_kernel(_terminating(current))
+
+    def delete_all(self, owner: str) -> int:
+        """Start deleting every kernel of ``owner`` (their lab is going); how many."""
+        count = 0
+        for record in holdings_of(self._engine.store, owner).kernels:
+            if record.status is KernelStatus.TERMINATING:
+                continue
+            result = self._engine.queue_delete(
+                kernel_ref(owner, record.kernel_id),
+                terminating=_terminating,
+                first_events=[(EventType.INFO, "Deletion with the lab")],
+            )
+            count += result is DeleteQueued.QUEUED
+        return count
+
+
+def _rebuilding() -> RebuildingError:
+    return RebuildingError("the service is rebuilding its state from Kubernetes; ask again shortly")
+
+
+def _terminating(raw: str) -> str:
+    """A kernel being deleted: terminating, keeping how it ended if it had."""
+    return kernel_json(replace(parse_kernel(raw), status=KernelStatus.TERMINATING))

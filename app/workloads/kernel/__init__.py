@@ -1,0 +1,1 @@
+"""Remote Jupyter kernels as a kind of workload: a pod per kernel in its user's lab namespace."""

@@ -1,0 +1,184 @@
+"""Remote kernels as a kind of workload: a pod running ipykernel beside its user's lab.
+
+A spawn sets the lab namespace's quota to hold the kernel, creates the kernel's Secret (its
+connection key, which travels with the operation as its secret and is never part of its
+spec) and the policy that admits only the lab's namespace, then the pod, and follows the pod
+until the kernel's heartbeat port answers, failing fast as a lab does (an image that cannot
+be pulled, no node that fits, a kernel that crashes before it listens). A delete removes the
+pod with the grace the request gave and the Secret, waits until the pod is gone, and lowers
+the quota again.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import replace
+from typing import Any
+
+from app.builders import names
+from app.builders.kernel import (
+    build_kernel_pod,
+    build_kernel_secret,
+    build_kernels_network_policy,
+)
+from app.engine.concurrency import concurrently
+from app.engine.following import PodToFollow, follow_until_ready
+from app.engine.kind import Finished, Run, StepFailed, WorkloadKind
+from app.engine.waiting import wait_pod_gone
+from app.engine.workload import Action
+from app.models.identity import user_from_json, user_to_json
+from app.models.kernel import KernelSpec, KernelStatus, kernel_json, parse_kernel
+from app.services.context import LabContext
+from app.storage.events import EventType
+from app.storage.kubernetes import KubernetesError
+from app.workloads.holdings import holdings_of
+from app.workloads.kernel.records import LAB_POD_ANNOTATION, RECORD_ANNOTATION
+from app.workloads.kernel.sizes import kernel_size
+from app.workloads.kernel.tracking import KernelTracking
+from app.workloads.quota import sync_lab_quota
+from app.workloads.refs import KERNEL_KIND
+
+OPERATION_ANNOTATION = "lab-spawner.jupyter.org/operation"
+"""Which operation created a kernel pod, so a resumed spawn adopts its own pod."""
+DEFAULT_GRACE_SECONDS = 5
+"""A delete's grace period when its request gave none (a kernel going with its lab)."""
+
+
+def spec_to_json(spec: KernelSpec) -> dict[str, Any]:
+    """What a kernel's spawn operation carries: everything but the key."""
+    return {
+        "kernel_id": spec.kernel_id,
+        "user": user_to_json(spec.user),
+        "image": spec.image,
+        "size": spec.size.name,
+        "env": spec.env,
+    }
+
+
+class KernelKind(WorkloadKind):
+    """A user's remote kernel, named ``owner/kernel_id`` in the engine."""
+
+    name = KERNEL_KIND
+
+    def __init__(self, ctx: LabContext) -> None:
+        self._ctx = ctx
+        self.tracking = KernelTracking(ctx.config, ctx.kube)
+
+    def timeout(self, action: Action) -> float:
+        lab = self._ctx.config.lab
+        return lab.spawn_timeout if action is Action.SPAWN else lab.delete_timeout
+
+    def spawn(self, run: Run) -> Finished:
+        assert run.operation.spec is not None
+        spec = self._spec(run.operation.spec)
+        if run.secret is None:
+            raise StepFailed("the kernel's key expired before it could be used")
+        ctx, reporter = self._ctx, run.reporter
+        namespace = names.lab_namespace(ctx.config.namespace_prefix, spec.username)
+        pod_name = names.kernel_name(spec.kernel_id)
+        # The quota first, so that Kubernetes admits the pod; the lab pod, whose run the
+        # kernel belongs to, beside it.
+        synced, lab_pod = concurrently(
+            lambda: sync_lab_quota(ctx, holdings_of(ctx.labs.workloads, spec.username)),
+            lambda: ctx.kube.read_pod(
+                namespace, names.object_name(spec.username, names.LAB_SUFFIX)
+            ),
+        )
+        if not synced or lab_pod is None:
+            raise StepFailed(f"user {spec.username} has no lab to run the kernel beside")
+        reporter.info(f"Starting kernel {spec.kernel_id} ({spec.size.name})", progress=10)
+        record = ctx.labs.workloads.record(run.operation.ref)
+        if record is None:
+            raise StepFailed("the kernel's record is gone")
+        policy = build_kernels_network_policy(spec.username, ctx.config, namespace)
+        concurrently(
+            functools.partial(
+                ctx.kube.apply, "secrets", build_kernel_secret(spec, namespace, key=run.secret)
+            ),
+            lambda: ctx.kube.apply("networkpolicies", policy) if policy else None,
+        )
+        pod = build_kernel_pod(spec, ctx.config, namespace)
+        pod["metadata"]["annotations"].update(
+            {
+                OPERATION_ANNOTATION: run.operation.id,
+                RECORD_ANNOTATION: record,
+                LAB_POD_ANNOTATION: str(lab_pod["metadata"].get("uid") or ""),
+            }
+        )
+        try:
+            first_look = self._create_pod(run, pod)
+            with run.waiting():
+                follow_until_ready(
+                    ctx.kube, reporter, PodToFollow(namespace, pod_name, noun="kernel"), first_look
+                )
+        except Exception:
+            # A kernel that cannot come up holds nothing: its record says why, and its pod
+            # (pending, or pulling in vain) would otherwise keep its place in the quota.
+            self._remove(namespace, pod_name, grace_seconds=0)
+            raise
+        running = ctx.kube.read_pod(namespace, pod_name) or {}
+        ip = (running.get("status") or {}).get("podIP")
+        current = ctx.labs.workloads.record(run.operation.ref) or record
+        done = replace(parse_kernel(current), status=KernelStatus.RUNNING, ip=ip, error=None)
+        return Finished(kernel_json(done), [(EventType.INFO, "The kernel is running")])
+
+    def _spec(self, data: dict[str, Any]) -> KernelSpec:
+        size = kernel_size(self._ctx.config, str(data["size"]))
+        if size is None:
+            raise StepFailed(f"the chosen size {data['size']} is no longer configured")
+        return KernelSpec(
+            kernel_id=str(data["kernel_id"]),
+            user=user_from_json(data["user"]),
+            image=str(data["image"]),
+            size=size,
+            env=dict(data.get("env") or {}),
+        )
+
+    def _create_pod(self, run: Run, body: dict[str, Any]) -> dict[str, Any] | None:
+        """Create the kernel's pod, or adopt the one this operation made before a worker
+        died; the pod as first seen."""
+        kube = self._ctx.kube
+        namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
+        try:
+            return kube.create_pod(body)
+        except KubernetesError as exc:
+            if exc.status == 403 and "quota" in exc.message.lower():
+                raise StepFailed(f"Kubernetes refused the kernel: {exc.message}") from None
+            if exc.status != 409:
+                raise
+        existing = kube.read_pod(namespace, name)
+        annotations = ((existing or {}).get("metadata") or {}).get("annotations") or {}
+        if annotations.get(OPERATION_ANNOTATION) != run.operation.id:
+            raise StepFailed(f"pod {name} exists and is not this kernel's")
+        return existing
+
+    def delete(self, run: Run) -> Finished:
+        owner, _, kernel_id = run.operation.ref.name.partition("/")
+        ctx = self._ctx
+        current = ctx.labs.workloads.record(run.operation.ref)
+        if current is None:
+            return Finished(None)
+        record = parse_kernel(current)
+        name = names.kernel_name(kernel_id)
+        grace = int((run.operation.spec or {}).get("grace_seconds", DEFAULT_GRACE_SECONDS))
+        self._remove(record.namespace, name, grace_seconds=grace)
+        run.reporter.info(f"Stopping kernel {kernel_id}")
+        with run.waiting():
+            wait_pod_gone(ctx.kube, run.reporter, record.namespace, name)
+        sync_lab_quota(ctx, holdings_of(ctx.labs.workloads, owner).without_kernel(kernel_id))
+        return Finished(None, [(EventType.INFO, f"Kernel {kernel_id} of {owner} deleted")])
+
+    def _remove(self, namespace: str, name: str, *, grace_seconds: int) -> None:
+        """Delete the kernel's pod (given ``grace_seconds``) and its Secret."""
+        kube = self._ctx.kube
+        concurrently(
+            lambda: kube.delete_pod_with_grace(namespace, name, grace_seconds=grace_seconds),
+            lambda: kube.delete_secret(namespace, name),
+        )
+
+    def failed_record(self, run: Run, message: str) -> str | None:
+        current = self._ctx.labs.workloads.record(run.operation.ref)
+        if current is None:
+            return None
+        failed = replace(parse_kernel(current), status=KernelStatus.FAILED, error=message)
+        return kernel_json(failed)

@@ -1,0 +1,116 @@
+"""Users' remote kernels: start one beside the lab, list, read and delete them."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from flask import request
+
+from app.errors import (
+    ConflictError,
+    DependencyUnavailableError,
+    InvalidRequestError,
+    NotFoundError,
+    QuotaExceededError,
+    RebuildingError,
+    TooManyRequestsError,
+)
+from app.extensions import labs_ext, limits_ext
+from app.models.kernel import KernelRecord
+from app.schemas.kernels import KernelRequestSchema, KernelSchema
+from app.services.auth import ADMIN, OWNER
+from app.services.kernels import KernelRequest, KernelService
+from app.web.api import ApiBlueprint, raises
+from app.web.auth import current_user, requires
+from app.web.bodies import load_body
+from app.workloads.kernel.kind import DEFAULT_GRACE_SECONDS
+
+kernels = ApiBlueprint("kernels", __name__, url_prefix="/spawner/v1")
+
+_request = KernelRequestSchema()
+
+MAX_GRACE_SECONDS = 300
+
+
+def _service() -> KernelService:
+    return KernelService(labs_ext.context, labs_ext.engine)
+
+
+def _body(record: KernelRecord) -> dict[str, Any]:
+    data = asdict(record)
+    data["status"] = record.status.value
+    return data
+
+
+@kernels.post("/labs/<username>/kernels")
+@kernels.request_body(KernelRequestSchema)
+@kernels.response(201, KernelSchema, description="The kernel, starting.")
+@raises(
+    InvalidRequestError,
+    ConflictError,
+    QuotaExceededError,
+    RebuildingError,
+    TooManyRequestsError,
+    DependencyUnavailableError,
+)
+@requires(OWNER, ADMIN, with_user=True)
+def create_kernel(username: str) -> tuple[dict[str, Any], int]:
+    """Start a kernel in the user's lab namespace, within their budget; the connection key
+    goes to the kernel's Secret only."""
+    limits_ext.limits.count_mutation(username)
+    body = load_body(_request)
+    connection = body.pop("connection")
+    kernel = KernelRequest(key=connection["key"], **body)
+    return _body(_service().create(username, current_user(), kernel)), 201
+
+
+@kernels.get("/labs/<username>/kernels")
+@kernels.response(200, KernelSchema(many=True))
+@raises(RebuildingError)
+@requires(OWNER, ADMIN)
+def list_kernels(username: str) -> list[dict[str, Any]]:
+    """The user's kernels, oldest first."""
+    return [_body(record) for record in _service().kernels_of(username)]
+
+
+@kernels.get("/labs/<username>/kernels/<kernel_id>")
+@kernels.response(200, KernelSchema)
+@raises(NotFoundError, RebuildingError)
+@requires(OWNER, ADMIN)
+def kernel(username: str, kernel_id: str) -> dict[str, Any]:
+    """One of the user's kernels."""
+    return _body(_service().kernel(username, kernel_id))
+
+
+@kernels.delete("/labs/<username>/kernels/<kernel_id>")
+@kernels.response(202, KernelSchema, description="The kernel, terminating.")
+@kernels.doc(
+    parameters=[
+        {
+            "in": "query",
+            "name": "grace_seconds",
+            "description": "Seconds the kernel is given to stop (default "
+            f"{DEFAULT_GRACE_SECONDS}).",
+            "schema": {"type": "integer", "minimum": 0, "maximum": MAX_GRACE_SECONDS},
+        }
+    ]
+)
+@raises(InvalidRequestError, NotFoundError, TooManyRequestsError)
+@requires(OWNER, ADMIN)
+def delete_kernel(username: str, kernel_id: str) -> tuple[dict[str, Any], int]:
+    """Start deleting the kernel, its pod given `grace_seconds` to stop; 202, or 404."""
+    limits_ext.limits.count_mutation(username)
+    grace = _grace_seconds(request.args.get("grace_seconds"))
+    return _body(_service().delete(username, kernel_id, grace_seconds=grace)), 202
+
+
+def _grace_seconds(value: str | None) -> int:
+    if value is None:
+        return DEFAULT_GRACE_SECONDS
+    if not value.isdigit() or int(value) > MAX_GRACE_SECONDS:
+        raise InvalidRequestError(
+            f"grace_seconds must be a whole number from 0 to {MAX_GRACE_SECONDS}",
+            field="grace_seconds",
+        )
+    return int(value)
