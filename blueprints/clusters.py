@@ -52,7 +52,7 @@ def _body(record: ClusterRecord) -> dict[str, Any]:
 def create_cluster(username: str) -> tuple[dict[str, Any], int]:
     """Create a cluster in the user's lab namespace, within their budget (the user's own,
     when an administrator creates it for them)."""
-    limits_ext.limits.count_mutation(username)
+    limits_ext.limits.count_mutation(username, "cluster")
     request = ClusterRequest(**load_body(_request))
     return _body(_service().create(username, current_user(), request)), 201
 
@@ -81,5 +81,5 @@ def cluster(username: str, name: str) -> dict[str, Any]:
 @requires(OWNER, ADMIN)
 def delete_cluster(username: str, name: str) -> tuple[dict[str, Any], int]:
     """Start deleting the cluster; 202, or 404 if there is none."""
-    limits_ext.limits.count_mutation(username)
+    limits_ext.limits.count_mutation(username, "cluster")
     return _body(_service().delete(username, name)), 202

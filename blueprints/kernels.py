@@ -58,7 +58,7 @@ def _body(record: KernelRecord) -> dict[str, Any]:
 def create_kernel(username: str) -> tuple[dict[str, Any], int]:
     """Start a kernel in the user's lab namespace, within their budget; the connection key
     goes to the kernel's Secret only."""
-    limits_ext.limits.count_mutation(username)
+    limits_ext.limits.count_mutation(username, "kernel")
     body = load_body(_request)
     connection = body.pop("connection")
     kernel = KernelRequest(key=connection["key"], **body)
@@ -100,7 +100,7 @@ def kernel(username: str, kernel_id: str) -> dict[str, Any]:
 @requires(OWNER, ADMIN)
 def delete_kernel(username: str, kernel_id: str) -> tuple[dict[str, Any], int]:
     """Start deleting the kernel, its pod given `grace_seconds` to stop; 202, or 404."""
-    limits_ext.limits.count_mutation(username)
+    limits_ext.limits.count_mutation(username, "kernel")
     grace = _grace_seconds(request.args.get("grace_seconds"))
     return _body(_service().delete(username, kernel_id, grace_seconds=grace)), 202
 

@@ -71,17 +71,19 @@ class Limits:
         self.streams = StreamSlots(config.streams_per_user)
         self._rates = rates
 
-    def count_mutation(self, username: str) -> None:
-        """Count a spawn or delete of ``username``'s lab; 429 past the per-minute cap."""
+    def count_mutation(self, username: str, kind: str = "lab") -> None:
+        """Count a creation or deletion of one of ``username``'s workloads of ``kind`` (their
+        lab, a cluster, a kernel); 429 past the per-minute cap. Each kind is counted apart, so
+        that a notebook restarting kernels never keeps its user from spawning their lab."""
         wait = self._rates.take(
-            scope="mutations",
+            scope="mutations" if kind == "lab" else f"mutations-{kind}",
             name=username,
             limit=self.config.mutations_per_minute,
             window_seconds=MUTATION_WINDOW_SECONDS,
         )
         if wait:
             raise TooManyRequestsError(
-                f"at most {self.config.mutations_per_minute} spawns and deletes of "
-                f"{username}'s lab a minute; try again in {wait}s",
+                f"at most {self.config.mutations_per_minute} creations and deletions of "
+                f"{username}'s {kind}s a minute; try again in {wait}s",
                 retry_after=wait,
             )

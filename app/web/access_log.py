@@ -5,10 +5,11 @@ first copies every request header, response header and environ entry into a dict
 which cost about a tenth of a status request. The line keeps what an operator reads: client
 address, request line, status, bytes sent and milliseconds.
 
-The service's routes take no query parameters, so a query string is a caller's mistake,
-and a common one is a token sent as ``?token=...``. Such a request is refused, but the
-access log would still keep the token. Every query value is replaced here, and names are
-kept so the mistake can be seen. This module imports nothing of the app: gunicorn's arbiter
+The service's routes take few query parameters, so most query strings are a caller's
+mistake, and a common one is a token sent as ``?token=...``. Such a request is refused, but
+the access log would still keep the token. Every query value is replaced here but those of the
+routes' own parameters (``SHOWN_PARAMETERS``, none of them secret), and names are kept so the
+mistake can be seen. This module imports nothing of the app: gunicorn's arbiter
 loads it before forking workers, where the network libraries must not be imported yet.
 """
 
@@ -20,14 +21,18 @@ from typing import Any
 from gunicorn.glogging import Logger
 
 REDACTED = "[redacted]"
+SHOWN_PARAMETERS = frozenset({"grace_seconds", "started_at"})
+"""Query parameters of the routes themselves (a kernel delete's grace, a head restart's time)."""
 
 
 def redact_query(query: str) -> str:
-    """``token=abc&x=`` → ``token=[redacted]&x=``: each value replaced, names kept."""
+    """``token=abc&x=`` → ``token=[redacted]&x=``: each value replaced but those of
+    ``SHOWN_PARAMETERS``, names kept."""
     parts = []
     for part in query.split("&"):
         name, sep, value = part.partition("=")
-        parts.append(f"{name}{sep}{REDACTED}" if value else part)
+        shown = not value or name in SHOWN_PARAMETERS
+        parts.append(part if shown else f"{name}{sep}{REDACTED}")
     return "&".join(parts)
 
 

@@ -11,6 +11,7 @@ from labspawner.errors import (
     ClusterFailedError,
     ConflictError,
     InvalidRequestError,
+    KernelFailedError,
     LabFailedError,
     LabSpawnerError,
     NotAuthenticatedError,
@@ -19,7 +20,7 @@ from labspawner.errors import (
     ServiceUnavailableError,
 )
 from labspawner.events import EventStreamParser, LabEvent
-from labspawner.models import Cluster, LabStatus
+from labspawner.models import Cluster, Kernel, LabStatus
 
 __all__ = [
     "Cluster",
@@ -27,6 +28,8 @@ __all__ = [
     "ConflictError",
     "EventStreamParser",
     "InvalidRequestError",
+    "Kernel",
+    "KernelFailedError",
     "LabEvent",
     "LabFailedError",
     "LabSpawnerClient",

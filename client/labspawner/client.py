@@ -30,6 +30,7 @@ from urllib3.util.retry import Retry
 from labspawner.clusters import Clusters
 from labspawner.errors import LabSpawnerError, ServiceUnavailableError, error_for
 from labspawner.events import EventStreamParser, LabEvent
+from labspawner.kernels.client import Kernels
 from labspawner.models import LabStatus
 from labspawner.progressbar import ProgressDisplay
 
@@ -100,6 +101,8 @@ class LabSpawnerClient:
         self.session.headers["Authorization"] = f"Bearer {token}"
         self.clusters = Clusters(self._request)
         """Compute clusters: create, scale, restart, delete, and Dask clients for them."""
+        self.kernels = Kernels(self._request)
+        """Remote kernels: start one beside the lab, read it, wait for it, delete it."""
 
     def __repr__(self) -> str:
         # Never show the token.

@@ -66,6 +66,11 @@ class ClusterFailedError(LabSpawnerError):
     """A compute cluster that was waited for ended in ``failed``."""
 
 
+class KernelFailedError(LabSpawnerError):
+    """A remote kernel that was waited for failed or exited before it ran; the message says
+    why, as the service recorded it."""
+
+
 _BY_STATUS: dict[int, type[LabSpawnerError]] = {
     401: NotAuthenticatedError,
     403: PermissionDeniedError,

@@ -9,6 +9,7 @@ STARTING = "starting"
 RUNNING = "running"
 TERMINATING = "terminating"
 FAILED = "failed"
+EXITED = "exited"
 
 
 class _Phase:
@@ -94,5 +95,57 @@ class Cluster(_Phase):
             usage=dict(data.get("usage") or {}),
             scheduler_address=data.get("scheduler_address"),
             dashboard_url=data.get("dashboard_url"),
+            error=data.get("error"),
+        )
+
+
+@dataclass(frozen=True)
+class Kernel(_Phase):
+    """A remote kernel, as ``GET /spawner/v1/labs/<user>/kernels/<kernel_id>`` answers it.
+
+    The connection key is never part of it: only the caller that chose the key holds it.
+    """
+
+    kernel_id: str
+    owner: str
+    namespace: str
+    status: str
+    """``starting``, ``running``, ``exited``, ``failed`` or ``terminating``."""
+    size: str
+    image: str
+    created: str
+    usage: dict[str, Any] = field(default_factory=dict)
+    """What it holds against its owner's budget."""
+    ip: str | None = None
+    """The kernel pod's address, once it runs."""
+    ports: dict[str, int] = field(default_factory=dict)
+    """``shell``, ``iopub``, ``stdin``, ``control`` and ``hb``, on ``ip``."""
+    exit_code: int | None = None
+    error: str | None = None
+    """Why it failed (an image that cannot be pulled, no room, a crash)."""
+
+    @property
+    def exited(self) -> bool:
+        return self.status == EXITED
+
+    @property
+    def terminating(self) -> bool:
+        return self.status == TERMINATING
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Kernel:
+        exit_code = data.get("exit_code")
+        return cls(
+            kernel_id=data["kernel_id"],
+            owner=data["owner"],
+            namespace=data["namespace"],
+            status=data["status"],
+            size=data["size"],
+            image=data["image"],
+            created=data["created"],
+            usage=dict(data.get("usage") or {}),
+            ip=data.get("ip"),
+            ports={str(name): int(port) for name, port in (data.get("ports") or {}).items()},
+            exit_code=None if exit_code is None else int(exit_code),
             error=data.get("error"),
         )

@@ -10,8 +10,11 @@ A lab spawned without JupyterHub (a call to the API, say) has no ``JUPYTERHUB_SE
 it runs a plain JupyterLab on the same address, with Jupyter's own token, which it prints to
 its log (``pods/<name>/log``).
 
+Like a platform's lab image, it offers a remote kernel (``python -m labspawner.kernels
+install``): "Python 3 (remote, small)" runs its kernel in a pod of its own through the service.
+
 Run by path with the stack's Python, so it needs nothing but the standard library here and the
-Jupyter packages beside that Python.
+Jupyter packages (and the service's client) beside that Python.
 """
 
 from __future__ import annotations
@@ -46,7 +49,22 @@ def command(
     return [*argv, "--no-browser", "--ServerApp.port_retries=0", *root], env
 
 
+REMOTE_KERNEL = "python-remote"
+REMOTE_KERNEL_SIZE = "small"
+"""The remote kernel the local stack's labs offer, of a size its configuration has."""
+
+
+def offer_remote_kernel() -> None:
+    """Write the remote kernel's kernelspec where this lab's Jupyter finds it (the user's
+    Jupyter data directory, under the pod's ``HOME``), as an image's build would under its
+    prefix."""
+    from labspawner.kernels.kernelspec import install
+
+    install(REMOTE_KERNEL, size=REMOTE_KERNEL_SIZE)
+
+
 def main() -> None:
+    offer_remote_kernel()
     argv, env = command(dict(os.environ), Path(sys.executable).parent, as_root=os.geteuid() == 0)
     sys.stdout.flush()
     os.execve(argv[0], argv + sys.argv[1:], env)  # noqa: S606 - the image's own server

@@ -9,12 +9,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import requests
 
 from devstack.stack import LocalStack
 from tests.labs.conftest import wait_for
 from tests.support.notebooks import NOTEBOOKS, all_printed, execute, printed
-from tests.support.real_labs import spawn_recommended
+from tests.support.real_labs import running_lab, tokens_of
 
 NOTEBOOK = NOTEBOOKS / "dask-cluster.ipynb"
 USER = "rachel"
@@ -23,20 +22,9 @@ USER = "rachel"
 @pytest.fixture
 def rachel_lab(real_lab_stack: LocalStack) -> Iterator[dict[str, str]]:
     """Rachel's running lab on the real-labs stack; it goes, with her clusters, after."""
-    tokens = {n: e["token"] for n, e in real_lab_stack.state()["tokens"].items()}
-    lab = f"{real_lab_stack.spawner_url}/spawner/v1/labs/{USER}"
-    admin = {"Authorization": f"Bearer {tokens['admin']}"}
-    spawn_recommended(real_lab_stack.spawner_url, tokens[USER], USER)
-
-    def running() -> bool:
-        status = requests.get(lab, headers=admin, timeout=10).json()
-        assert status["status"] in ("starting", "running"), status
-        return bool(status["status"] == "running")
-
-    wait_for(running, timeout=90)
-    yield tokens
-    requests.delete(lab, headers=admin, timeout=10)
-    wait_for(lambda: real_lab_stack.kube.store.get("namespaces", None, f"nublado-{USER}") is None)
+    tokens = tokens_of(real_lab_stack)
+    with running_lab(real_lab_stack, tokens, USER):
+        yield tokens
 
 
 @pytest.mark.slow
