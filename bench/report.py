@@ -102,6 +102,14 @@ def summary_line(name: str, result: dict[str, Any]) -> str:
             f"{_fmt(_get(result, 'scale_down', 'pods_at_count_seconds'), ' s', 2)}; delete all "
             f"{_fmt(_get(result, 'delete', 'all_unlisted_seconds'), ' s', 2)}"
         )
+    if name.startswith("kernels"):
+        return (
+            f"   first reply p50: remote "
+            f"{_fmt(_get(result, 'remote', 'first_reply', 'p50_ms'), ' ms')}, local "
+            f"{_fmt(_get(result, 'local', 'first_reply', 'p50_ms'), ' ms')} "
+            f"({_fmt(result.get('first_reply_ratio_p50'), '', 2)} x); remote shutdown p50 "
+            f"{_fmt(_get(result, 'remote', 'shutdown', 'p50_ms'), ' ms')}"
+        )
     if name == "prepull":
         return (
             f"   {result.get('nodes')} nodes x {result.get('images')} images: full in "
@@ -271,6 +279,14 @@ def _overview(results: dict[str, Any]) -> list[str]:
             f"; all deleted {_fmt(_get(cl, 'delete', 'all_unlisted_seconds'), ' s', 2)}; "
             f"{_fmt(_get(cl, 'kubernetes_calls', 'create', 'total_per_cluster'), '', 1)} "
             "Kubernetes calls a create | (report) | not measured |"
+        )
+    ke = b.get("kernels")
+    if ke and "error" not in ke:
+        rows.append(
+            f"| Remote kernel, `start_kernel` to the first execute reply | p50 "
+            f"{_fmt(_get(ke, 'remote', 'first_reply', 'p50_ms'), ' ms')} against a local "
+            f"kernel's {_fmt(_get(ke, 'local', 'first_reply', 'p50_ms'), ' ms')} = "
+            f"{_fmt(ke.get('first_reply_ratio_p50'), '', 2)} x | (report) | not measured |"
         )
     memory = _memory_rows(b)
     if memory:
@@ -620,6 +636,73 @@ def _clusters(b: dict[str, Any]) -> list[str]:
     for label, cell in _CLUSTER_ROWS:
         lines.append("| " + " | ".join([label, *(cell(r) for r in shown.values())]) + " |")
     lines += ["", *_cluster_calls(shown)]
+    for name, result in shown.items():
+        log = _log(result)
+        if log:
+            lines += [f"`{name}`: " + log[0], *log[1:]]
+    return lines
+
+
+KERNEL_VARIANTS = {"kernels": "Instant API", "kernels_5ms": "API at {latency} a call"}
+_KERNEL_ROWS: list[tuple[str, str, str]] = [
+    ("`start_kernel` returned", "start_kernel", "remote"),
+    ("first execute reply", "first_reply", "remote"),
+    ("`shutdown_kernel` returned", "shutdown", "remote"),
+    ("the service no longer lists it", "unlisted_after_shutdown", "remote"),
+    ("`start_kernel` returned", "start_kernel", "local"),
+    ("first execute reply", "first_reply", "local"),
+    ("`shutdown_kernel` returned", "shutdown", "local"),
+]
+"""Rows of the kernels table: step, key in the result, which kernel."""
+
+
+def _kernels(b: dict[str, Any]) -> list[str]:
+    """Remote kernels against local ones, with an instant and a realistic API side by side."""
+    variants = {name: b[name] for name in KERNEL_VARIANTS if b.get(name)}
+    if not variants:
+        return []
+    lines = ["## Remote kernels", ""]
+    for name, result in variants.items():
+        if "error" in result:
+            lines += [f"`{name}` failed to run: `{result['error']}`", ""]
+    shown = {name: r for name, r in variants.items() if "error" not in r}
+    if not shown:
+        return lines
+    first = next(iter(shown.values()))
+    lines += [
+        f"One user with a running lab; a client in its own process, with the lab's "
+        f"environment, starts a kernel with a `KernelManager`, executes `2 + 2`, reads the "
+        f"reply and shuts the kernel down, {first.get('rounds')} times with the remote "
+        f"kernelspec (the `lab-spawner` provisioner: a `{first.get('size')}` pod through the "
+        "service, a real ipykernel in the process runtime) and as many with the local "
+        "`python3` one (a process jupyter_client starts itself), alternating. Times (p50, and "
+        "min to max) run from the call to `start_kernel`, except the shutdown's, from the "
+        "reply, and the last remote row's, from the shutdown's return.",
+        "",
+    ]
+    heads = ["Kernel", "Step"]
+    for name, result in shown.items():
+        heading = KERNEL_VARIANTS[name].format(latency=_fmt(result.get("api_latency_ms"), " ms", 0))
+        if result.get("carried_from"):
+            heading += f" (run of {result['carried_from']})"
+        heads.append(heading)
+    lines += ["| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
+    for label, key, side in _KERNEL_ROWS:
+        cells = [side, label]
+        for result in shown.values():
+            summary = _get(result, side, key) or {}
+            cells.append(
+                f"{_fmt(summary.get('p50_ms'), ' ms')} ({_fmt(summary.get('min_ms'), '')} to "
+                f"{_fmt(summary.get('max_ms'), ' ms')})"
+            )
+        lines.append("| " + " | ".join(cells) + " |")
+    ratio = ["", "first reply, remote / local (p50)"]
+    for result in shown.values():
+        ratio.append(
+            f"{_fmt(result.get('first_reply_ratio_p50'), '', 2)} x "
+            f"(+{_fmt(result.get('first_reply_remote_minus_local_p50_ms'), ' ms')})"
+        )
+    lines += ["| " + " | ".join(ratio) + " |", ""]
     for name, result in shown.items():
         log = _log(result)
         if log:
@@ -1096,6 +1179,7 @@ def markdown(results: dict[str, Any]) -> str:
             ]
         lines += rendered
     lines += _clusters(b)
+    lines += _kernels(b)
     lines += [
         "## 5. Memory per worker",
         "",

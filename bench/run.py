@@ -21,7 +21,18 @@ from pathlib import Path
 from typing import Any
 
 from app.web.server_defaults import DEFAULT_WORKERS
-from bench import clusters, latency, machine, prepull, report, restart, status, storm, streams
+from bench import (
+    clusters,
+    kernels,
+    latency,
+    machine,
+    prepull,
+    report,
+    restart,
+    status,
+    storm,
+    streams,
+)
 
 BENCH_DIR = Path(__file__).resolve().parent
 RESULTS_DIR = BENCH_DIR / "results"
@@ -39,11 +50,14 @@ ALL = (
     "prepull",
     "clusters",
     "clusters_5ms",
+    "kernels",
+    "kernels_5ms",
 )
 """``_5ms``: at a realistic API latency (``--api-latency-ms``); ``_slow_kubelet``: that
 latency and a kubelet taking ``--slow-start-seconds`` to start a lab; ``streams_1000``:
 1,000 streams, as the reference was measured with (``streams``: ``--streams``);
-``clusters``: users' compute clusters created, scaled and deleted all at once."""
+``clusters``: users' compute clusters created, scaled and deleted all at once;
+``kernels``: a remote kernel's start to its first reply, beside a local kernel's."""
 
 
 def _code_version() -> dict[str, Any]:
@@ -124,6 +138,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--prepull-images", type=int, default=10, help="images (prepull)")
     parser.add_argument(
         "--pull-seconds", type=float, default=0.5, help="simulated pull time (prepull)"
+    )
+    parser.add_argument(
+        "--kernel-rounds",
+        type=int,
+        default=10,
+        help="remote and local kernels started, one at a time (kernels)",
     )
     parser.add_argument(
         "--cluster-users", type=int, default=50, help="users with a cluster each (clusters)"
@@ -232,6 +252,8 @@ def main(argv: list[str] | None = None) -> int:
             workers=workers,
             poll_seconds=args.cluster_poll_seconds,
         ),
+        "kernels": lambda w: kernels.run(w, rounds=args.kernel_rounds),
+        "kernels_5ms": lambda w: kernels.run(w, rounds=args.kernel_rounds, api_latency=api_latency),
     }
     description = machine.describe()
     started = time.monotonic()

@@ -33,14 +33,18 @@ def is_deleting(obj: dict[str, Any]) -> bool:
     return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
 
 
-def log_repair(ref: WorkloadRef, record: str) -> None:
-    """Say what a repair wrote: the record's status, and its error if it has one."""
+def log_repair(ref: WorkloadRef, record: str, *, by: logging.Logger) -> None:
+    """Say, in ``by``'s log, what a repair wrote: the record's status, and its error if it
+    has one. A warning when the workload failed; otherwise (a kernel that exited after its
+    shutdown request, a record rebuilt) it is news, not trouble."""
     fields = json.loads(record)
-    logger.warning(
+    error = fields.get("error")
+    by.log(
+        logging.WARNING if error or fields.get("status") == "failed" else logging.INFO,
         "%s is now %s: %s",
         ref.key,
         fields.get("status"),
-        fields.get("error") or "in step with Kubernetes",
+        error or "in step with Kubernetes",
     )
 
 
@@ -131,7 +135,7 @@ class Reconciler:
             if done and write.expect is None:
                 rebuilt += 1
             elif done:
-                log_repair(write.ref, write.record)
+                log_repair(write.ref, write.record, by=logger)
         if rebuilt:
             logger.info("rebuilt the lost records of %d %s workloads", rebuilt, kind)
         if tracking.owns_namespaces:

@@ -238,7 +238,7 @@ class WorkloadWatcher:
         if update is not None and self._store.put_if_idle(
             ref=ref, record=update, expect=found.record
         ):
-            log_repair(ref, update)
+            log_repair(ref, update, by=logger)
 
     def _reconcile_loop(self, tenure: Tenure, wake: threading.Event) -> None:
         reconciler = Reconciler(self._store, self._kube, self._kinds)

@@ -309,9 +309,7 @@ EXPECTED_SCOPES = {
         "any": ["exec:notebook", "admin:notebook"]
     },
     ("GET", "/spawner/v1/labs/rachel/kernels"): {"any": ["exec:notebook", "admin:notebook"]},
-    ("GET", "/spawner/v1/labs/rachel/kernels/rachel"): {
-        "any": ["exec:notebook", "admin:notebook"]
-    },
+    ("GET", "/spawner/v1/labs/rachel/kernels/rachel"): {"any": ["exec:notebook", "admin:notebook"]},
     ("GET", "/ddl_cluster_scaler/list/rachel"): {"any": ["exec:notebook", "admin:notebook"]},
     ("GET", "/ddl_cluster_scaler/cluster/rachel/rachel"): {
         "any": ["exec:notebook", "admin:notebook"]

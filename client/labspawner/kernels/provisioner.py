@@ -113,9 +113,12 @@ class LabKernelProvisioner(KernelProvisionerBase):
         help="The least time a kernel's shutdown is given: a pod ends slower than a process.",
     )
     poll_interval = Float(
-        0.5,
+        0.2,
         config=True,
-        help="Seconds a poll's answer is reused: the restarter and waits poll often.",
+        help=(
+            "Seconds a poll's answer is reused: a shutdown polls every 0.1 s, and each poll "
+            "is a call to the service."
+        ),
     )
 
     # State of the current kernel. Class-level defaults, like LocalProvisioner's, so that a
