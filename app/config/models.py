@@ -338,6 +338,98 @@ class BudgetsConfig:
 
 
 @dataclass(frozen=True)
+class AppVariable:
+    """A variable an app template asks for: shown when an app is made, with its default."""
+
+    name: str
+    description: str
+    default: str | None
+    optional: bool
+
+
+@dataclass(frozen=True)
+class AppServicePort:
+    """A port of an app's Service, forwarding to ``target_port`` of its pod."""
+
+    name: str
+    port: int
+    target_port: int | str
+
+
+@dataclass(frozen=True)
+class AppTemplate:
+    """How an app of one kind (MLflow, a dashboard, a small database) is made: its pod (only
+    the first container is used), its Service's ports, the port that serves its web pages
+    and the variables a group fills in."""
+
+    name: str
+    version: str
+    description: str
+    doc_link: str | None
+    pod_spec: dict[str, Any]
+    service_ports: tuple[AppServicePort, ...]
+    http_port: int
+    variables: tuple[AppVariable, ...]
+
+    def variable(self, name: str) -> AppVariable | None:
+        return next((v for v in self.variables if v.name == name), None)
+
+
+@dataclass(frozen=True)
+class GroupVolume:
+    """Each group's storage, where its apps keep their data: ``{group}`` in ``path`` or
+    ``claim_name`` is replaced by the group's name. Without one, apps get an emptyDir."""
+
+    type: str
+    server: str | None
+    path: str | None
+    claim_name: str | None
+    mount_path: str
+
+
+@dataclass(frozen=True)
+class AppQuota:
+    """What one group's apps may request in all."""
+
+    cpu: float
+    memory: int
+    gpus: int
+
+
+@dataclass(frozen=True)
+class GroupAppQuota:
+    group: str
+    quota: AppQuota
+
+
+@dataclass(frozen=True)
+class AppsConfig:
+    """Groups' apps: the templates offered, where apps are served and who may reach them,
+    their storage and each group's quota."""
+
+    templates: tuple[AppTemplate, ...]
+    base_url: str
+    """The platform's URL: apps are served under it, at ``path_prefix/<id>/``."""
+    path_prefix: str
+    platform_scopes: tuple[str, ...]
+    """A token with any of these reaches an app of scope ``platform``."""
+    group_scope: str
+    """The scope, ``{group}`` replaced, that Gafaelfawr grants a group's members (its
+    ``groupMapping``): it lets them reach an app of scope ``group``."""
+    ingress_namespaces: tuple[str, ...]
+    """Namespaces whose pods (the ingress controller's) may open connections to apps."""
+    group_volume: GroupVolume | None
+    default_quota: AppQuota
+    group_quotas: tuple[GroupAppQuota, ...]
+
+    def template(self, name: str) -> AppTemplate | None:
+        return next((t for t in self.templates if t.name == name), None)
+
+    def quota_for(self, group: str) -> AppQuota:
+        return next((q.quota for q in self.group_quotas if q.group == group), self.default_quota)
+
+
+@dataclass(frozen=True)
 class Config:
     """The whole service configuration."""
 
@@ -355,3 +447,4 @@ class Config:
     limits: LimitsConfig
     clusters: ClustersConfig
     budgets: BudgetsConfig
+    apps: AppsConfig

@@ -44,8 +44,9 @@ from app.config.models import (
     WatcherConfig,
 )
 from app.config.url_template import DEFAULT_TEMPLATE, template_problem
-from app.quantities import parse_cpu, parse_memory
+from app.schemas.apps_config import AppsSchema
 from app.schemas.base import StrictCamelCaseSchema, camel_case
+from app.schemas.quantities import CpuField, MemoryField
 from app.workloads.cluster.adapters import ADAPTERS
 
 _POSITIVE = validate.Range(min=0, min_inclusive=False)
@@ -102,32 +103,6 @@ class KubernetesSchema(StrictCamelCaseSchema):
     @post_load
     def _build(self, data: dict[str, Any], **_: Any) -> KubernetesConfig:
         return KubernetesConfig(**data)
-
-
-class CpuField(fields.Field):
-    """CPU cores, as a number or a Kubernetes quantity (``500m``)."""
-
-    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> float:
-        try:
-            cores = parse_cpu(value)
-        except (ValueError, TypeError):
-            raise ValidationError("not a CPU quantity (examples: 2, 0.5, 500m)") from None
-        if cores <= 0:
-            raise ValidationError("must be greater than 0")
-        return cores
-
-
-class MemoryField(fields.Field):
-    """Memory in bytes, as a number or a Kubernetes quantity (``4Gi``)."""
-
-    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> int:
-        try:
-            size = parse_memory(value)
-        except (ValueError, TypeError):
-            raise ValidationError("not a memory quantity (examples: 4Gi, 512Mi)") from None
-        if size <= 0:
-            raise ValidationError("must be greater than 0")
-        return size
 
 
 class SizeRequestsSchema(StrictCamelCaseSchema):
@@ -693,6 +668,7 @@ class ConfigSchema(StrictCamelCaseSchema):
     limits = fields.Nested(LimitsSchema, load_default=lambda: LimitsSchema().load({}))
     clusters = fields.Nested(ClustersSchema, load_default=lambda: ClustersSchema().load({}))
     budgets = fields.Nested(BudgetsSchema, load_default=lambda: BudgetsSchema().load({}))
+    apps = fields.Nested(AppsSchema, load_default=lambda: AppsSchema().load({}))
 
     @validates_schema
     def _unique_prepull_names(self, data: dict[str, Any], **_: Any) -> None:

@@ -203,6 +203,7 @@ def _schema_validators() -> dict[tuple[str, str], jsonschema.Validator]:
         ("v1", "Pod", "pod-v1.json"),
         ("v1", "ResourceQuota", "resourcequota-v1.json"),
         ("networking.k8s.io/v1", "NetworkPolicy", "networkpolicy-networking-v1.json"),
+        ("apps/v1", "Deployment", "deployment-apps-v1.json"),
     ):
         schema = json.loads((folder / filename).read_text())
         validators[(api_version, kind)] = jsonschema.Draft202012Validator(schema, registry=registry)

@@ -192,8 +192,8 @@ def _value_paths(value: Any, prefix: str = "") -> set[str]:
         for key, item in value.items():
             path = f"{prefix}{key}"
             paths.add(path)
-            if key in ("env", "nodeSelector", "annotations"):
-                continue  # free-form maps: their keys are data, not configuration keys
+            if key in ("env", "nodeSelector", "annotations", "podTemplate"):
+                continue  # free-form maps: their keys are data (or a pod spec's fields)
             paths |= _value_paths(item, f"{path}.")
     elif isinstance(value, list):
         for item in value:
@@ -253,7 +253,15 @@ def test_values_document_exactly_the_config_keys_the_service_accepts() -> None:
     assert undocumented == []
 
 
-FREE_FORM = {"resources", "env", "nodeSelector", "annotations", "podAnnotations", "affinity"}
+FREE_FORM = {
+    "resources",
+    "env",
+    "nodeSelector",
+    "annotations",
+    "podAnnotations",
+    "affinity",
+    "podTemplate",
+}
 """Maps whose keys are data (Kubernetes fields, variable names), described with their parent."""
 
 

@@ -1,0 +1,96 @@
+"""A group's app: what the group asked for, and the phase it is in.
+
+An app is a third-party web application (MLflow, a dashboard, a small database) made from a
+configured template, owned by a group rather than a user, and served at ``/apps/<id>/`` on
+the platform's domain to whom its scope admits. Its phase is read from its Deployment
+exactly as the apps design defines it, so that what a group sees is what Kubernetes runs.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass, field, replace
+from enum import StrEnum
+from typing import Any
+
+APP_ID_PATTERN = re.compile(r"^[a-z0-9]([-a-z0-9]{0,40}[a-z0-9])?$")
+"""App ids: DNS labels short enough for ``app-<id>`` and its Service's name."""
+
+
+class AppScope(StrEnum):
+    """Who reaches the app's web pages (its API, through this service, is the group's)."""
+
+    PUBLIC = "public"
+    """Anyone, without logging in."""
+    PLATFORM = "platform"
+    """Anyone logged in to the platform."""
+    GROUP = "group"
+    """The group's members."""
+
+
+class AppPhase(StrEnum):
+    """The phases of the apps design, read from the app's Deployment."""
+
+    STARTING = "Starting"
+    READY = "Ready"
+    UPDATING = "Updating"
+    STOPPING = "Stopping"
+    STOPPED = "Stopped"
+    ERROR = "Error"
+
+
+@dataclass(frozen=True)
+class AppState:
+    """A phase and the message that explains it (the reason, for ``Error``)."""
+
+    phase: AppPhase
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class AppRecord:
+    """What the service keeps of an app: the group's choices, and its last known phase.
+
+    ``env`` holds the variables the group set (not the template's defaults nor the preset
+    ones), so an update can change them and a new template default reaches the app on its
+    next update.
+    """
+
+    id: str
+    group: str
+    template: str
+    template_version: str
+    name: str
+    scope: AppScope
+    size: str
+    env: dict[str, str]
+    stopped: bool
+    created: str
+    creator: str
+    phase: AppPhase = AppPhase.STARTING
+    message: str = ""
+    status: str = "running"
+    """The engine's status: ``running`` while the app exists, ``terminating`` once its
+    delete is queued, ``failed`` if its creation failed."""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def with_state(self, state: AppState) -> AppRecord:
+        return replace(self, phase=state.phase, message=state.message)
+
+
+def app_json(record: AppRecord) -> str:
+    fields = asdict(record)
+    fields["scope"] = record.scope.value
+    fields["phase"] = record.phase.value
+    fields.pop("extra")
+    return json.dumps(fields, sort_keys=True)
+
+
+def parse_app(text: str) -> AppRecord:
+    fields = json.loads(text)
+    known = {name for name in AppRecord.__dataclass_fields__ if name != "extra"}
+    return AppRecord(
+        **{name: value for name, value in fields.items() if name in known}
+        | {"scope": AppScope(fields["scope"]), "phase": AppPhase(fields["phase"])}
+    )

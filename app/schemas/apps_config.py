@@ -1,0 +1,221 @@
+"""Schema of the ``apps`` section of the configuration: templates, access, storage, quotas."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from marshmallow import ValidationError, fields, post_load, validate, validates_schema
+
+from app.config.models import (
+    AppQuota,
+    AppsConfig,
+    AppServicePort,
+    AppTemplate,
+    AppVariable,
+    GroupAppQuota,
+    GroupVolume,
+)
+from app.schemas.base import StrictCamelCaseSchema, camel_case
+from app.schemas.quantities import CpuField, MemoryField
+
+PRESET_VARIABLES = ("APP_ID", "APP_ROOT", "APP_BASE_URL", "PLATFORM_URL", "GROUP")
+"""What the service sets in every app's environment, before the template's and the group's
+variables (which may refer to them as ``$(APP_ROOT)``); no template or group sets them."""
+
+_DNS_LABEL = validate.Regexp(
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+    error="must be a DNS label: lowercase letters, digits and '-'",
+)
+_ENV_NAME = validate.Regexp(
+    r"^[A-Za-z_][A-Za-z0-9_]*$", error="must be an environment variable name"
+)
+_PORT = validate.Range(min=1, max=65535)
+_GROUP_VOLUME_SOURCES = {
+    "nfs": ("server", "path"),
+    "hostPath": ("path",),
+    "persistentVolumeClaim": ("claim_name",),
+}
+
+
+class AppVariableSchema(StrictCamelCaseSchema):
+    name = fields.String(required=True, validate=_ENV_NAME)
+    description = fields.String(load_default="")
+    default_value = fields.String(load_default=None)
+    optional = fields.Boolean(load_default=False)
+
+    @validates_schema
+    def _not_preset(self, data: dict[str, Any], **_: Any) -> None:
+        if data.get("name") in PRESET_VARIABLES:
+            raise ValidationError("set by the service for every app", "name")
+
+    @post_load
+    def _build(self, data: dict[str, Any], **_: Any) -> AppVariable:
+        return AppVariable(
+            name=data["name"],
+            description=data["description"],
+            default=data["default_value"],
+            optional=data["optional"],
+        )
+
+
+class PortOrNameField(fields.Field):
+    """A container port: its number or its name."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> int | str:
+        if isinstance(value, bool) or not isinstance(value, int | str):
+            raise ValidationError("must be a port number or a port name")
+        if isinstance(value, int) and not 1 <= value <= 65535:
+            raise ValidationError("must be between 1 and 65535")
+        return value
+
+
+class AppServicePortSchema(StrictCamelCaseSchema):
+    name = fields.String(required=True, validate=_DNS_LABEL)
+    port = fields.Integer(required=True, validate=_PORT)
+    target_port = PortOrNameField(load_default=None)
+
+    @post_load
+    def _build(self, data: dict[str, Any], **_: Any) -> AppServicePort:
+        target = data["target_port"] if data["target_port"] is not None else data["port"]
+        return AppServicePort(name=data["name"], port=data["port"], target_port=target)
+
+
+def _pod_spec(value: Any) -> None:
+    """A template's pod needs a first container with a name and an image; the rest is the
+    template author's, passed to Kubernetes as written."""
+    containers = value.get("containers") if isinstance(value, dict) else None
+    if not isinstance(containers, list) or not containers:
+        raise ValidationError("must have containers, the first of which runs the app")
+    first = containers[0]
+    if not isinstance(first, dict) or not first.get("name") or not first.get("image"):
+        raise ValidationError("the first container needs a name and an image")
+
+
+class AppTemplateSchema(StrictCamelCaseSchema):
+    name = fields.String(required=True, validate=_DNS_LABEL)
+    version = fields.String(required=True, validate=validate.Length(min=1))
+    description = fields.String(load_default="")
+    doc_link = fields.Url(load_default=None)
+    pod_template = fields.Dict(
+        required=True,
+        validate=_pod_spec,
+        metadata={"description": "A pod spec; only its first container is used."},
+    )
+    service_ports = fields.List(
+        fields.Nested(AppServicePortSchema), required=True, validate=validate.Length(min=1)
+    )
+    http_port = fields.Integer(required=True, validate=_PORT)
+    default_envs = fields.List(fields.Nested(AppVariableSchema), load_default=list)
+
+    @validates_schema
+    def _ports(self, data: dict[str, Any], **_: Any) -> None:
+        ports = [p.port for p in data.get("service_ports") or []]
+        if data.get("http_port") is not None and data["http_port"] not in ports:
+            raise ValidationError("must be one of the service ports", "httpPort")
+        names = [v.name for v in data.get("default_envs") or []]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValidationError(f"duplicate names: {', '.join(duplicates)}", "defaultEnvs")
+
+    @post_load
+    def _build(self, data: dict[str, Any], **_: Any) -> AppTemplate:
+        return AppTemplate(
+            name=data["name"],
+            version=data["version"],
+            description=data["description"],
+            doc_link=data["doc_link"],
+            pod_spec=data["pod_template"],
+            service_ports=tuple(data["service_ports"]),
+            http_port=data["http_port"],
+            variables=tuple(data["default_envs"]),
+        )
+
+
+class GroupVolumeSchema(StrictCamelCaseSchema):
+    type = fields.String(required=True, validate=validate.OneOf(sorted(_GROUP_VOLUME_SOURCES)))
+    server = fields.String(load_default=None)
+    path = fields.String(load_default=None, validate=validate.Regexp(r"^/"))
+    claim_name = fields.String(load_default=None)
+    mount_path = fields.String(load_default="/group", validate=validate.Regexp(r"^/"))
+
+    @validates_schema
+    def _source_fields(self, data: dict[str, Any], **_: Any) -> None:
+        for needed in _GROUP_VOLUME_SOURCES.get(data.get("type", ""), ()):
+            if not data.get(needed):
+                raise ValidationError(f"required for type {data['type']}", camel_case(needed))
+
+    @post_load
+    def _build(self, data: dict[str, Any], **_: Any) -> GroupVolume:
+        return GroupVolume(**data)
+
+
+class AppQuotaSchema(StrictCamelCaseSchema):
+    cpu = CpuField(load_default=4.0)
+    memory = MemoryField(load_default=16 * 2**30)
+    gpus = fields.Integer(load_default=0, validate=validate.Range(min=0))
+
+    @post_load
+    def _build(self, data: dict[str, Any], **_: Any) -> AppQuota:
+        return AppQuota(**data)
+
+
+class GroupAppQuotaSchema(AppQuotaSchema):
+    group = fields.String(required=True, validate=validate.Length(min=1))
+
+    @post_load
+    def _build(self, data: dict[str, Any], **_: Any) -> GroupAppQuota:
+        group = data.pop("group")
+        return GroupAppQuota(group=group, quota=super()._build(data))
+
+
+class AppQuotasSchema(StrictCamelCaseSchema):
+    default = fields.Nested(AppQuotaSchema, load_default=lambda: AppQuotaSchema().load({}))
+    groups = fields.List(fields.Nested(GroupAppQuotaSchema), load_default=list)
+
+
+class AppsSchema(StrictCamelCaseSchema):
+    templates = fields.List(fields.Nested(AppTemplateSchema), load_default=list)
+    base_url = fields.Url(load_default="https://data.example.org", require_tld=False)
+    path_prefix = fields.String(
+        load_default="/apps", validate=validate.Regexp(r"^/[a-z0-9/_-]*[a-z0-9_-]$")
+    )
+    platform_scopes = fields.List(
+        fields.String(validate=validate.Length(min=1)),
+        load_default=lambda: ["exec:notebook"],
+        validate=validate.Length(min=1),
+    )
+    group_scope = fields.String(
+        load_default="app:{group}",
+        validate=validate.Regexp(r".*\{group\}", error="must contain {{group}}"),
+    )
+    ingress_namespaces = fields.List(
+        fields.String(validate=_DNS_LABEL), load_default=lambda: ["ingress-nginx"]
+    )
+    group_volume = fields.Nested(GroupVolumeSchema, load_default=None, allow_none=True)
+    quotas = fields.Nested(AppQuotasSchema, load_default=lambda: AppQuotasSchema().load({}))
+
+    @validates_schema
+    def _unique(self, data: dict[str, Any], **_: Any) -> None:
+        names = [t.name for t in data.get("templates") or []]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValidationError(f"duplicate names: {', '.join(duplicates)}", "templates")
+        groups = [q.group for q in (data.get("quotas") or {}).get("groups") or []]
+        duplicates = sorted({g for g in groups if groups.count(g) > 1})
+        if duplicates:
+            raise ValidationError(f"duplicate groups: {', '.join(duplicates)}", "quotas")
+
+    @post_load
+    def _build(self, data: dict[str, Any], **_: Any) -> AppsConfig:
+        quotas = data["quotas"]
+        return AppsConfig(
+            templates=tuple(data["templates"]),
+            base_url=data["base_url"].rstrip("/"),
+            path_prefix=data["path_prefix"],
+            platform_scopes=tuple(data["platform_scopes"]),
+            group_scope=data["group_scope"],
+            ingress_namespaces=tuple(data["ingress_namespaces"]),
+            group_volume=data["group_volume"],
+            default_quota=quotas["default"],
+            group_quotas=tuple(quotas["groups"]),
+        )
