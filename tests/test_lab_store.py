@@ -124,6 +124,50 @@ def test_a_failed_lab_is_replaced_but_not_while_an_operation_is_queued(
     assert record is not None and record.status == LabStatus.STARTING
 
 
+def test_an_update_replaces_only_the_record_it_read_and_only_when_idle(
+    redis_client: redis.Redis,
+) -> None:
+    store, events = _stores(redis_client)
+    ref = lab_ref("di")
+    running = record_json(_record("di", LabStatus.RUNNING))
+    redis_client.set(store.record_key(ref), running)
+    wanted = record_json(_record("di", LabStatus.STARTING))
+    first = events.announcement(ref.key, [(EventType.INFO, "Update requested")])
+
+    def update(expect: str) -> tuple[Operation, bool, str | None]:
+        operation = _operation(ref)
+        queued = store.queue_spawn(
+            operation=operation, record=wanted, secret=None, events=first, expect=expect
+        )
+        return operation, queued.queued, queued.current
+
+    # Not over a record it did not read...
+    assert update(record_json(_record("di", LabStatus.FAILED)))[1:] == (False, running)
+    assert redis_client.get(store.record_key(ref)) == running
+    # ...nor while another operation is queued...
+    redis_client.set(store.operation_key(ref), "{}")
+    assert update(running)[1:] == (False, running)
+    redis_client.delete(store.operation_key(ref))
+    # ...nor for a workload that does not exist.
+    assert (
+        store.queue_spawn(
+            operation=_operation(lab_ref("nobody")),
+            record=wanted,
+            secret=None,
+            events=first,
+            expect=running,
+        ).current
+        is None
+    )
+    assert redis_client.get(store.record_key(lab_ref("nobody"))) is None
+    operation, queued, _ = update(running)
+    assert queued
+    assert redis_client.get(store.record_key(ref)) == wanted
+    found = store.operation(ref)
+    assert found is not None and found.id == operation.id
+    assert [e.data for e in events.read(ref.key)] == ["Update requested"]
+
+
 def test_a_delete_supersedes_a_spawn_only_over_the_record_it_read(
     redis_client: redis.Redis,
 ) -> None:

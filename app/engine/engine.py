@@ -61,12 +61,15 @@ class Engine:
         secret: str | None,
         first_events: list[tuple[EventType, str]],
         start_events: list[tuple[EventType, str]] | None = None,
+        expect: str | None = None,
     ) -> SpawnQueued:
         """Record ``ref`` as ``record`` and start its spawn, unless it exists and has not
         failed. ``spec`` is what the kind's steps build from; ``secret`` is kept beside the
         operation only (a lab's token). ``start_events`` announce the run starting: written
         in the same step when this worker runs it at once (``Run.start_announced``), else
-        left to the steps of whichever run starts it."""
+        left to the steps of whichever run starts it. With ``expect``, the workload exists
+        as that record and is updated: ``record`` replaces it and the spawn brings the
+        workload to it (see ``WorkloadStore.queue_spawn``)."""
         operation = self._operation(ref, Action.SPAWN, spec)
         announce = self.events.announcement(ref.key, first_events)
         if_leased = self.events.announcement(ref.key, start_events) if start_events else None
@@ -79,6 +82,7 @@ class Engine:
                 events=announce,
                 lease=lease,
                 if_leased=if_leased,
+                expect=expect,
             )
             # With the lease taken in the same step, the runner starts from what was just
             # written, with no Redis round trip before its first Kubernetes call.

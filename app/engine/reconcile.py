@@ -105,7 +105,7 @@ class Reconciler:
         # Redis first, then Kubernetes (see the module docstring).
         records = self._store.records(kind)
         (pods, _), namespaces = concurrently(
-            lambda: self._kube.list_lab_pods(tracking.selector),
+            lambda: self._kube.list_tracked(tracking.resource, tracking.selector),
             lambda: self._kube.list_lab_namespaces() if tracking.owns_namespaces else [],
         )
 

@@ -16,6 +16,11 @@ from typing import Any
 class PodTracking(ABC):
     """How the engine finds a kind's pods and judges them against its records."""
 
+    resource: str = "pods"
+    """The objects that stand for the kind's workloads: their pods (one per workload), or
+    for a workload whose pods come and go (an app, stopped) the object that owns them, as
+    ``deployments``. "Pod" below means an object of this resource."""
+
     selector: str
     """A label selector for every pod of the kind, in any namespace, and nothing else."""
 

@@ -152,7 +152,9 @@ class WorkloadWatcher:
             while not tenure.ended:
                 try:
                     if cursor.version is None:
-                        _, cursor.version = self._kube.list_lab_pods(tracking.selector)
+                        _, cursor.version = self._kube.list_tracked(
+                            tracking.resource, tracking.selector
+                        )
                         if first_list.is_set():
                             wake.set()  # Changes may have been missed: reconcile now.
                         first_list.set()
@@ -167,15 +169,15 @@ class WorkloadWatcher:
                         # shedding load): pause rather than reconnect in a tight loop.
                         tenure.wait(1)
                 except WatchExpired:
-                    logger.info("%s pod watch expired; listing again", kind)
+                    logger.info("%s watch expired; listing again", kind)
                     cursor.version = None
                 except (KubernetesError, redis.RedisError) as exc:
                     failures += 1
                     delay = min(_MAX_BACKOFF_SECONDS, 0.5 * 2**failures)
-                    logger.warning("%s pod watch failed (%s); retrying in %gs", kind, exc, delay)
+                    logger.warning("%s watch failed (%s); retrying in %gs", kind, exc, delay)
                     tenure.wait(delay)
         except Exception:
-            logger.exception("%s pod watch stopped; giving the role up", kind)
+            logger.exception("%s watch stopped; giving the role up", kind)
         finally:
             # Whatever ends one watch ends the tenure: a successor starts afresh.
             tenure.end()
@@ -187,8 +189,8 @@ class WorkloadWatcher:
         before it, so the next request delivers it again. Returns how many events came.
         """
         assert cursor.version is not None
-        stream = self._kube.open_lab_pod_watch(
-            tracking.selector, cursor.version, self._config.watch_seconds
+        stream = self._kube.open_tracked_watch(
+            tracking.resource, tracking.selector, cursor.version, self._config.watch_seconds
         )
         undo = tenure.on_end(stream.cancel)
         count = 0
@@ -234,7 +236,8 @@ class WorkloadWatcher:
         # The event may predate an operation that has finished since (a spawn replacing a
         # failed lab deletes the old pod): judge the pod as Kubernetes has it now.
         meta = pod["metadata"]
-        update = tracking.assess(found.record, self._kube.read_pod(meta["namespace"], meta["name"]))
+        now = self._kube.read_tracked(tracking.resource, meta["namespace"], meta["name"])
+        update = tracking.assess(found.record, now)
         if update is not None and self._store.put_if_idle(
             ref=ref, record=update, expect=found.record
         ):

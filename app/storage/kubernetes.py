@@ -99,6 +99,7 @@ def _retry_after(exc: ApiException) -> float | None:
 
 CORE = "/api/v1"
 NETWORKING = "/apis/networking.k8s.io/v1"
+APPS = "/apis/apps/v1"
 _GROUPS = {
     "configmaps": CORE,
     "events": CORE,
@@ -107,6 +108,7 @@ _GROUPS = {
     "secrets": CORE,
     "services": CORE,
     "networkpolicies": NETWORKING,
+    "deployments": APPS,
 }
 _QUERY_NAMES = {"label_selector": "labelSelector", "field_selector": "fieldSelector"}
 
@@ -408,8 +410,16 @@ class KubernetesStorage:
         return list(self._list("events", namespace).get("items") or [])
 
     def list_lab_pods(self, label_selector: str) -> tuple[list[dict[str, Any]], str]:
-        result = self._list("pods", label_selector=label_selector)
+        return self.list_tracked("pods", label_selector)
+
+    def list_tracked(self, resource: str, label_selector: str) -> tuple[list[dict[str, Any]], str]:
+        """Every object of ``resource`` the selector matches, in every namespace, and the
+        list's resourceVersion (where a watch of them starts)."""
+        result = self._list(resource, label_selector=label_selector)
         return list(result.get("items") or []), str(result["metadata"]["resourceVersion"])
+
+    def read_tracked(self, resource: str, namespace: str, name: str) -> dict[str, Any] | None:
+        return self._get(resource, namespace, name)
 
     # Watches -------------------------------------------------------------------------
 
@@ -433,15 +443,18 @@ class KubernetesStorage:
             field_selector=f"metadata.name={name}",
         )
 
-    def open_lab_pod_watch(self, label_selector: str, resource_version: str, timeout: int) -> Watch:
-        """Start watching lab pods in every namespace; the stream can be cancelled.
+    def open_tracked_watch(
+        self, resource: str, label_selector: str, resource_version: str, timeout: int
+    ) -> Watch:
+        """Start watching the objects of ``resource`` the selector matches, in every
+        namespace; the stream can be cancelled.
 
         For the elected watcher, which must stop reading at once when it loses its lease
         or the process stops, rather than when the server ends the watch.
         """
         response = _open_watch(
             self._watch_api,
-            resource_path("pods"),
+            resource_path(resource),
             resource_version,
             timeout,
             {"label_selector": label_selector},

@@ -250,9 +250,13 @@ class WorkloadStore:
         events: Announcement,
         lease: LeaseRequest | None = None,
         if_leased: Announcement | None = None,
+        expect: str | None = None,
     ) -> SpawnQueued:
         """Record a new workload and queue its spawn, unless one exists that has not failed
-        (or an operation is still queued for it).
+        (or an operation is still queued for it). With ``expect``, replace that record, and
+        only it, with ``record`` and queue the spawn that brings the workload to it: an
+        update of a workload that exists (refused, with the current record, while another
+        operation is queued for it or after the record changed).
 
         One atomic step: the check, the record, the queued operation, its ``secret`` (kept
         beside the operation, never in the record, so a worker that resumes the spawn can
@@ -264,8 +268,8 @@ class WorkloadStore:
         ref = operation.ref
         ttl = max(1, int(operation.deadline - operation.started) + 60)
         # Where the events appended only with the lease start, counting from 1 as Lua does:
-        # after the 12 fixed arguments and the first events' own.
-        leased_events = 13 + len(events.args) if if_leased is not None else 0
+        # after the 13 fixed arguments and the first events' own.
+        leased_events = 14 + len(events.args) if if_leased is not None else 0
         reply = cast(
             list[int | str],
             self._queue_spawn(
@@ -292,6 +296,7 @@ class WorkloadStore:
                     lease.owner if lease is not None else "",
                     lease.ttl_ms if lease is not None else 0,
                     leased_events,
+                    expect or "",
                     *events.args,
                     *(if_leased.args if if_leased is not None else ()),
                 ],

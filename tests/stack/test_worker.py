@@ -47,7 +47,8 @@ def server(tmp_path: Path) -> Iterator[tuple[int, Path]]:
             try:
                 requests.get(f"http://127.0.0.1:{port}/ready", timeout=1)
                 break
-            except requests.ConnectionError:
+            except (requests.ConnectionError, requests.Timeout):
+                # The master's socket accepts before its worker has booted to answer.
                 assert process.poll() is None and time.monotonic() < deadline
                 time.sleep(0.05)
         yield port, access_log

@@ -1,4 +1,6 @@
--- Record a new workload and queue its spawn, unless one exists that has not failed.
+-- Record a new workload and queue its spawn, unless one exists that has not failed; or, with
+-- an expected record, replace exactly that record and queue the spawn that brings the workload
+-- to it (an update of a workload that exists).
 -- KEYS[1]: record; KEYS[2]: operation; KEYS[3]: the kind's index of names;
 -- KEYS[4]: pending operations; KEYS[5]: the operation's secret; KEYS[6]: event stream;
 -- KEYS[7]: the workload's lease; KEYS[8]: the completeness marker (Redis holds every workload).
@@ -7,21 +9,29 @@
 -- ("" keeps none); ARGV[8]: the secret's TTL in seconds; ARGV[9]: the admin feed's channel;
 -- ARGV[10]: who takes the lease if nobody holds it ("" takes none); ARGV[11]: its TTL in
 -- milliseconds; ARGV[12]: where the events written only with the lease start (0: there are
--- none); then add_events' arguments for the new stream's first events, and from ARGV[12] on
--- add_events' arguments for the events that announce a run starting at once, appended only
--- when the lease was taken.
+-- none); ARGV[13]: the record expected now ("": none, a new workload); then add_events'
+-- arguments for the new stream's first events, and from ARGV[12] on add_events' arguments
+-- for the events that announce a run starting at once, appended only when the lease was
+-- taken.
 -- Returns {1, 1} when queued with the lease taken, {1, 0} when queued without, {-1} while
 -- Redis is being rebuilt (a missing record may be one not rebuilt yet), else
--- {0, current record JSON or ""} (a record that is not failed, or an operation still queued).
+-- {0, current record JSON or ""} (a record that is not failed, or not the one expected, or an
+-- operation still queued).
 local raw = redis.call('GET', KEYS[1])
-if not raw and redis.call('EXISTS', KEYS[8]) == 0 then
-  return {-1}
-end
-if raw and cjson.decode(raw)['status'] ~= 'failed' then
-  return {0, raw}
-end
-if redis.call('EXISTS', KEYS[2]) == 1 then
-  return {0, raw or ''}
+if ARGV[13] ~= '' then
+  if raw ~= ARGV[13] or redis.call('EXISTS', KEYS[2]) == 1 then
+    return {0, raw or ''}
+  end
+else
+  if not raw and redis.call('EXISTS', KEYS[8]) == 0 then
+    return {-1}
+  end
+  if raw and cjson.decode(raw)['status'] ~= 'failed' then
+    return {0, raw}
+  end
+  if redis.call('EXISTS', KEYS[2]) == 1 then
+    return {0, raw or ''}
+  end
 end
 redis.call('SET', KEYS[1], ARGV[1])
 redis.call('SADD', KEYS[3], ARGV[4])
@@ -34,12 +44,12 @@ redis.call('DEL', KEYS[6])
 local leased = ARGV[10] ~= '' and redis.call('SET', KEYS[7], ARGV[10], 'NX', 'PX', ARGV[11])
 local leased_events = tonumber(ARGV[12])
 if leased_events > 0 then
-  add_events(KEYS[6], 13, leased_events - 1)
+  add_events(KEYS[6], 14, leased_events - 1)
   if leased then
     add_events(KEYS[6], leased_events)
   end
 else
-  add_events(KEYS[6], 13)
+  add_events(KEYS[6], 14)
 end
 announce_state(ARGV[9], ARGV[3], ARGV[4], ARGV[1])
 if leased then
