@@ -4,11 +4,14 @@
 developer sees the same users, tokens and tags everywhere.
 
 * :func:`demo_users` — the users Gafaelfawr's user-info reports;
+* :func:`demo_group_mapping` — the scope ``app:<group>`` for each of their groups, granted to
+  its members (Gafaelfawr's ``groupMapping``): what a group's apps ask of a token;
 * :func:`demo_tokens` — tokens by name (``admin``, ``rachel``, ``wile``,
   ``rachel-readonly``, ``admin-user``); their values are derived from :data:`DEMO_SEED`
   so they are the same on every run and can be pasted into a browser or notebook;
 * :func:`demo_registry_repositories` — ``{repository: {tag: image_id}}`` with
-  SQR-059-style tags in :data:`LAB_REPOSITORY` and a small :data:`SIMPLE_REPOSITORY`;
+  SQR-059-style tags in :data:`LAB_REPOSITORY`, a small :data:`SIMPLE_REPOSITORY`, and the
+  group app image :data:`DEMO_APP_REPOSITORY`;
 * :func:`demo_gafaelfawr` and :func:`demo_registry` — emulators loaded with the above.
 """
 
@@ -28,6 +31,8 @@ from devstack.registry import RegistryEmulator
 
 __all__ = [
     "ADMIN_SCOPE",
+    "APP_SCOPE",
+    "DEMO_APP_REPOSITORY",
     "DEMO_CREATED",
     "DEMO_SEED",
     "EXEC_SCOPE",
@@ -38,6 +43,7 @@ __all__ = [
     "SIMPLE_REPOSITORY",
     "DemoToken",
     "demo_gafaelfawr",
+    "demo_group_mapping",
     "demo_registry",
     "demo_registry_repositories",
     "demo_tokens",
@@ -63,6 +69,10 @@ PROVISIONER_REPOSITORY = "lsstsqre/provision-home"
 """The init container's image: never a lab, so the local stack never runs it as a process
 (its command prepares home directories as root, on the machine it runs on)."""
 RECOMMENDED_TAG = "recommended"
+DEMO_APP_REPOSITORY = "lsstsqre/demo-app"
+"""A group app's image: ``devstack/images/app.py``, a small web server under its base URL."""
+APP_SCOPE = "app:{group}"
+"""The scope the demo group mapping grants each group's members."""
 
 
 @dataclass(frozen=True)
@@ -90,6 +100,9 @@ def demo_users() -> list[UserSpec]:
     ``rachel`` has a quota and her primary group in the group list; ``wile``'s primary
     group differs from his username and he has no quota; ``admin-user`` has no GID, name
     or email; ``jupyterhub`` is a service identity with no POSIX data at all.
+
+    ``rachel`` and ``admin-user`` share ``lsst-data``, which ``wile`` (who can log in and
+    spawn labs) is not in: a group's apps let two of them in and refuse the third.
     """
     return [
         UserSpec(
@@ -119,10 +132,16 @@ def demo_users() -> list[UserSpec]:
         UserSpec(
             username="admin-user",
             uid=1103,
-            groups=(GroupSpec("g-admins", 2003),),
+            groups=(GroupSpec("g-admins", 2003), GroupSpec("lsst-data", 2001)),
         ),
         UserSpec(username=HUB_USERNAME),
     ]
+
+
+def demo_group_mapping() -> dict[str, list[str]]:
+    """``app:<group>`` for every group of a demo user, granted to that group's members."""
+    groups = sorted({g.name for user in demo_users() for g in user.groups})
+    return {APP_SCOPE.format(group=group): [group] for group in groups}
 
 
 def demo_tokens() -> dict[str, TokenSpec]:
@@ -172,12 +191,22 @@ def demo_registry_repositories() -> dict[str, dict[str, str]]:
     }
     simple["latest"] = simple["2.0"]
     provisioner = {"1.0": f"{PROVISIONER_REPOSITORY}:1.0"}
-    return {LAB_REPOSITORY: lab, SIMPLE_REPOSITORY: simple, PROVISIONER_REPOSITORY: provisioner}
+    app = {"1.0": f"{DEMO_APP_REPOSITORY}:1.0", "1.1": f"{DEMO_APP_REPOSITORY}:1.1"}
+    app["latest"] = app["1.1"]
+    return {
+        LAB_REPOSITORY: lab,
+        SIMPLE_REPOSITORY: simple,
+        PROVISIONER_REPOSITORY: provisioner,
+        DEMO_APP_REPOSITORY: app,
+    }
 
 
 def demo_gafaelfawr(port: int = 0) -> GafaelfawrEmulator:
-    """A Gafaelfawr emulator (not started) loaded with the demo users and tokens."""
-    return GafaelfawrEmulator(users=demo_users(), tokens=demo_tokens(), port=port)
+    """A Gafaelfawr emulator (not started) loaded with the demo users, tokens and group
+    mapping."""
+    return GafaelfawrEmulator(
+        users=demo_users(), tokens=demo_tokens(), port=port, group_mapping=demo_group_mapping()
+    )
 
 
 def demo_registry(

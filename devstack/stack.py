@@ -4,6 +4,11 @@ Used by ``make run`` (through ``python -m devstack``), by the tests that run the
 and by the benchmarks. The emulators run as threads of this process; the service runs as a
 separate gunicorn process talking to them over HTTP, as it would in a cluster.
 
+Group apps are reached as in a cluster: through the ingress (``devstack.ingress``, at
+``ingress_url``), which asks the Gafaelfawr emulator about every request to an Ingress made from
+a GafaelfawrIngress, and whose Gafaelfawr grants each demo group's members ``app:<group>``
+(``StackOptions.group_mapping``).
+
 Labs come in two forms. With ``real_labs`` (``make run``'s default) each lab pod runs a real
 JupyterHub single-user server as a process on its own loopback address, and JupyterHub reaches
 it through its Service's cluster IP (``lab.internalUrl: http://{cluster_ip}:{port}``), which
@@ -29,9 +34,15 @@ import requests
 import yaml
 
 from app.web.server_defaults import DEFAULT_WORKERS
-from devstack.demo import demo_registry_repositories, demo_tokens, demo_users
+from devstack.demo import (
+    demo_group_mapping,
+    demo_registry_repositories,
+    demo_tokens,
+    demo_users,
+)
 from devstack.gafaelfawr import GafaelfawrEmulator
 from devstack.images import DEFAULT_PROGRAMS, load_programs
+from devstack.ingress import IngressProxy
 from devstack.kube import KubernetesEmulator
 from devstack.kube.cluster import ClusterSettings
 from devstack.kube.crds import OPERATOR_CRDS, crd
@@ -70,6 +81,9 @@ class StackOptions:
     """Run each lab as a real Jupyter server (``devstack.images``) instead of the stand-in."""
     programs: Path = DEFAULT_PROGRAMS
     """With ``real_labs``, which images run as processes and what they run."""
+    group_mapping: dict[str, list[str]] | None = None
+    """Gafaelfawr's ``groupMapping``: each scope to the groups whose members get it; None for
+    the demo mapping (``app:<group>`` for every demo group)."""
 
 
 class LocalStack:
@@ -89,9 +103,14 @@ class LocalStack:
             ),
             api_latency=self.options.api_latency,
         )
+        mapping = self.options.group_mapping
         self.gafaelfawr = GafaelfawrEmulator(
-            users=demo_users(), tokens=list(demo_tokens().values())
+            users=demo_users(),
+            tokens=list(demo_tokens().values()),
+            group_mapping=demo_group_mapping() if mapping is None else mapping,
         )
+        self.ingress = IngressProxy(self.kube.store)
+        """The ingress controller: Ingresses (GafaelfawrIngresses' among them) served here."""
         self.lab_standin: LabStandIn | None = None
         if not self.options.real_labs:
             self.lab_standin = LabStandIn(self.kube.store, self._namespace_prefix())
@@ -108,6 +127,9 @@ class LocalStack:
             self.redis = RedisProcess(state_dir / "redis").start()
             self.redis_url = self.redis.url
         self.registry.start()
+        self.gafaelfawr.start()
+        # The Ingresses Gafaelfawr's operator makes send their auth subrequests here.
+        self.kube.cluster.settings.gafaelfawr_url = self.gafaelfawr.url
         self.kube.start()
         for index in range(self.options.nodes):
             self.kube.cluster.add_node(f"node-{index + 1}")
@@ -115,7 +137,8 @@ class LocalStack:
             "namespaces",
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": SERVICE_NAMESPACE}},
         )
-        # The operators a platform runs beside the service (Dask, Ray, Spark clusters).
+        # The operators a platform runs beside the service (Dask, Ray, Spark clusters, and
+        # Gafaelfawr, whose GafaelfawrIngresses become Ingresses).
         for plural in OPERATOR_CRDS:
             self.kube.store.create("customresourcedefinitions", crd(plural))
         self.kube.store.create(
@@ -128,7 +151,7 @@ class LocalStack:
                 "data": DEMO_SECRETS,
             },
         )
-        self.gafaelfawr.start()
+        self.ingress.start()
         if self.lab_standin is not None:
             self.lab_standin.start()
         self.spawner_port = self.options.spawner_port or free_port()
@@ -208,7 +231,19 @@ class LocalStack:
                 raw[key] = {**raw[key], **value}
             else:
                 raw[key] = value
+        if isinstance(raw.get("apps"), dict):
+            self._local_apps(raw["apps"])
         return raw
+
+    def _local_apps(self, apps: dict[str, Any]) -> None:
+        """Apps are served by this stack's ingress, and their templates' images come from
+        its registry."""
+        apps["baseUrl"] = self.ingress.url
+        for template in apps.get("templates") or []:
+            pod = template.get("podTemplate") or {}
+            for container in [*pod.get("initContainers", []), *pod.get("containers", [])]:
+                if container.get("image"):
+                    container["image"] = self._local_reference(container["image"])
 
     @property
     def demo_image(self) -> str:
@@ -259,9 +294,14 @@ class LocalStack:
             time.sleep(0.1)
 
     def state(self) -> dict[str, Any]:
-        """What ``.devstack/stack.json`` holds: addresses and demo tokens."""
+        """What ``.devstack/stack.json`` holds: addresses, the demo tokens (with the scopes
+        Gafaelfawr reports for them, group-mapped ones included) and the group mapping."""
         tokens = {
-            name: {"token": spec.token, "username": spec.username, "scopes": list(spec.scopes)}
+            name: {
+                "token": spec.token,
+                "username": spec.username,
+                "scopes": list(self.gafaelfawr.effective_scopes(spec)),
+            }
             for name, spec in demo_tokens().items()
         }
         return {
@@ -269,9 +309,11 @@ class LocalStack:
             "kubernetes_url": self.kube.url,
             "gafaelfawr_url": self.gafaelfawr.url,
             "registry_url": self.registry.url,
+            "ingress_url": self.ingress.url,
             **({"lab_url": self.lab_standin.url} if self.lab_standin is not None else {}),
             "redis_url": self.redis_url,
             "tokens": tokens,
+            "group_mapping": self.gafaelfawr.group_mapping,
         }
 
     def _write_state(self) -> None:
@@ -314,6 +356,7 @@ class LocalStack:
         self.stop_spawner()
         if self.lab_standin is not None:
             self.lab_standin.stop()
+        self.ingress.stop()
         self.gafaelfawr.stop()
         self.kube.stop()
         self.registry.stop()

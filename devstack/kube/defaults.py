@@ -120,6 +120,38 @@ def _daemonset(obj: dict[str, Any]) -> None:
         status.setdefault(counter, 0)
 
 
+def _deployment(obj: dict[str, Any]) -> None:
+    """apps/v1 defaults: one replica, a 25%/25% rolling update, ten old ReplicaSets kept and
+    ten minutes to progress, which is what the deployment controller then acts on."""
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("replicas", 1)
+    strategy = spec["strategy"] = spec.get("strategy") or {}
+    strategy["type"] = strategy.get("type") or "RollingUpdate"
+    if strategy["type"] == "RollingUpdate":
+        rolling = strategy["rollingUpdate"] = strategy.get("rollingUpdate") or {}
+        rolling.setdefault("maxUnavailable", "25%")
+        rolling.setdefault("maxSurge", "25%")
+    spec.setdefault("revisionHistoryLimit", 10)
+    spec.setdefault("progressDeadlineSeconds", 600)
+    _pod_template(spec)
+    obj.setdefault("status", {})
+
+
+def _pod_template(spec: dict[str, Any]) -> None:
+    """A workload's pod template gets the defaults a pod gets."""
+    template = spec["template"] = spec.get("template") or {}
+    template["spec"] = template.get("spec") or {}
+    _pod_spec(template["spec"])
+
+
+def _replicaset(obj: dict[str, Any]) -> None:
+    """One replica by default; ``status.replicas`` is always present (clients require it)."""
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("replicas", 1)
+    _pod_template(spec)
+    obj.setdefault("status", {}).setdefault("replicas", 0)
+
+
 def _event(obj: dict[str, Any]) -> None:
     obj.setdefault("type", "Normal")
     obj.setdefault("count", 1)
@@ -136,6 +168,8 @@ class Defaulter:
             "secrets": _secret,
             "services": self._service,
             "daemonsets": _daemonset,
+            "deployments": _deployment,
+            "replicasets": _replicaset,
             "events": _event,
             "persistentvolumeclaims": _pvc,
             "resourcequotas": _resource_quota,
@@ -144,6 +178,8 @@ class Defaulter:
         self._on_update: dict[str, Callable[[dict[str, Any]], None]] = {
             "secrets": _secret,
             "daemonsets": _daemonset,
+            "deployments": _deployment,
+            "replicasets": _replicaset,
             "pods": _pod,
             "namespaces": _namespace,
         }

@@ -128,6 +128,7 @@ class Handlers:
             self._defaulter.on_update(resource.plural, new, current)
             _shape_custom(resource, new, strict=_strict(query))
             self._validator.check(resource, new, strict=_strict(query))
+            self._validator.check_update(resource, new, current)
             if _dry_run(query):
                 return new
             expected = precondition or current["metadata"]["resourceVersion"]
@@ -162,6 +163,7 @@ class Handlers:
             self._defaulter.on_update(resource.plural, new, current)
             _shape_custom(resource, new, strict=_strict(query))
             self._validator.check(resource, new, strict=_strict(query))
+            self._validator.check_update(resource, new, current)
             if _dry_run(query):
                 return new
             try:

@@ -134,3 +134,35 @@ def combine(*predicates: Predicate) -> Predicate:
     if len(active) == 1:
         return active[0]
     return lambda obj: all(p(obj) for p in active)
+
+
+def label_selector_matches(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
+    """Whether ``labels`` satisfy a ``LabelSelector`` object (``matchLabels`` and
+    ``matchExpressions``), as workload controllers pick their pods and ReplicaSets.
+
+    A missing selector selects nothing and an empty one everything, as
+    ``metav1.LabelSelectorAsSelector`` reads them; an unknown operator selects nothing.
+    """
+    if selector is None:
+        return False
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for expression in selector.get("matchExpressions") or []:
+        key = str(expression.get("key") or "")
+        values = [str(v) for v in expression.get("values") or []]
+        operator = expression.get("operator")
+        present = key in labels
+        if operator == "In":
+            matched = present and labels[key] in values
+        elif operator == "NotIn":
+            matched = not present or labels[key] not in values
+        elif operator == "Exists":
+            matched = present
+        elif operator == "DoesNotExist":
+            matched = not present
+        else:
+            matched = False
+        if not matched:
+            return False
+    return True

@@ -73,6 +73,13 @@ def now_timestamp() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _desired_state(obj: dict[str, Any]) -> dict[str, Any]:
+    """The part of an object whose change moves ``metadata.generation``: everything but its
+    metadata and status (a Pod's or a Service's ``spec``, and the fields of custom objects
+    that have no ``spec``, such as a GafaelfawrIngress's ``config`` and ``template``)."""
+    return {k: v for k, v in obj.items() if k not in ("metadata", "status")}
+
+
 class Store:
     """Thread-safe in-memory storage keyed by resource plural, namespace and name."""
 
@@ -183,7 +190,7 @@ class Store:
             meta["creationTimestamp"] = cur_meta["creationTimestamp"]
             meta["resourceVersion"] = str(self._version)
             generation = cur_meta.get("generation", 1)
-            if obj.get("spec") != current.get("spec"):
+            if _desired_state(obj) != _desired_state(current):
                 generation += 1
             meta["generation"] = generation
             bucket[(namespace, name)] = obj

@@ -24,7 +24,7 @@ import jsonschema
 import referencing
 import referencing.jsonschema
 
-from devstack.kube import custom, errors
+from devstack.kube import custom, errors, workload_rules
 from devstack.kube.quantities import QuantityError, parse_quantity
 from devstack.kube.resources import ResourceType
 
@@ -103,6 +103,18 @@ class Validator:
             name = meta.get("name") or meta.get("generateName") or ""
             raise errors.invalid(resource.kind, name, causes, resource.group)
 
+    def check_update(
+        self, resource: ResourceType, new: dict[str, Any], current: dict[str, Any]
+    ) -> None:
+        """Raise 422 Invalid if ``new`` changes what may not change once created (a
+        workload's selector)."""
+        if resource.custom:
+            return
+        causes = workload_rules.update_causes(resource.kind, new, current)
+        if causes:
+            name = str((new.get("metadata") or {}).get("name") or "")
+            raise errors.invalid(resource.kind, name, causes, resource.group)
+
     def causes(
         self, resource: ResourceType, obj: dict[str, Any], *, strict: bool = False
     ) -> list[Cause]:
@@ -120,6 +132,11 @@ class Validator:
             causes.extend(_pod_spec_causes(obj.get("spec") or {}, "spec"))
         elif resource.kind == "DaemonSet":
             template_spec = ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
+            causes.extend(_pod_spec_causes(template_spec, "spec.template.spec"))
+        elif resource.kind in ("Deployment", "ReplicaSet") and not resource.custom:
+            spec = obj.get("spec") or {}
+            causes.extend(workload_rules.spec_causes(resource.kind, spec))
+            template_spec = (spec.get("template") or {}).get("spec") or {}
             causes.extend(_pod_spec_causes(template_spec, "spec.template.spec"))
         elif resource.kind in ("ConfigMap", "Secret"):
             causes.extend(_data_size_causes(obj))

@@ -13,7 +13,16 @@ from typing import Any
 Obj = dict[str, Any]
 Key = tuple[str, str]  # (namespace or "", name)
 
-WATCHED = ("namespaces", "nodes", "pods", "daemonsets", "services", "customresourcedefinitions")
+WATCHED = (
+    "namespaces",
+    "nodes",
+    "pods",
+    "daemonsets",
+    "deployments",
+    "replicasets",
+    "services",
+    "customresourcedefinitions",
+)
 
 
 def key_of(obj: Obj) -> Key:

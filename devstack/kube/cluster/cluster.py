@@ -18,6 +18,7 @@ from . import nodes
 from .cache import WATCHED, Obj, ObjectCache
 from .crds import CRDS, CrdController
 from .daemonsets import DaemonSetController
+from .deployments import DeploymentController
 from .events import EventRecorder
 from .faults import PodFaults
 from .images import add_image
@@ -28,6 +29,7 @@ from .operators import OPERATORS, Admit
 from .podstatus import is_pod_ready
 from .processes import ProcessRuntime
 from .reactor import Reactor
+from .replicasets import ReplicaSetController
 from .scheduler import Scheduler
 from .services import ServiceProxies
 from .settings import ClusterSettings
@@ -76,11 +78,27 @@ class Cluster:
         self._daemonsets = DaemonSetController(
             self._cache, self._writer, self._events, self._reactor, self._namespaces.alive
         )
+        self._replicasets = ReplicaSetController(
+            self._cache,
+            self._writer,
+            self._events,
+            self._reactor,
+            self._namespaces.alive,
+            admit or _no_defaults,
+        )
+        self._deployments = DeploymentController(
+            self._cache,
+            self._writer,
+            self._events,
+            self._reactor,
+            self._namespaces.alive,
+            admit or _no_defaults,
+        )
         self._services = ServiceProxies(self._endpoints)
         self._crds = CrdController(self.served, self._writer, self.store.list)
         self._operators = {
             operator.plural: operator(
-                self._writer, self.store.list, admit or _no_defaults, self._events
+                self._writer, self.store.list, admit or _no_defaults, self._events, self.settings
             )
             for operator in OPERATORS
         }
@@ -111,6 +129,8 @@ class Cluster:
         # The reactor thread has ended, so the components can be reset from this thread.
         self._kubelets.stop()
         self._namespaces.stop()
+        self._replicasets.stop()
+        self._deployments.stop()
         self._services.stop()
 
     def namespaces_removed(self) -> list[tuple[str, float]]:
@@ -221,6 +241,8 @@ class Cluster:
             self._scheduler.on_pod(event_type, obj)
             self._kubelets.on_pod(event_type, obj)
             self._daemonsets.on_pod(event_type, obj)
+            self._replicasets.on_pod(event_type, obj)
+            self._deployments.on_pod(event_type, obj)
             for operator in self._operators.values():
                 operator.on_pod(event_type, obj)
         elif resource == "nodes":
@@ -231,6 +253,11 @@ class Cluster:
             self._namespaces.on_namespace(event_type, obj)
         elif resource == "daemonsets":
             self._daemonsets.on_daemonset(event_type, obj)
+        elif resource == "deployments":
+            self._deployments.on_deployment(event_type, obj)
+        elif resource == "replicasets":
+            self._replicasets.on_replicaset(event_type, obj)
+            self._deployments.on_replicaset(event_type, obj)
         elif resource == "services":
             self._services.on_service(event_type, obj)
         elif resource == CRDS:

@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 
 from .programs import ImageProgram
 
+DEFAULT_GAFAELFAWR_URL = "http://gafaelfawr.gafaelfawr.svc.cluster.local:8080"
+"""Gafaelfawr's cluster-internal URL where Phalanx installs it."""
+
 
 @dataclass
 class ClusterSettings:
@@ -29,6 +32,10 @@ class ClusterSettings:
     default_image_size: int = 500_000_000
     programs: dict[str, ImageProgram] = field(default_factory=dict)
     """Image repository patterns whose containers run as real processes (``programs``)."""
+    gafaelfawr_url: str = DEFAULT_GAFAELFAWR_URL
+    """Where the simulated Gafaelfawr operator's Ingresses send their auth subrequests (its
+    ``baseInternalUrl``), and whose ``/login`` a ``loginRedirect`` sends browsers to; the local
+    stack sets its Gafaelfawr emulator's URL."""
 
     def pull_time(self, image: str) -> float:
         """The simulated pull time of ``image``: the first matching override, else the default."""

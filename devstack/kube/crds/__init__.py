@@ -14,7 +14,7 @@ import yaml
 
 HERE = Path(__file__).resolve().parent
 
-OPERATOR_CRDS = ("daskclusters", "rayclusters", "sparkconnects")
+OPERATOR_CRDS = ("daskclusters", "rayclusters", "sparkconnects", "gafaelfawringresses")
 """Every CRD file here, by plural."""
 
 

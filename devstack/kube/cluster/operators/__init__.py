@@ -1,14 +1,21 @@
-"""Simulated operators: each turns one kind of custom object into the pods and Services its
-real operator creates, with the same names and labels, so clients find them as they would in
-a cluster. They act only once the kind's CustomResourceDefinition is served."""
+"""Simulated operators: each turns one kind of custom object into the objects its real operator
+creates (pods and Services; an Ingress for Gafaelfawr's), with the same names and labels, so
+clients find them as they would in a cluster. They act only once the kind's
+CustomResourceDefinition is served."""
 
 from __future__ import annotations
 
-from .base import Admit, ListObjects, OperatorSimulation
+from .base import Admit, ListObjects, Operator, OperatorSimulation
 from .dask import DaskOperator
+from .gafaelfawr import GafaelfawrIngressOperator
 from .ray import RayOperator
 from .spark import SparkConnectOperator
 
-__all__ = ["OPERATORS", "Admit", "ListObjects", "OperatorSimulation"]
+__all__ = ["OPERATORS", "Admit", "ListObjects", "Operator", "OperatorSimulation"]
 
-OPERATORS: tuple[type[OperatorSimulation], ...] = (DaskOperator, RayOperator, SparkConnectOperator)
+OPERATORS: tuple[type[Operator], ...] = (
+    DaskOperator,
+    RayOperator,
+    SparkConnectOperator,
+    GafaelfawrIngressOperator,
+)

@@ -11,6 +11,9 @@ Objects are created as the API server would create them: defaults applied, owner
 set, and pods admitted by the namespace's ResourceQuota. A pod the quota cannot take is not
 made; a Warning ``FailedCreate`` Event on the custom object says why (as a ReplicaSet's or an
 operator's does), and the next reconcile of the object tries again.
+
+An operator whose objects make no pods (Gafaelfawr's, whose GafaelfawrIngress becomes an
+Ingress) implements the smaller :class:`Operator` alone: the cluster needs only ``on_object``.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from devstack.kube.errors import ApiError
 
 from ..cache import Obj
 from ..events import EventRecorder, Source
+from ..settings import ClusterSettings
 from ..writer import StoreWriter
 
 Admit = Callable[[str, dict[str, Any]], None]
@@ -56,8 +60,10 @@ class Member:
     annotations: dict[str, str] = field(default_factory=dict)
 
 
-class OperatorSimulation(ABC):
-    """Reconciles objects of one custom resource into pods and Services."""
+class Operator(ABC):
+    """What the cluster asks of a simulated operator: which custom resource it reconciles,
+    and what it does when one of its objects changes (``on_object``) or any pod does
+    (``on_pod``, for operators whose objects own pods). Runs on the cluster's reactor thread."""
 
     plural: str
     group: str
@@ -70,11 +76,36 @@ class OperatorSimulation(ABC):
         list_objects: ListObjects,
         admit: Admit,
         events: EventRecorder | None = None,
+        settings: ClusterSettings | None = None,
     ) -> None:
         self._writer = writer
         self._list = list_objects
         self._admit = admit
         self._events = events
+        self._settings = settings or ClusterSettings()
+
+    @abstractmethod
+    def on_object(self, event_type: str, obj: Obj) -> None:
+        """React to an object of ``plural`` being added, modified or deleted."""
+
+    def on_pod(self, event_type: str, pod: Obj) -> None:  # noqa: B027 - an optional hook
+        """React to a pod's change; nothing unless the operator's objects own pods."""
+
+    def owner_reference(self, owner: Obj) -> dict[str, Any]:
+        """The reference that makes ``owner`` the controller of an object it creates."""
+        meta = owner["metadata"]
+        return {
+            "apiVersion": f"{self.group}/{self.version}",
+            "kind": self.kind,
+            "name": meta["name"],
+            "uid": meta.get("uid"),
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+
+
+class OperatorSimulation(Operator):
+    """Reconciles objects of one custom resource into pods and Services."""
 
     # ---- what an operator says ----------------------------------------------------------
 
@@ -174,18 +205,8 @@ class OperatorSimulation(ABC):
                 self._events.warning(owner, Source(self.kind), "FailedCreate", message)
 
     def _create(self, resource: str, owner: Obj, obj: dict[str, Any]) -> None:
-        meta = owner["metadata"]
-        obj["metadata"]["namespace"] = meta.get("namespace")
-        obj["metadata"]["ownerReferences"] = [
-            {
-                "apiVersion": f"{self.group}/{self.version}",
-                "kind": self.kind,
-                "name": meta["name"],
-                "uid": meta.get("uid"),
-                "controller": True,
-                "blockOwnerDeletion": True,
-            }
-        ]
+        obj["metadata"]["namespace"] = owner["metadata"].get("namespace")
+        obj["metadata"]["ownerReferences"] = [self.owner_reference(owner)]
         self._admit(resource, obj)
         self._writer.create(resource, obj)
 
