@@ -46,6 +46,7 @@ def build_app(config: Config | None = None) -> Flask:
     register_error_handlers(app)
 
     from blueprints.admin import admin
+    from blueprints.apps import apps
     from blueprints.clusters import clusters
     from blueprints.docs import docs
     from blueprints.health import health
@@ -54,6 +55,6 @@ def build_app(config: Config | None = None) -> Flask:
     from blueprints.scaler import scaler
     from blueprints.spawner import spawner
 
-    for blueprint in (health, spawner, clusters, kernels, scaler, prepull, admin, docs):
+    for blueprint in (health, spawner, clusters, kernels, apps, scaler, prepull, admin, docs):
         api_ext.register_blueprint(app, blueprint)
     return app

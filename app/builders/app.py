@@ -22,6 +22,7 @@ holding the group's quota), each app has, all named ``app-<id>``:
 from __future__ import annotations
 
 import copy
+import ipaddress
 import json
 from typing import Any
 from urllib.parse import urlsplit
@@ -37,8 +38,9 @@ from app.quantities import format_cpu, format_memory
 GROUP_VOLUME = "group"
 APP_ROOT_VOLUME = "app-root"
 APP_ROOT_INIT = "app-root"
-EMPTY_ROOT = "/apps"
-"""Where an app without a group volume keeps its data: ``/apps/<id>``, an emptyDir."""
+EMPTY_ROOT = "/app-data"
+"""Where an app without a group volume keeps its data: ``/app-data/<id>``, an emptyDir (not
+under ``/apps``, which is where its pages are: a path should not mean both)."""
 SURGE = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
 """The old pod serves until its replacement is ready."""
 GAFAELFAWR_API = "gafaelfawr.lsst.io/v1alpha1"
@@ -264,18 +266,30 @@ def group_scope(config: AppsConfig, group: str) -> str:
     return config.group_scope.format(group=group)
 
 
+def rule_host(base_url: str) -> str | None:
+    """The host an app's Ingress rule matches: the platform's, unless that is an address
+    (an Ingress host must be a name; without one the rule matches every host)."""
+    host = urlsplit(base_url).hostname
+    if host is None:
+        return None
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return host
+    return None
+
+
 def build_ingress(
     config: AppsConfig, template: AppTemplate, record: AppRecord, namespace: str
 ) -> dict[str, Any]:
     """The GafaelfawrIngress: Gafaelfawr makes the Ingress from it, with its auth rules."""
     ingress_config: dict[str, Any] = {
-        "baseUrl": config.base_url,
         "service": INGRESS_SERVICE,
         "scopes": ingress_scopes(config, record),
     }
     if record.scope != AppScope.PUBLIC:
         ingress_config["loginRedirect"] = True
-    host = urlsplit(config.base_url).hostname
+    host = rule_host(config.base_url)
     rule: dict[str, Any] = {
         "http": {
             "paths": [

@@ -21,8 +21,17 @@ class PodTracking(ABC):
     for a workload whose pods come and go (an app, stopped) the object that owns them, as
     ``deployments``. "Pod" below means an object of this resource."""
 
+    watched: str | None = None
+    """What the elected watcher follows, when not ``resource``: objects whose changes tell
+    of a workload's state sooner (an app's pods: a crash loop changes no Deployment). The
+    selector must match them too, and ``owner`` and ``assess`` take them as well."""
+
     selector: str
     """A label selector for every pod of the kind, in any namespace, and nothing else."""
+
+    @property
+    def watched_resource(self) -> str:
+        return self.watched or self.resource
 
     owns_namespaces: bool = False
     """Whether each workload of the kind has a namespace of its own, which the reconcile

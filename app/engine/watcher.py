@@ -153,7 +153,7 @@ class WorkloadWatcher:
                 try:
                     if cursor.version is None:
                         _, cursor.version = self._kube.list_tracked(
-                            tracking.resource, tracking.selector
+                            tracking.watched_resource, tracking.selector
                         )
                         if first_list.is_set():
                             wake.set()  # Changes may have been missed: reconcile now.
@@ -190,7 +190,10 @@ class WorkloadWatcher:
         """
         assert cursor.version is not None
         stream = self._kube.open_tracked_watch(
-            tracking.resource, tracking.selector, cursor.version, self._config.watch_seconds
+            tracking.watched_resource,
+            tracking.selector,
+            cursor.version,
+            self._config.watch_seconds,
         )
         undo = tenure.on_end(stream.cancel)
         count = 0
@@ -236,7 +239,7 @@ class WorkloadWatcher:
         # The event may predate an operation that has finished since (a spawn replacing a
         # failed lab deletes the old pod): judge the pod as Kubernetes has it now.
         meta = pod["metadata"]
-        now = self._kube.read_tracked(tracking.resource, meta["namespace"], meta["name"])
+        now = self._kube.read_tracked(tracking.watched_resource, meta["namespace"], meta["name"])
         update = tracking.assess(found.record, now)
         if update is not None and self._store.put_if_idle(
             ref=ref, record=update, expect=found.record

@@ -28,6 +28,7 @@ from app.storage.images import ImageStore
 from app.storage.kubernetes import KubernetesStorage
 from app.storage.labs import LabStore
 from app.storage.prepull import PrepullStore
+from app.workloads.app.kind import AppKind
 from app.workloads.cluster.kind import ClusterKind
 from app.workloads.kernel.kind import KernelKind
 from app.workloads.lab import LabKind
@@ -88,7 +89,7 @@ def build_machinery(app: Flask, config: Config) -> Machinery:
     operations = config.operations
     hub = EventHub(redis_client, events)
     hub.add_listener(image_store)
-    kinds = [LabKind(context), ClusterKind(context), KernelKind(context)]
+    kinds = [LabKind(context), ClusterKind(context), KernelKind(context), AppKind(context)]
     engine = Engine(
         store=labs.workloads,
         events=events,

@@ -189,6 +189,9 @@ def _call(api: k8s.ApiClient, method: str, path: str, **kwargs: Any) -> Any:
     raise AssertionError("unreachable")
 
 
+LOG_LIMIT_BYTES = 1024 * 1024
+"""The most of a pod's log one read returns."""
+
 REPLACED_UNREAD = frozenset({"secrets"})
 """Kinds ``apply`` replaces without reading the existing object (an update without a
 ``resourceVersion`` is unconditional for Secrets). The service writes Secrets into lab
@@ -307,6 +310,10 @@ class KubernetesStorage:
         result = _call(self._api, "PUT", path, body=desired)
         return result
 
+    def delete_object(self, resource: str, namespace: str, name: str) -> bool:
+        """Ask for the deletion of an object of ours; False if it was already gone."""
+        return self._delete(resource, namespace, name) is not None
+
     def set_quota(self, body: dict[str, Any]) -> dict[str, Any]:
         """Set an existing ResourceQuota's ``spec.hard`` in one merge patch (no read; the
         quota of a lab namespace is the service's own), or create it if it is missing."""
@@ -369,6 +376,25 @@ class KubernetesStorage:
         )
         return result
 
+    def apply_custom(self, kind: CustomKind, body: dict[str, Any]) -> dict[str, Any]:
+        """Create the custom object, or replace it if one of ours has its name (as
+        ``apply`` does for built-in kinds)."""
+        namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
+        try:
+            return self.create_custom(kind, body)
+        except KubernetesError as exc:
+            if exc.status != 409:
+                raise
+        existing = self.read_custom(kind, namespace, name)
+        if existing is None or not is_ours(existing):
+            raise KubernetesError(
+                409, "AlreadyExists", f"{kind.plural} {namespace}/{name} exists and is not ours"
+            )
+        desired = json.loads(json.dumps(body))
+        desired["metadata"]["resourceVersion"] = existing["metadata"]["resourceVersion"]
+        result: dict[str, Any] = _call(self._api, "PUT", kind.path(namespace, name), body=desired)
+        return result
+
     def delete_custom(self, kind: CustomKind, namespace: str, name: str) -> bool:
         """Ask for the object's deletion; False if it was already gone."""
         try:
@@ -397,6 +423,23 @@ class KubernetesStorage:
         """Ask for the pod's deletion, giving its containers ``grace_seconds`` to stop; the
         API server's answer (the terminating pod), or None if it was already gone."""
         return self._delete("pods", namespace, name, grace_seconds)
+
+    def read_pod_log(self, namespace: str, name: str, *, tail_lines: int) -> str | None:
+        """The last ``tail_lines`` lines the pod's (first) container wrote; None if the pod
+        is gone. Bounded by the API server, which reads only the tail."""
+        path = resource_path("pods", namespace, name) + "/log"
+        query = [("tailLines", str(tail_lines)), ("limitBytes", str(LOG_LIMIT_BYTES))]
+        try:
+            response = send(self._api, "GET", path, query=query)
+        except ApiException as exc:
+            error = _error(exc)
+            if error.status in (400, 404):
+                # Gone, or not started yet (no container to read): no log to show.
+                return None
+            raise error from None
+        except (HTTPError, OSError) as exc:
+            raise KubernetesError(0, "Unreachable", f"Kubernetes API unreachable: {exc}") from None
+        return bytes(response.data).decode("utf-8", errors="replace")
 
     def list_pods(self, namespace: str, label_selector: str) -> list[dict[str, Any]]:
         return list(self._list("pods", namespace, label_selector=label_selector).get("items") or [])
@@ -432,6 +475,21 @@ class KubernetesStorage:
             timeout,
             field_selector=f"metadata.name={name}",
         )
+
+    def watch_pods(
+        self, namespace: str, label_selector: str, resource_version: str | None, timeout: int
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
+        return self._watch(
+            resource_path("pods", namespace),
+            resource_version,
+            timeout,
+            label_selector=label_selector,
+        )
+
+    def list_pods_at(self, namespace: str, label_selector: str) -> tuple[list[dict[str, Any]], str]:
+        """The pods the selector matches in the namespace, and where a watch of them starts."""
+        result = self._list("pods", namespace, label_selector=label_selector)
+        return list(result.get("items") or []), str(result["metadata"]["resourceVersion"])
 
     def watch_namespace(
         self, name: str, resource_version: str | None, timeout: int

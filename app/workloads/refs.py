@@ -1,4 +1,4 @@
-"""The engine's names of the kinds that live beside a lab, and their workloads' references.
+"""The engine's names of the kinds besides labs, and their workloads' references.
 
 A cluster or a kernel is named ``owner/name`` within its kind, so one prefix finds all of a
 user's (``app.workloads.holdings``).
@@ -10,6 +10,7 @@ from app.engine.workload import WorkloadRef
 
 CLUSTER_KIND = "cluster"
 KERNEL_KIND = "kernel"
+APP_KIND = "app"
 
 
 def cluster_ref(owner: str, name: str) -> WorkloadRef:
@@ -20,3 +21,8 @@ def cluster_ref(owner: str, name: str) -> WorkloadRef:
 def kernel_ref(owner: str, kernel_id: str) -> WorkloadRef:
     """A kernel's workload reference: ``owner/kernel_id``."""
     return WorkloadRef(KERNEL_KIND, f"{owner}/{kernel_id}")
+
+
+def app_ref(app_id: str) -> WorkloadRef:
+    """An app's workload reference: its id, unique across groups (its URL holds it)."""
+    return WorkloadRef(APP_KIND, app_id)

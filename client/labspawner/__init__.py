@@ -8,6 +8,7 @@
 
 from labspawner.client import LabSpawnerClient
 from labspawner.errors import (
+    AppFailedError,
     ClusterFailedError,
     ConflictError,
     InvalidRequestError,
@@ -20,9 +21,11 @@ from labspawner.errors import (
     ServiceUnavailableError,
 )
 from labspawner.events import EventStreamParser, LabEvent
-from labspawner.models import Cluster, Kernel, LabStatus
+from labspawner.models import App, Cluster, Kernel, LabStatus
 
 __all__ = [
+    "App",
+    "AppFailedError",
     "Cluster",
     "ClusterFailedError",
     "ConflictError",

@@ -27,6 +27,7 @@ import requests
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
+from labspawner.apps import Apps
 from labspawner.clusters import Clusters
 from labspawner.errors import LabSpawnerError, ServiceUnavailableError, error_for
 from labspawner.events import EventStreamParser, LabEvent
@@ -103,6 +104,8 @@ class LabSpawnerClient:
         """Compute clusters: create, scale, restart, delete, and Dask clients for them."""
         self.kernels = Kernels(self._request)
         """Remote kernels: start one beside the lab, read it, wait for it, delete it."""
+        self.apps = Apps(self._request)
+        """Groups' apps: make, read, change, stop, start, read the log of, delete."""
 
     def __repr__(self) -> str:
         # Never show the token.

@@ -66,6 +66,10 @@ class ClusterFailedError(LabSpawnerError):
     """A compute cluster that was waited for ended in ``failed``."""
 
 
+class AppFailedError(LabSpawnerError):
+    """An app that was waited for went into ``Error``; the message says why."""
+
+
 class KernelFailedError(LabSpawnerError):
     """A remote kernel that was waited for failed or exited before it ran; the message says
     why, as the service recorded it."""

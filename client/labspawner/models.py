@@ -149,3 +149,53 @@ class Kernel(_Phase):
             exit_code=None if exit_code is None else int(exit_code),
             error=data.get("error"),
         )
+
+
+@dataclass(frozen=True)
+class App:
+    """A group's app, as ``GET /spawner/v1/apps/<id>`` answers it."""
+
+    id: str
+    group: str
+    template: str
+    template_version: str
+    name: str
+    scope: str
+    size: str
+    env: dict[str, str]
+    stopped: bool
+    phase: str
+    """``Starting``, ``Ready``, ``Updating``, ``Stopping``, ``Stopped`` or ``Error``."""
+    message: str
+    url: str
+    created: str
+    creator: str
+    status: str
+
+    @property
+    def ready(self) -> bool:
+        return self.phase == "Ready"
+
+    @property
+    def failed(self) -> bool:
+        return self.phase == "Error"
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> App:
+        return cls(
+            id=data["id"],
+            group=data["group"],
+            template=data["template"],
+            template_version=data["template_version"],
+            name=data["name"],
+            scope=data["scope"],
+            size=data["size"],
+            env=dict(data.get("env") or {}),
+            stopped=bool(data["stopped"]),
+            phase=data["phase"],
+            message=data.get("message") or "",
+            url=data["url"],
+            created=data["created"],
+            creator=data["creator"],
+            status=data["status"],
+        )

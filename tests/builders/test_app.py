@@ -109,7 +109,7 @@ def test_the_deployment_keeps_the_first_container_with_the_presets_first(
     env = [(e["name"], e["value"]) for e in container["env"]]
     assert env == [
         ("APP_ID", "mlflow-x7k2p"),
-        ("APP_ROOT", "/apps/mlflow-x7k2p"),
+        ("APP_ROOT", "/app-data/mlflow-x7k2p"),
         ("APP_BASE_URL", "/apps/mlflow-x7k2p/"),
         ("PLATFORM_URL", "https://data.test"),
         ("GROUP", "g-science"),
@@ -121,7 +121,9 @@ def test_the_deployment_keeps_the_first_container_with_the_presets_first(
     assert container["resources"]["limits"] == {"cpu": "1", "memory": "4Gi"}
     # Without a group volume the app's data lives in an emptyDir at APP_ROOT.
     assert pod["volumes"] == [{"name": "app-root", "emptyDir": {}}]
-    assert container["volumeMounts"] == [{"name": "app-root", "mountPath": "/apps/mlflow-x7k2p"}]
+    assert container["volumeMounts"] == [
+        {"name": "app-root", "mountPath": "/app-data/mlflow-x7k2p"}
+    ]
     assert "initContainers" not in pod
     assert pod["automountServiceAccountToken"] is False
     # The template itself is left as it was.
@@ -274,7 +276,13 @@ def pod_waiting(reason: str) -> dict[str, Any]:
     ("deployment", "pods", "phase"),
     [
         (deployment_with(1, {"replicas": 1}), [], AppPhase.STARTING),
-        (deployment_with(1, {"replicas": 1, "readyReplicas": 1}), [RUNNING_POD], AppPhase.READY),
+        (
+            deployment_with(1, {"replicas": 1, "updatedReplicas": 1, "readyReplicas": 1}),
+            [RUNNING_POD],
+            AppPhase.READY,
+        ),
+        # Right after a change: the old pod serves, the new ReplicaSet has no pod yet.
+        (deployment_with(1, {"replicas": 1, "readyReplicas": 1}), [RUNNING_POD], AppPhase.UPDATING),
         (
             deployment_with(1, {"replicas": 2, "readyReplicas": 1}),
             [RUNNING_POD, pod_waiting("ContainerCreating")],

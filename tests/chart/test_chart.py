@@ -318,6 +318,12 @@ EXPECTED_SCOPES = {
     },
     ("GET", "/spawner/v1/labs/rachel/kernels"): {"any": ["exec:notebook", "admin:notebook"]},
     ("GET", "/spawner/v1/labs/rachel/kernels/rachel"): {"any": ["exec:notebook", "admin:notebook"]},
+    ("GET", "/spawner/v1/app-templates"): {"any": ["exec:notebook", "admin:notebook"]},
+    ("GET", "/spawner/v1/apps"): {"any": ["exec:notebook", "admin:notebook"]},
+    ("GET", "/spawner/v1/apps/rachel"): {"any": ["exec:notebook", "admin:notebook"]},
+    ("POST", "/spawner/v1/apps/rachel/stop"): {"any": ["exec:notebook", "admin:notebook"]},
+    ("POST", "/spawner/v1/apps/rachel/start"): {"any": ["exec:notebook", "admin:notebook"]},
+    ("GET", "/spawner/v1/apps/rachel/logs"): {"any": ["exec:notebook", "admin:notebook"]},
     ("GET", "/ddl_cluster_scaler/list/rachel"): {"any": ["exec:notebook", "admin:notebook"]},
     ("GET", "/ddl_cluster_scaler/cluster/rachel/rachel"): {
         "any": ["exec:notebook", "admin:notebook"]

@@ -19,8 +19,9 @@ def app_state(deployment: dict[str, Any], pods: list[dict[str, Any]]) -> AppStat
     """The app's phase from its Deployment (and, for the reason of an error, its pods).
 
     As the apps design defines them: Stopping and Stopped when the app is stopped (replicas
-    0) with pods still there or not; Starting while no pod is ready; Ready with one ready
-    pod and no other; Updating while a ready pod serves and its replacement starts. Error
+    0) with pods still there (counted apart, as terminating) or not; Starting while no pod is
+    ready; Ready with one ready pod of the current template and no other; Updating while a
+    ready pod serves and its replacement is made or starts. Error
     when the app cannot come up: its pod cannot be created (the ReplicaSet's FailedCreate,
     as a quota refusal), its image cannot be pulled, it keeps crashing, or the Deployment
     made no progress within its deadline.
@@ -47,6 +48,7 @@ def app_state(deployment: dict[str, Any], pods: list[dict[str, Any]]) -> AppStat
         return AppState(AppPhase.ERROR, f"the app did not start: {progressing.get('message')}")
     if ready == 0:
         return AppState(AppPhase.STARTING, "waiting for the app's pod to be ready")
-    if replicas > 1 or len(live) > 1:
+    updated = int(status.get("updatedReplicas") or 0)
+    if replicas > 1 or updated < replicas or len(live) > 1:
         return AppState(AppPhase.UPDATING, "the app's new pod is starting; the old one serves")
     return AppState(AppPhase.READY)

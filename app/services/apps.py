@@ -1,0 +1,303 @@
+"""Groups' apps: who may act on which, the checks of a request, the group's quota.
+
+An app belongs to a group: any member manages it, and an administrator manages all. Every
+change (create, update, stop, start) records what the app should be and queues the one
+operation that brings it there; a request the app cannot take (a template or size that does
+not exist, a required variable without a value, a group past its quota) is refused before
+anything is recorded or created.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+
+from app.builders import names
+from app.builders.app import app_selector, missing_variables
+from app.config.models import AppQuota, AppTemplate, LabSize
+from app.engine.engine import Engine
+from app.errors import (
+    ConflictError,
+    InvalidRequestError,
+    NotFoundError,
+    PermissionDeniedError,
+    QuotaExceededError,
+    RebuildingError,
+)
+from app.models.app import AppPhase, AppRecord, AppScope, AppState, app_json, parse_app
+from app.models.identity import UserInfo
+from app.quantities import format_cpu, format_memory
+from app.services.budgets import budget_lock
+from app.services.context import LabContext
+from app.storage.events import EventType
+from app.storage.workloads import DeleteQueued
+from app.timestamps import iso_utc
+from app.workloads.app.tracking import selector_text
+from app.workloads.refs import APP_KIND, app_ref
+
+ID_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+"""The letters of an app id's random part (no vowels: no words by chance)."""
+ID_LENGTH = 5
+GROUP_LOCK_PREFIX = "apps-group:"
+"""The quota lock of a group shares the budget locks' keys, apart by this prefix."""
+
+
+@dataclass(frozen=True)
+class AppRequest:
+    template: str
+    group: str
+    name: str
+    size: str
+    scope: str
+    env: dict[str, str]
+
+
+@dataclass(frozen=True)
+class AppChange:
+    env: dict[str, str] | None = None
+    size: str | None = None
+    scope: str | None = None
+
+
+@dataclass(frozen=True)
+class AppLogs:
+    pod: str | None
+    lines: list[str]
+
+
+class AppService:
+    def __init__(self, ctx: LabContext, engine: Engine, *, admin: bool) -> None:
+        self._ctx = ctx
+        self._engine = engine
+        self._admin = admin
+
+    # Reads ---------------------------------------------------------------------------
+
+    def templates(self) -> tuple[AppTemplate, ...]:
+        return self._ctx.config.apps.templates
+
+    def apps(self, caller: UserInfo, group: str | None) -> list[AppRecord]:
+        """The apps of ``group`` (the caller's to see), or of every group of the caller (of
+        every group, for an administrator); oldest first."""
+        if group is not None:
+            self._member(caller, group)
+        self._complete()
+        records = [parse_app(raw) for raw in self._engine.store.records(APP_KIND).values()]
+        mine = {g.name for g in caller.groups}
+        shown = [
+            r
+            for r in records
+            if (r.group == group if group is not None else self._admin or r.group in mine)
+        ]
+        return sorted(shown, key=lambda r: (r.created, r.id))
+
+    def app(self, caller: UserInfo, app_id: str) -> AppRecord:
+        raw = self._engine.store.record(app_ref(app_id))
+        if raw is None:
+            self._complete()
+            raise NotFoundError(f"no app {app_id}")
+        record = parse_app(raw)
+        self._member(caller, record.group)
+        return record
+
+    def logs(self, caller: UserInfo, app_id: str, *, tail: int) -> AppLogs:
+        """The last ``tail`` lines of the app's pod's log (the newest pod, during an
+        update); none while the app has no pod."""
+        record = self.app(caller, app_id)
+        namespace = names.apps_namespace(self._ctx.config.namespace_prefix, record.group)
+        pods = self._ctx.kube.list_pods(namespace, selector_text(app_selector(record.id)))
+        if not pods:
+            return AppLogs(pod=None, lines=[])
+        newest = max(pods, key=lambda p: p["metadata"].get("creationTimestamp") or "")
+        name = newest["metadata"]["name"]
+        text = self._ctx.kube.read_pod_log(namespace, name, tail_lines=tail) or ""
+        return AppLogs(pod=name, lines=text.splitlines()[-tail:])
+
+    # Changes -------------------------------------------------------------------------
+
+    def create(self, caller: UserInfo, request: AppRequest) -> AppRecord:
+        config = self._ctx.config.apps
+        template = config.template(request.template)
+        if template is None:
+            known = ", ".join(t.name for t in config.templates) or "none"
+            raise InvalidRequestError(
+                f"no template {request.template} (templates: {known})", field="template"
+            )
+        self._member(caller, request.group)
+        size = self._size(request.size, request.group)
+        missing = missing_variables(template, request.env)
+        if missing:
+            raise InvalidRequestError(
+                f"required variables without a value: {', '.join(missing)}", field="env"
+            )
+        record = AppRecord(
+            id=f"{template.name}-{_random_part()}",
+            group=request.group,
+            template=template.name,
+            template_version=template.version,
+            name=request.name,
+            scope=AppScope(request.scope),
+            size=size.name,
+            env=dict(request.env),
+            stopped=False,
+            created=iso_utc(time.time()) or "",
+            creator=caller.username,
+        )
+        with self._group_lock(record.group):
+            self._within_quota(record, size)
+            queued = self._engine.queue_spawn(
+                app_ref(record.id),
+                record=app_json(record),
+                spec={"change": "create"},
+                secret=None,
+                first_events=[(EventType.INFO, f"App {record.id} requested by {caller.username}")],
+            )
+        if queued.rebuilding:
+            raise _rebuilding()
+        if not queued.queued:
+            raise ConflictError(f"an app {record.id} exists already; ask again")
+        return record
+
+    def update(self, caller: UserInfo, app_id: str, change: AppChange) -> AppRecord:
+        current = self.app(caller, app_id)
+        template = self._ctx.config.apps.template(current.template)
+        if template is None:
+            raise ConflictError(f"the app's template {current.template} is no longer offered")
+        env = current.env if change.env is None else dict(change.env)
+        missing = missing_variables(template, env)
+        if missing:
+            raise InvalidRequestError(
+                f"required variables without a value: {', '.join(missing)}", field="env"
+            )
+        size = self._size(change.size or current.size, current.group)
+        wanted = replace(
+            current,
+            env=env,
+            size=size.name,
+            scope=AppScope(change.scope) if change.scope else current.scope,
+        )
+        return self._change(caller, current, wanted, size, "update")
+
+    def stop(self, caller: UserInfo, app_id: str) -> AppRecord:
+        current = self.app(caller, app_id)
+        size = self._size(current.size, current.group, checked=False)
+        return self._change(caller, current, replace(current, stopped=True), size, "stop")
+
+    def start(self, caller: UserInfo, app_id: str) -> AppRecord:
+        current = self.app(caller, app_id)
+        size = self._size(current.size, current.group)
+        return self._change(caller, current, replace(current, stopped=False), size, "start")
+
+    def delete(self, caller: UserInfo, app_id: str) -> AppRecord:
+        current = self.app(caller, app_id)
+        ref = app_ref(app_id)
+        result = self._engine.queue_delete(
+            ref,
+            terminating=_terminating,
+            first_events=[(EventType.INFO, f"Deletion of app {app_id} requested")],
+        )
+        if result is DeleteQueued.MISSING:
+            raise NotFoundError(f"no app {app_id}")
+        return replace(current, status="terminating")
+
+    def _change(
+        self, caller: UserInfo, current: AppRecord, wanted: AppRecord, size: LabSize, change: str
+    ) -> AppRecord:
+        """Record ``wanted`` over ``current`` and queue the operation that brings the app
+        there: refused while the app is being deleted or another change is under way."""
+        if current.status == "terminating":
+            raise ConflictError(f"app {current.id} is being deleted")
+        phase = {"stop": AppPhase.STOPPING, "start": AppPhase.STARTING}.get(
+            change, AppPhase.UPDATING
+        )
+        wanted = wanted.with_state(AppState(phase, ""))
+        with self._group_lock(current.group):
+            if not wanted.stopped:
+                self._within_quota(wanted, size)
+            queued = self._engine.queue_spawn(
+                app_ref(current.id),
+                record=app_json(wanted),
+                spec={"change": change},
+                secret=None,
+                first_events=[(EventType.INFO, f"App {change} requested by {caller.username}")],
+                expect=app_json(current),
+            )
+        if not queued.queued:
+            raise ConflictError(
+                f"app {current.id} is changing already (or was changed meanwhile); ask again "
+                "once its operation is done"
+            )
+        return wanted
+
+    # Checks --------------------------------------------------------------------------
+
+    def _member(self, caller: UserInfo, group: str) -> None:
+        if self._admin or any(g.name == group for g in caller.groups):
+            return
+        raise PermissionDeniedError(f"user {caller.username} is not a member of group {group}")
+
+    def _size(self, name: str, group: str, *, checked: bool = True) -> LabSize:
+        size = self._ctx.config.lab.size(name)
+        if size is None:
+            known = ", ".join(s.name for s in self._ctx.config.lab.sizes)
+            raise InvalidRequestError(f"no size {name} (sizes: {known})", field="size")
+        if checked and size.groups and group not in size.groups:
+            raise InvalidRequestError(f"size {name} is not offered to group {group}", field="size")
+        return size
+
+    def _within_quota(self, wanted: AppRecord, size: LabSize) -> None:
+        """409 ``quota_exceeded`` if the group's running apps, with ``wanted`` as it would
+        be, would use more than the group's quota."""
+        self._complete()
+        quota = self._ctx.config.apps.quota_for(wanted.group)
+        cpu, memory = size.cpu, size.memory
+        for raw in self._engine.store.records(APP_KIND).values():
+            other = parse_app(raw)
+            if other.group != wanted.group or other.id == wanted.id or other.stopped:
+                continue
+            other_size = self._ctx.config.lab.size(other.size)
+            if other_size is not None:
+                cpu += other_size.cpu
+                memory += other_size.memory
+        refusal = _quota_refusal(wanted.group, quota, cpu, memory)
+        if refusal:
+            raise QuotaExceededError(refusal)
+
+    @contextmanager
+    def _group_lock(self, group: str) -> Iterator[None]:
+        """Two requests of one group are checked against its quota one after the other."""
+        with budget_lock(self._engine, f"{GROUP_LOCK_PREFIX}{group}"):
+            yield
+
+    def _complete(self) -> None:
+        if not self._engine.store.is_complete():
+            raise _rebuilding()
+
+
+def _quota_refusal(group: str, quota: AppQuota, cpu: float, memory: int) -> str | None:
+    if cpu > quota.cpu + 1e-9:
+        return (
+            f"group {group}'s apps would use {format_cpu(cpu)} cores; its quota is "
+            f"{format_cpu(quota.cpu)}"
+        )
+    if memory > quota.memory:
+        return (
+            f"group {group}'s apps would use {format_memory(memory)} of memory; its quota is "
+            f"{format_memory(quota.memory)}"
+        )
+    return None
+
+
+def _random_part() -> str:
+    return "".join(secrets.choice(ID_ALPHABET) for _ in range(ID_LENGTH))
+
+
+def _rebuilding() -> RebuildingError:
+    return RebuildingError("the service is rebuilding its state from Kubernetes; ask again shortly")
+
+
+def _terminating(raw: str) -> str:
+    return app_json(replace(parse_app(raw), status="terminating"))

@@ -1,0 +1,220 @@
+"""Groups' apps: the templates, and making, reading, changing, stopping, starting, reading
+the log of and deleting a group's apps. A group's members manage its apps; administrators
+manage all."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from flask import request
+from marshmallow import Schema, ValidationError
+
+from app.builders.app import app_url
+from app.config.models import AppTemplate
+from app.errors import (
+    ConflictError,
+    DependencyUnavailableError,
+    InvalidRequestError,
+    NotFoundError,
+    QuotaExceededError,
+    RebuildingError,
+    TooManyRequestsError,
+)
+from app.extensions import labs_ext, limits_ext
+from app.models.app import AppRecord
+from app.schemas.apps import (
+    AppChangeSchema,
+    AppListQuerySchema,
+    AppLogsSchema,
+    AppRequestSchema,
+    AppSchema,
+    AppTemplateSchema,
+    LogsQuerySchema,
+)
+from app.services.apps import AppChange, AppRequest, AppService
+from app.services.auth import ADMIN, ADMIN_SCOPE, ANY_USER
+from app.web.api import ApiBlueprint, raises
+from app.web.auth import current_caller, current_user, requires
+from app.web.bodies import load_body
+
+apps = ApiBlueprint("apps", __name__, url_prefix="/spawner/v1")
+
+_create = AppRequestSchema()
+_change = AppChangeSchema()
+_list_query = AppListQuerySchema()
+_logs_query = LogsQuerySchema()
+
+
+def _service() -> AppService:
+    admin = ADMIN_SCOPE in current_caller().data.scopes
+    return AppService(labs_ext.context, labs_ext.engine, admin=admin)
+
+
+def _body(record: AppRecord) -> dict[str, Any]:
+    data = asdict(record)
+    data.pop("extra", None)
+    data["scope"] = record.scope.value
+    data["phase"] = record.phase.value
+    data["url"] = app_url(labs_ext.context.config.apps, record.id)
+    return data
+
+
+def _template(template: AppTemplate) -> dict[str, Any]:
+    return {
+        "name": template.name,
+        "version": template.version,
+        "description": template.description,
+        "doc_link": template.doc_link,
+        "image": template.pod_spec["containers"][0]["image"],
+        "http_port": template.http_port,
+        "default_envs": [
+            {
+                "name": v.name,
+                "description": v.description,
+                "default_value": v.default,
+                "optional": v.optional,
+            }
+            for v in template.variables
+        ],
+    }
+
+
+def _query(schema: Schema) -> dict[str, Any]:
+    try:
+        result: dict[str, Any] = schema.load(request.args.to_dict())
+    except ValidationError as exc:
+        field, messages = next(iter(exc.normalized_messages().items()))
+        message = messages[0] if isinstance(messages, list) else str(messages)
+        raise InvalidRequestError(f"{field}: {message}", field=field) from None
+    return result
+
+
+def _count(kind: str = "app") -> None:
+    limits_ext.limits.count_mutation(current_user().username, kind)
+
+
+@apps.get("/app-templates")
+@apps.response(200, AppTemplateSchema(many=True))
+@requires(ANY_USER, ADMIN)
+def templates() -> list[dict[str, Any]]:
+    """The templates groups make apps from."""
+    return [_template(t) for t in labs_ext.context.config.apps.templates]
+
+
+@apps.post("/apps")
+@apps.request_body(AppRequestSchema)
+@apps.response(201, AppSchema, description="The app, starting.")
+@raises(InvalidRequestError, QuotaExceededError, ConflictError, TooManyRequestsError)
+@raises(RebuildingError, DependencyUnavailableError)
+@requires(ANY_USER, ADMIN, with_user=True)
+def create_app() -> tuple[dict[str, Any], int]:
+    """Make an app of the group from a template, within the group's quota; the caller must
+    be in the group. A required variable without a value is a 422 naming it."""
+    _count()
+    body = load_body(_create)
+    app_request = AppRequest(
+        template=body["template"],
+        group=body["group"],
+        name=body["name"],
+        size=body["size"],
+        scope=body["scope"],
+        env=dict(body.get("env") or {}),
+    )
+    return _body(_service().create(current_user(), app_request)), 201
+
+
+@apps.get("/apps")
+@apps.doc(
+    parameters=[
+        {
+            "in": "query",
+            "name": "group",
+            "description": "Only this group's apps (default: every group of the caller).",
+            "schema": {"type": "string"},
+        }
+    ]
+)
+@apps.response(200, AppSchema(many=True))
+@raises(InvalidRequestError, RebuildingError)
+@requires(ANY_USER, ADMIN, with_user=True)
+def list_apps() -> list[dict[str, Any]]:
+    """The apps of the caller's groups (of every group, for an administrator), oldest first."""
+    group = _query(_list_query)["group"]
+    return [_body(r) for r in _service().apps(current_user(), group)]
+
+
+@apps.get("/apps/<app_id>")
+@apps.response(200, AppSchema)
+@raises(NotFoundError, RebuildingError)
+@requires(ANY_USER, ADMIN, with_user=True)
+def app(app_id: str) -> dict[str, Any]:
+    """One app, with its phase."""
+    return _body(_service().app(current_user(), app_id))
+
+
+@apps.patch("/apps/<app_id>")
+@apps.request_body(AppChangeSchema)
+@apps.response(202, AppSchema, description="The app, updating.")
+@raises(InvalidRequestError, NotFoundError, QuotaExceededError, ConflictError)
+@raises(TooManyRequestsError, RebuildingError, DependencyUnavailableError)
+@requires(ANY_USER, ADMIN, with_user=True)
+def update_app(app_id: str) -> tuple[dict[str, Any], int]:
+    """Change the app's variables (all of them), scope or size; its pod is replaced, the
+    old one serving until the new one is ready."""
+    _count()
+    body = load_body(_change)
+    change = AppChange(env=body.get("env"), size=body.get("size"), scope=body.get("scope"))
+    return _body(_service().update(current_user(), app_id, change)), 202
+
+
+@apps.post("/apps/<app_id>/stop")
+@apps.response(202, AppSchema, description="The app, stopping.")
+@raises(NotFoundError, ConflictError, TooManyRequestsError, RebuildingError)
+@requires(ANY_USER, ADMIN, with_user=True)
+def stop_app(app_id: str) -> tuple[dict[str, Any], int]:
+    """Stop the app: its pod goes and it uses none of the group's quota; it keeps its data."""
+    _count()
+    return _body(_service().stop(current_user(), app_id)), 202
+
+
+@apps.post("/apps/<app_id>/start")
+@apps.response(202, AppSchema, description="The app, starting.")
+@raises(NotFoundError, ConflictError, QuotaExceededError, TooManyRequestsError)
+@raises(RebuildingError, DependencyUnavailableError)
+@requires(ANY_USER, ADMIN, with_user=True)
+def start_app(app_id: str) -> tuple[dict[str, Any], int]:
+    """Start a stopped app again, within the group's quota."""
+    _count()
+    return _body(_service().start(current_user(), app_id)), 202
+
+
+@apps.get("/apps/<app_id>/logs")
+@apps.doc(
+    parameters=[
+        {
+            "in": "query",
+            "name": "tail",
+            "description": "How many of the last lines (default 100, at most 5000).",
+            "schema": {"type": "integer", "minimum": 1, "maximum": 5000},
+        }
+    ]
+)
+@apps.response(200, AppLogsSchema)
+@raises(InvalidRequestError, NotFoundError, RebuildingError)
+@requires(ANY_USER, ADMIN, with_user=True)
+def app_logs(app_id: str) -> dict[str, Any]:
+    """The last lines the app's pod wrote, through the Kubernetes API."""
+    tail = _query(_logs_query)["tail"]
+    logs = _service().logs(current_user(), app_id, tail=tail)
+    return {"pod": logs.pod, "lines": logs.lines}
+
+
+@apps.delete("/apps/<app_id>")
+@apps.response(202, AppSchema, description="The app, terminating.")
+@raises(NotFoundError, TooManyRequestsError, RebuildingError)
+@requires(ANY_USER, ADMIN, with_user=True)
+def delete_app(app_id: str) -> tuple[dict[str, Any], int]:
+    """Start deleting the app and its objects (the group's storage keeps its data)."""
+    _count()
+    return _body(_service().delete(current_user(), app_id)), 202
