@@ -53,7 +53,6 @@ def _service() -> AppService:
 
 def _body(record: AppRecord) -> dict[str, Any]:
     data = asdict(record)
-    data.pop("extra", None)
     data["scope"] = record.scope.value
     data["phase"] = record.phase.value
     data["url"] = app_url(labs_ext.context.config.apps, record.id)

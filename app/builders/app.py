@@ -30,9 +30,10 @@ from urllib.parse import urlsplit
 from app.builders import names
 from app.builders.metadata import common_annotations
 from app.builders.network_policy import NAMESPACE_NAME_LABEL
-from app.builders.resource_quota import GPU_RESOURCE, container_resources
-from app.config.models import AppQuota, AppsConfig, AppTemplate, Config, LabSize
+from app.builders.resource_quota import GPU_RESOURCE, pod_resources
+from app.config.models import AppQuota, AppsConfig, AppTemplate, Config
 from app.models.app import AppRecord, AppScope
+from app.models.sizes import PodSize
 from app.quantities import format_cpu, format_memory
 
 GROUP_VOLUME = "group"
@@ -167,7 +168,7 @@ def _volumes(config: AppsConfig, record: AppRecord) -> tuple[list[Any], list[Any
 
 
 def build_deployment(
-    config: Config, template: AppTemplate, record: AppRecord, size: LabSize, namespace: str
+    config: Config, template: AppTemplate, record: AppRecord, size: PodSize, namespace: str
 ) -> dict[str, Any]:
     """The app's Deployment: one pod, or none while the app is stopped."""
     apps = config.apps
@@ -179,10 +180,12 @@ def build_deployment(
         *(container.get("env") or []),
         *chosen_env(template, record.env),
     ]
-    container["resources"] = container_resources(size)
+    container["resources"] = pod_resources(size)
     container["volumeMounts"] = [*(container.get("volumeMounts") or []), *mounts]
     pod_spec["containers"] = [container]
     pod_spec["volumes"] = [*(pod_spec.get("volumes") or []), *volumes]
+    if size.node_selector:
+        pod_spec["nodeSelector"] = {**(pod_spec.get("nodeSelector") or {}), **size.node_selector}
     pod_spec.setdefault("automountServiceAccountToken", False)
     pod_spec.setdefault("enableServiceLinks", False)
     if init_mounts:
@@ -200,7 +203,7 @@ def build_deployment(
                     "runAsNonRoot": False,
                     "allowPrivilegeEscalation": False,
                 },
-                "resources": container_resources(size),
+                "resources": pod_resources(size),
             }
         ]
     labels = app_labels(record)
@@ -343,13 +346,14 @@ def build_group_namespace(group: str, namespace: str) -> dict[str, Any]:
 
 
 def build_group_quota(
-    group: str, namespace: str, quota: AppQuota, surge: LabSize | None
+    group: str, namespace: str, quota: AppQuota, surge: PodSize | None
 ) -> dict[str, Any]:
     """The ResourceQuota of the group's namespace: the group's quota, plus room for one pod
     of ``surge`` (its largest app), which a rolling update runs beside the old pod for a
     while. The service itself refuses apps past the quota; this is Kubernetes' backstop."""
-    cpu = quota.cpu + (surge.cpu if surge else 0.0)
-    memory = quota.memory + (surge.memory if surge else 0)
+    cpu = quota.cpu + (surge.cpu_limit if surge else 0.0)
+    memory = quota.memory + (surge.memory_limit if surge else 0)
+    gpus = quota.gpus + (surge.gpus if surge else 0)
     return {
         "apiVersion": "v1",
         "kind": "ResourceQuota",
@@ -363,7 +367,7 @@ def build_group_quota(
             "hard": {
                 "limits.cpu": format_cpu(cpu),
                 "limits.memory": format_memory(memory),
-                f"requests.{GPU_RESOURCE}": str(quota.gpus),
+                f"requests.{GPU_RESOURCE}": str(gpus),
             }
         },
     }

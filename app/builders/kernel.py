@@ -35,11 +35,10 @@ from app.builders.pod import (
     user_pod_spec,
     user_security_context,
 )
-from app.builders.resource_quota import GPU_RESOURCE, Compute
+from app.builders.resource_quota import pod_resources
 from app.builders.volumes import SECRET_VOLUME, lab_mounts, lab_volumes
 from app.config.models import Config
-from app.models.kernel import KERNEL_PORTS, KernelSize, KernelSpec
-from app.quantities import format_cpu, format_memory
+from app.models.kernel import KERNEL_PORTS, KernelSpec
 
 KERNEL_CONTAINER = "kernel"
 KEY_ENV = "KERNEL_KEY"
@@ -49,20 +48,6 @@ COMMAND = ["python", "-m", "labspawner.kernels.launch"]
 RESTART_POLICY = "Never"
 RESERVED_ENV_PREFIX = "KERNEL_"
 """Variables the service sets; a request's ``env`` may not name them."""
-
-
-def kernel_compute(size: KernelSize) -> Compute:
-    """What the pod counts against its namespace's quota."""
-    return Compute(size.cpu_request, size.memory_request, size.cpu_limit, size.memory_limit)
-
-
-def kernel_resources(size: KernelSize) -> dict[str, Any]:
-    """The container's ``resources``."""
-    requests = {"cpu": format_cpu(size.cpu_request), "memory": format_memory(size.memory_request)}
-    limits = {"cpu": format_cpu(size.cpu_limit), "memory": format_memory(size.memory_limit)}
-    if size.gpus:
-        requests[GPU_RESOURCE] = limits[GPU_RESOURCE] = str(size.gpus)
-    return {"limits": limits, "requests": requests}
 
 
 def kernel_selector(kernel_id: str) -> dict[str, str]:
@@ -117,7 +102,7 @@ def build_kernel_pod(spec: KernelSpec, config: Config, namespace: str) -> dict[s
             for port, number in KERNEL_PORTS.items()
         ],
         "readinessProbe": {"tcpSocket": {"port": "hb"}, "periodSeconds": 1, "timeoutSeconds": 1},
-        "resources": kernel_resources(spec.size),
+        "resources": pod_resources(spec.size),
         "securityContext": user_security_context(),
         "volumeMounts": [m for m in lab_mounts(config) if m["name"] != SECRET_VOLUME],
     }

@@ -16,6 +16,7 @@ from app.builders import names
 from app.builders.metadata import object_meta
 from app.config.models import LabSize
 from app.models.lab import LabSpec
+from app.models.sizes import PodSize
 from app.quantities import format_cpu, format_memory
 
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -104,3 +105,17 @@ def build_namespace_quota(username: str, namespace: str, compute: Compute) -> di
             }
         },
     }
+
+
+def pod_compute(size: PodSize) -> Compute:
+    """What the pod counts against its namespace's quota."""
+    return Compute(size.cpu_request, size.memory_request, size.cpu_limit, size.memory_limit)
+
+
+def pod_resources(size: PodSize) -> dict[str, Any]:
+    """The container's ``resources``."""
+    requests = {"cpu": format_cpu(size.cpu_request), "memory": format_memory(size.memory_request)}
+    limits = {"cpu": format_cpu(size.cpu_limit), "memory": format_memory(size.memory_limit)}
+    if size.gpus:
+        requests[GPU_RESOURCE] = limits[GPU_RESOURCE] = str(size.gpus)
+    return {"limits": limits, "requests": requests}

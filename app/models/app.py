@@ -9,13 +9,8 @@ exactly as the apps design defines it, so that what a group sees is what Kuberne
 from __future__ import annotations
 
 import json
-import re
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from enum import StrEnum
-from typing import Any
-
-APP_ID_PATTERN = re.compile(r"^[a-z0-9]([-a-z0-9]{0,40}[a-z0-9])?$")
-"""App ids: DNS labels short enough for ``app-<id>`` and its Service's name."""
 
 
 class AppScope(StrEnum):
@@ -71,9 +66,9 @@ class AppRecord:
     phase: AppPhase = AppPhase.STARTING
     message: str = ""
     status: str = "running"
-    """The engine's status: ``running`` while the app exists, ``terminating`` once its
-    delete is queued, ``failed`` if its creation failed."""
-    extra: dict[str, Any] = field(default_factory=dict)
+    """The engine's status: ``running`` while the app exists, whatever its phase (an app
+    that cannot run stays, in Error, to be changed or deleted), ``terminating`` once its
+    delete is queued."""
 
     def with_state(self, state: AppState) -> AppRecord:
         return replace(self, phase=state.phase, message=state.message)
@@ -83,13 +78,12 @@ def app_json(record: AppRecord) -> str:
     fields = asdict(record)
     fields["scope"] = record.scope.value
     fields["phase"] = record.phase.value
-    fields.pop("extra")
     return json.dumps(fields, sort_keys=True)
 
 
 def parse_app(text: str) -> AppRecord:
     fields = json.loads(text)
-    known = {name for name in AppRecord.__dataclass_fields__ if name != "extra"}
+    known = set(AppRecord.__dataclass_fields__)
     return AppRecord(
         **{name: value for name, value in fields.items() if name in known}
         | {"scope": AppScope(fields["scope"]), "phase": AppPhase(fields["phase"])}

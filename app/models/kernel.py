@@ -12,6 +12,7 @@ from enum import StrEnum
 from typing import Any
 
 from app.models.identity import UserInfo
+from app.models.sizes import PodSize
 from app.models.usage import Usage, kernel_usage
 
 KERNEL_PORTS = {"shell": 50001, "iopub": 50002, "stdin": 50003, "control": 50004, "hb": 50005}
@@ -68,21 +69,9 @@ def parse_kernel(raw: str) -> KernelRecord:
     return KernelRecord(**data)
 
 
-@dataclass(frozen=True)
-class KernelSize:
-    """The resources and placement of one kernel pod (from a lab size or a hardware tier)."""
-
-    name: str
-    cpu_request: float
-    cpu_limit: float
-    memory_request: int
-    memory_limit: int
-    gpus: int = 0
-    node_selector: dict[str, str] = field(default_factory=dict)
-
-    def usage(self) -> Usage:
-        """What the kernel holds against its owner's budget."""
-        return kernel_usage(self.cpu_request, self.memory_request, self.gpus)
+def kernel_size_usage(size: PodSize) -> Usage:
+    """What a kernel of ``size`` holds against its owner's budget."""
+    return kernel_usage(size.cpu_request, size.memory_request, size.gpus)
 
 
 @dataclass(frozen=True)
@@ -94,7 +83,7 @@ class KernelSpec:
     user: UserInfo
     image: str
     """The reference to run, pinned to a digest where the service knows it."""
-    size: KernelSize
+    size: PodSize
     env: dict[str, str] = field(default_factory=dict)
 
     @property

@@ -69,7 +69,9 @@ class AppRequestSchema(Schema):
         metadata={"description": "What the group calls the app."},
     )
     env = _env_field(" (the template's required ones among them)")
-    size = fields.String(required=True, metadata={"description": "A lab size."})
+    size = fields.String(
+        required=True, metadata={"description": "A lab size, or a hardware tier (for GPUs)."}
+    )
     scope = fields.String(
         load_default=AppScope.GROUP.value,
         validate=validate.OneOf(_SCOPES),
@@ -88,7 +90,9 @@ class AppChangeSchema(Schema):
         unknown = RAISE
 
     env = _env_field(", all of them (it replaces the app's)")
-    size = fields.String(load_default=None, metadata={"description": "A lab size."})
+    size = fields.String(
+        load_default=None, metadata={"description": "A lab size, or a hardware tier."}
+    )
     scope = fields.String(load_default=None, validate=validate.OneOf(_SCOPES))
 
     @validates_schema

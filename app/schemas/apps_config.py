@@ -91,8 +91,20 @@ def _pod_spec(value: Any) -> None:
         raise ValidationError("the first container needs a name and an image")
 
 
+MAX_TEMPLATE_NAME = 40
+"""An app's id is ``<template>-<5 characters>`` and its objects ``app-<id>``: a Service's name
+must stay a DNS label of at most 63 characters."""
+
+
 class AppTemplateSchema(StrictCamelCaseSchema):
-    name = fields.String(required=True, validate=_DNS_LABEL)
+    name = fields.String(
+        required=True,
+        validate=[
+            validate.Regexp(r"^[a-z]", error="must start with a letter"),
+            _DNS_LABEL,
+            validate.Length(max=MAX_TEMPLATE_NAME),
+        ],
+    )
     version = fields.String(required=True, validate=validate.Length(min=1))
     description = fields.String(load_default="")
     doc_link = fields.Url(load_default=None)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 
 from app.builders import names
 from app.builders.app import app_selector, missing_variables
-from app.config.models import AppQuota, AppTemplate, LabSize
+from app.config.models import AppQuota, AppTemplate
 from app.engine.engine import Engine
 from app.errors import (
     ConflictError,
@@ -29,6 +29,7 @@ from app.errors import (
 )
 from app.models.app import AppPhase, AppRecord, AppScope, AppState, app_json, parse_app
 from app.models.identity import UserInfo
+from app.models.sizes import PodSize
 from app.quantities import format_cpu, format_memory
 from app.services.budgets import budget_lock
 from app.services.context import LabContext
@@ -37,6 +38,7 @@ from app.storage.workloads import DeleteQueued
 from app.timestamps import iso_utc
 from app.workloads.app.tracking import selector_text
 from app.workloads.refs import APP_KIND, app_ref
+from app.workloads.sizes import pod_size
 
 ID_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 """The letters of an app id's random part (no vowels: no words by chance)."""
@@ -204,7 +206,7 @@ class AppService:
         return replace(current, status="terminating")
 
     def _change(
-        self, caller: UserInfo, current: AppRecord, wanted: AppRecord, size: LabSize, change: str
+        self, caller: UserInfo, current: AppRecord, wanted: AppRecord, size: PodSize, change: str
     ) -> AppRecord:
         """Record ``wanted`` over ``current`` and queue the operation that brings the app
         there: refused while the app is being deleted or another change is under way."""
@@ -239,30 +241,36 @@ class AppService:
             return
         raise PermissionDeniedError(f"user {caller.username} is not a member of group {group}")
 
-    def _size(self, name: str, group: str, *, checked: bool = True) -> LabSize:
-        size = self._ctx.config.lab.size(name)
+    def _size(self, name: str, group: str, *, checked: bool = True) -> PodSize:
+        """A lab size (one restricted to some groups only for those groups' apps) or a
+        hardware tier (for GPUs and node pools)."""
+        config = self._ctx.config
+        size = pod_size(config, name)
         if size is None:
-            known = ", ".join(s.name for s in self._ctx.config.lab.sizes)
-            raise InvalidRequestError(f"no size {name} (sizes: {known})", field="size")
-        if checked and size.groups and group not in size.groups:
+            known = [s.name for s in config.lab.sizes]
+            known += [t.name for t in config.clusters.tiers if not t.kinds and t.name not in known]
+            raise InvalidRequestError(f"no size {name} (sizes: {', '.join(known)})", field="size")
+        lab_size = config.lab.size(name)
+        if checked and lab_size is not None and lab_size.groups and group not in lab_size.groups:
             raise InvalidRequestError(f"size {name} is not offered to group {group}", field="size")
         return size
 
-    def _within_quota(self, wanted: AppRecord, size: LabSize) -> None:
+    def _within_quota(self, wanted: AppRecord, size: PodSize) -> None:
         """409 ``quota_exceeded`` if the group's running apps, with ``wanted`` as it would
         be, would use more than the group's quota."""
         self._complete()
         quota = self._ctx.config.apps.quota_for(wanted.group)
-        cpu, memory = size.cpu, size.memory
+        cpu, memory, gpus = size.cpu_limit, size.memory_limit, size.gpus
         for raw in self._engine.store.records(APP_KIND).values():
             other = parse_app(raw)
             if other.group != wanted.group or other.id == wanted.id or other.stopped:
                 continue
-            other_size = self._ctx.config.lab.size(other.size)
+            other_size = pod_size(self._ctx.config, other.size)
             if other_size is not None:
-                cpu += other_size.cpu
-                memory += other_size.memory
-        refusal = _quota_refusal(wanted.group, quota, cpu, memory)
+                cpu += other_size.cpu_limit
+                memory += other_size.memory_limit
+                gpus += other_size.gpus
+        refusal = _quota_refusal(wanted.group, quota, cpu, memory, gpus)
         if refusal:
             raise QuotaExceededError(refusal)
 
@@ -277,7 +285,7 @@ class AppService:
             raise _rebuilding()
 
 
-def _quota_refusal(group: str, quota: AppQuota, cpu: float, memory: int) -> str | None:
+def _quota_refusal(group: str, quota: AppQuota, cpu: float, memory: int, gpus: int) -> str | None:
     if cpu > quota.cpu + 1e-9:
         return (
             f"group {group}'s apps would use {format_cpu(cpu)} cores; its quota is "
@@ -288,6 +296,8 @@ def _quota_refusal(group: str, quota: AppQuota, cpu: float, memory: int) -> str 
             f"group {group}'s apps would use {format_memory(memory)} of memory; its quota is "
             f"{format_memory(quota.memory)}"
         )
+    if gpus > quota.gpus:
+        return f"group {group}'s apps would use {gpus} GPUs; its quota is {quota.gpus}"
     return None
 
 

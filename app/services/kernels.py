@@ -27,7 +27,14 @@ from app.errors import (
 )
 from app.models.identity import UserInfo
 from app.models.images import ImageChoice
-from app.models.kernel import KernelRecord, KernelSpec, KernelStatus, kernel_json, parse_kernel
+from app.models.kernel import (
+    KernelRecord,
+    KernelSpec,
+    KernelStatus,
+    kernel_json,
+    kernel_size_usage,
+    parse_kernel,
+)
 from app.models.lab import LabStatus
 from app.services.budgets import budget_for, budget_lock, budget_refusal, lab_user
 from app.services.context import LabContext
@@ -37,8 +44,8 @@ from app.timestamps import iso_utc
 from app.workloads.holdings import holdings_of
 from app.workloads.kernel.kind import spec_to_json
 from app.workloads.kernel.records import new_record
-from app.workloads.kernel.sizes import size_for
 from app.workloads.refs import kernel_ref
+from app.workloads.sizes import size_for
 
 
 @dataclass(frozen=True)
@@ -103,7 +110,7 @@ class KernelService:
                 raise _rebuilding()
             held = holdings_of(self._engine.store, user.username).usage()
             budget = budget_for(user, self._ctx.config.budgets)
-            refusal = budget_refusal(budget, held, size.usage())
+            refusal = budget_refusal(budget, held, kernel_size_usage(size))
             if refusal is not None:
                 raise QuotaExceededError(refusal)
             queued = self._engine.queue_spawn(

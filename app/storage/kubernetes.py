@@ -172,7 +172,8 @@ def _call(api: k8s.ApiClient, method: str, path: str, **kwargs: Any) -> Any:
     """Make the call, retrying what a busy or restarting API server answers.
 
     Every caller is idempotent about a retried write: a create that did happen before its
-    answer was lost comes back as 409 and is adopted, a repeated delete as 404. So a timeout
+    answer was lost comes back as 409 (or, for a pod in a namespace whose quota it fills, as
+    403 over quota) and is adopted, a repeated delete as 404. So a timeout
     or a 5xx costs a short, jittered backoff instead of a failed spawn.
     """
     for attempt in range(RETRY_ATTEMPTS):

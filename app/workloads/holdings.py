@@ -10,16 +10,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from app.builders.kernel import kernel_compute
-from app.builders.resource_quota import Compute
+from app.builders.resource_quota import Compute, pod_compute
 from app.config.models import Config
 from app.models.cluster import ClusterRecord, ClusterStatus, parse_cluster
 from app.models.kernel import KernelRecord, parse_kernel
 from app.models.usage import Usage
 from app.storage.workloads import WorkloadStore
 from app.workloads.cluster.quota import cluster_compute
-from app.workloads.kernel.sizes import kernel_size
 from app.workloads.refs import CLUSTER_KIND, KERNEL_KIND
+from app.workloads.sizes import pod_size
 
 
 @dataclass(frozen=True)
@@ -48,9 +47,9 @@ class Holdings:
         for cluster in self.clusters:
             total = total + cluster_compute(cluster, config.clusters)
         for kernel in self.kernels:
-            size = kernel_size(config, kernel.size) if kernel.holds else None
+            size = pod_size(config, kernel.size) if kernel.holds else None
             if size is not None:
-                total = total + kernel_compute(size)
+                total = total + pod_compute(size)
         return total
 
     def with_cluster(self, cluster: ClusterRecord) -> Holdings:

@@ -61,6 +61,9 @@ _members = itertools.count(1)
 @pytest.fixture
 def apps_config(operators: None, lab_raw_config: dict[str, Any]) -> dict[str, Any]:
     raw = copy.deepcopy(lab_raw_config)
+    raw["clusters"] = {
+        "tiers": [{"name": "gpu", "cores": 1, "memory": "2Gi", "gpus": 1, "nodePool": "gpu"}]
+    }
     raw["apps"] = {
         "templates": TEMPLATES,
         "baseUrl": "https://data.test",

@@ -99,6 +99,7 @@ def test_a_request_the_app_cannot_take_creates_nothing(
         ({"scope": "everyone"}, 422, "scope"),
         ({"env": {"TITLE": "x", "APP_ID": "mine"}}, 422, "set by the service: APP_ID"),
         ({"size": "large"}, 409, "quota is 2"),
+        ({"size": "gpu"}, 409, "1 GPUs; its quota is 0"),
     ]
     for body, status, message in cases:
         response = create(client, user, group, **body)

@@ -23,7 +23,9 @@ from app.builders.app import (
 from app.config import Config, parse_config
 from app.config.loader import ConfigError
 from app.models.app import AppPhase, AppRecord, AppScope, app_json, parse_app
+from app.models.sizes import PodSize
 from app.workloads.app.phases import app_state
+from app.workloads.sizes import pod_size
 from tests.builders.conftest import IMAGES, Validator
 
 TEMPLATE: dict[str, Any] = {
@@ -53,6 +55,15 @@ TEMPLATE: dict[str, Any] = {
 }
 
 
+GPU_TIER = {
+    "name": "gpu",
+    "cores": 4,
+    "memory": "32Gi",
+    "gpus": 1,
+    "nodePool": "gpu",
+}
+
+
 def apps_config(**apps: Any) -> Config:
     prepull = {
         "name": "test",
@@ -64,9 +75,16 @@ def apps_config(**apps: Any) -> Config:
             "gafaelfawr": {"url": "http://gafaelfawr.test"},
             "prepull": [prepull],
             "lab": {"sizes": [{"name": "small", "cpu": 1, "memory": "4Gi"}]},
+            "clusters": {"tiers": [{"name": "tiny", "cores": 0.5, "memory": "1Gi"}, GPU_TIER]},
             "apps": {"templates": [TEMPLATE], "baseUrl": "https://data.test", **apps},
         }
     )
+
+
+def small(config: Config) -> PodSize:
+    size = pod_size(config, "small")
+    assert size is not None
+    return size
 
 
 def record(**fields: Any) -> AppRecord:
@@ -95,7 +113,7 @@ def test_the_deployment_keeps_the_first_container_with_the_presets_first(
 ) -> None:
     config = apps_config()
     template = config.apps.templates[0]
-    deployment = build_deployment(config, template, record(), config.lab.sizes[0], NAMESPACE)
+    deployment = build_deployment(config, template, record(), small(config), NAMESPACE)
     validate_object(deployment)
     assert deployment["metadata"]["name"] == "app-mlflow-x7k2p"
     spec = deployment["spec"]
@@ -128,9 +146,7 @@ def test_the_deployment_keeps_the_first_container_with_the_presets_first(
     assert pod["automountServiceAccountToken"] is False
     # The template itself is left as it was.
     assert len(config.apps.templates[0].pod_spec["containers"]) == 2
-    stopped = build_deployment(
-        config, template, record(stopped=True), config.lab.sizes[0], NAMESPACE
-    )
+    stopped = build_deployment(config, template, record(stopped=True), small(config), NAMESPACE)
     assert stopped["spec"]["replicas"] == 0
 
 
@@ -141,7 +157,7 @@ def test_a_group_volume_is_mounted_and_the_apps_directory_made_in_it(
         groupVolume={"type": "nfs", "server": "nfs.test", "path": "/groups/{group}"}
     )
     template = config.apps.templates[0]
-    deployment = build_deployment(config, template, record(), config.lab.sizes[0], NAMESPACE)
+    deployment = build_deployment(config, template, record(), small(config), NAMESPACE)
     validate_object(deployment)
     pod = deployment["spec"]["template"]["spec"]
     assert pod["volumes"] == [
@@ -152,6 +168,21 @@ def test_a_group_volume_is_mounted_and_the_apps_directory_made_in_it(
     assert init["env"] == [{"name": "APP_ROOT", "value": "/group/apps/mlflow-x7k2p"}]
     env = {e["name"]: e["value"] for e in pod["containers"][0]["env"]}
     assert env["APP_ROOT"] == "/group/apps/mlflow-x7k2p"
+
+
+def test_a_hardware_tier_gives_its_gpus_and_node_pool(validate_object: Validator) -> None:
+    config = apps_config(quotas={"default": {"cpu": 8, "memory": "64Gi", "gpus": 1}})
+    template = config.apps.templates[0]
+    gpu = pod_size(config, "gpu")
+    assert gpu is not None
+    deployment = build_deployment(config, template, record(size="gpu"), gpu, NAMESPACE)
+    validate_object(deployment)
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {"lab-spawner.jupyter.org/node-pool": "gpu"}
+    resources = pod["containers"][0]["resources"]
+    assert resources["limits"]["nvidia.com/gpu"] == "1"
+    quota = build_group_quota("g-science", NAMESPACE, config.apps.default_quota, gpu)
+    assert quota["spec"]["hard"]["requests.nvidia.com/gpu"] == "2"
 
 
 def test_service_and_network_policy(validate_object: Validator) -> None:
@@ -200,7 +231,7 @@ def test_the_group_namespace_and_quota(validate_object: Validator) -> None:
     namespace = build_group_namespace("g-science", NAMESPACE)
     validate_object(namespace)
     quota = build_group_quota(
-        "g-science", NAMESPACE, config.apps.quota_for("g-science"), config.lab.sizes[0]
+        "g-science", NAMESPACE, config.apps.quota_for("g-science"), small(config)
     )
     validate_object(quota)
     # The group's 2 cores and 8Gi, plus one small pod a rolling update runs beside the old.
@@ -234,6 +265,8 @@ def test_a_record_round_trips() -> None:
         ({"templates": [{**TEMPLATE, "podTemplate": {"containers": []}}]}, "must have containers"),
         ({"templates": [TEMPLATE, TEMPLATE]}, "duplicate names: mlflow"),
         ({"groupScope": "app:group"}, "must contain {group}"),
+        ({"templates": [{**TEMPLATE, "name": "m" * 41}]}, "Longer than maximum length 40"),
+        ({"templates": [{**TEMPLATE, "name": "2fa"}]}, "must start with a letter"),
         ({"groupVolume": {"type": "nfs", "path": "/g/{group}"}}, "required for type nfs"),
     ],
 )

@@ -23,18 +23,19 @@ from app.builders.app import (
     build_network_policy,
     build_service,
 )
-from app.config.models import LabSize
 from app.engine.concurrency import concurrently
 from app.engine.kind import Finished, Run, StepFailed, WorkloadKind
 from app.engine.waiting import pause_after_failed_watch
 from app.engine.workload import Action
 from app.models.app import AppPhase, AppRecord, AppState, app_json, parse_app
+from app.models.sizes import PodSize
 from app.services.context import LabContext
 from app.storage.events import EventType
 from app.storage.kubernetes import CustomKind, KubernetesError, WatchExpired, is_ours
 from app.workloads.app.phases import app_state
 from app.workloads.app.tracking import AppTracking, selector_text
 from app.workloads.refs import APP_KIND
+from app.workloads.sizes import pod_size
 
 INGRESS_KIND = CustomKind("gafaelfawr.lsst.io", GAFAELFAWR_API.split("/")[1], "gafaelfawringresses")
 WATCH_SECONDS = 2
@@ -65,7 +66,7 @@ class AppKind(WorkloadKind):
         template = ctx.config.apps.template(record.template)
         if template is None:
             raise StepFailed(f"the app's template {record.template} is no longer configured")
-        size = ctx.config.lab.size(record.size)
+        size = pod_size(ctx.config, record.size)
         if size is None:
             raise StepFailed(f"the app's size {record.size} is no longer configured")
         namespace = names.apps_namespace(ctx.config.namespace_prefix, record.group)
@@ -91,7 +92,7 @@ class AppKind(WorkloadKind):
         done = parse_app(latest).with_state(state)
         return Finished(app_json(done), [(EventType.INFO, f"The app is {state.phase.value}")])
 
-    def _group_namespace(self, record: AppRecord, namespace: str, size: LabSize) -> None:
+    def _group_namespace(self, record: AppRecord, namespace: str, size: PodSize) -> None:
         """The group's namespace, made on its first app, and its quota with room for one
         more pod of the group's largest app than the quota allows (a rolling update's)."""
         ctx = self._ctx
@@ -105,8 +106,8 @@ class AppKind(WorkloadKind):
                 raise StepFailed(f"namespace {namespace} exists and is not the service's") from None
         largest = size
         for other in self.group_apps(record.group):
-            other_size = ctx.config.lab.size(other.size)
-            if other_size is not None and other_size.cpu > largest.cpu:
+            other_size = pod_size(ctx.config, other.size)
+            if other_size is not None and other_size.cpu_limit > largest.cpu_limit:
                 largest = other_size
         quota = ctx.config.apps.quota_for(record.group)
         ctx.kube.apply("resourcequotas", build_group_quota(record.group, namespace, quota, largest))

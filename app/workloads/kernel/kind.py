@@ -33,10 +33,10 @@ from app.storage.events import EventType
 from app.storage.kubernetes import KubernetesError
 from app.workloads.holdings import holdings_of
 from app.workloads.kernel.records import LAB_POD_ANNOTATION, RECORD_ANNOTATION
-from app.workloads.kernel.sizes import kernel_size
 from app.workloads.kernel.tracking import KernelTracking
 from app.workloads.quota import sync_lab_quota
 from app.workloads.refs import KERNEL_KIND
+from app.workloads.sizes import pod_size
 
 OPERATION_ANNOTATION = "lab-spawner.jupyter.org/operation"
 """Which operation created a kernel pod, so a resumed spawn adopts its own pod."""
@@ -123,7 +123,7 @@ class KernelKind(WorkloadKind):
         return Finished(kernel_json(done), [(EventType.INFO, "The kernel is running")])
 
     def _spec(self, data: dict[str, Any]) -> KernelSpec:
-        size = kernel_size(self._ctx.config, str(data["size"]))
+        size = pod_size(self._ctx.config, str(data["size"]))
         if size is None:
             raise StepFailed(f"the chosen size {data['size']} is no longer configured")
         return KernelSpec(
@@ -142,15 +142,18 @@ class KernelKind(WorkloadKind):
         try:
             return kube.create_pod(body)
         except KubernetesError as exc:
-            if exc.status == 403 and "quota" in exc.message.lower():
-                raise StepFailed(f"Kubernetes refused the kernel: {exc.message}") from None
-            if exc.status != 409:
+            refused = exc.status == 403 and "quota" in exc.message.lower()
+            if exc.status != 409 and not refused:
                 raise
-        existing = kube.read_pod(namespace, name)
-        annotations = ((existing or {}).get("metadata") or {}).get("annotations") or {}
-        if annotations.get(OPERATION_ANNOTATION) != run.operation.id:
-            raise StepFailed(f"pod {name} exists and is not this kernel's")
-        return existing
+            # A create sent again after its answer was lost finds its own pod: as a
+            # duplicate, or (the quota admits before the name is checked) as over quota.
+            existing = kube.read_pod(namespace, name)
+            annotations = ((existing or {}).get("metadata") or {}).get("annotations") or {}
+            if annotations.get(OPERATION_ANNOTATION) == run.operation.id:
+                return existing
+            if refused:
+                raise StepFailed(f"Kubernetes refused the kernel: {exc.message}") from None
+            raise StepFailed(f"pod {name} exists and is not this kernel's") from None
 
     def delete(self, run: Run) -> Finished:
         owner, _, kernel_id = run.operation.ref.name.partition("/")

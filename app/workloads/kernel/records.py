@@ -13,7 +13,13 @@ from dataclasses import asdict, replace
 from typing import Any
 
 from app.builders import names
-from app.models.kernel import KernelRecord, KernelSpec, KernelStatus, kernel_json
+from app.models.kernel import (
+    KernelRecord,
+    KernelSpec,
+    KernelStatus,
+    kernel_json,
+    kernel_size_usage,
+)
 
 RECORD_ANNOTATION = "lab-spawner.jupyter.org/kernel-record"
 """On a kernel's pod: JSON of its record as created (starting, no address)."""
@@ -31,7 +37,7 @@ def new_record(spec: KernelSpec, namespace: str, created: str) -> KernelRecord:
         size=spec.size.name,
         image=spec.image,
         created=created,
-        usage=asdict(spec.size.usage()),
+        usage=asdict(kernel_size_usage(spec.size)),
     )
 
 

@@ -276,5 +276,10 @@ def _create_pod(
             if exc.status == 409:
                 continue
             if exc.status == 403 and "quota" in exc.message.lower():
+                # A create sent again after its answer was lost (a timeout) is refused as over
+                # quota, the pod it made counted: that pod is this operation's to adopt.
+                existing = ctx.kube.read_pod(namespace, name)
+                if existing is not None and _made_by(existing, reporter):
+                    return
                 raise StepFailed(f"Kubernetes refused the lab: {exc.message}") from None
             raise

@@ -20,6 +20,7 @@ from .events import DAEMONSET_CONTROLLER, EventRecorder
 from .placement import matches_selector, untolerated_taint
 from .podstatus import is_pod_ready
 from .reactor import Reactor
+from .workqueue import SyncQueue
 from .writer import StoreWriter
 
 NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # the alphabet Kubernetes uses for generated names
@@ -88,9 +89,7 @@ class DaemonSetController:
         self._cache = cache
         self._writer = writer
         self._events = events
-        self._reactor = reactor
-        self._dirty: set[tuple[str, str]] = set()
-        self._flush_queued = False
+        self._queue = SyncQueue(reactor, self._sync_named)
 
     def on_daemonset(self, event_type: str, daemonset: Obj) -> None:
         meta = daemonset["metadata"]
@@ -115,20 +114,14 @@ class DaemonSetController:
             )
 
     def _mark(self, namespace: str, name: str) -> None:
-        self._dirty.add((namespace, name))
-        if not self._flush_queued:
-            self._flush_queued = True
-            self._reactor.submit(self._flush)
+        self._queue.mark(namespace, name)
 
-    def _flush(self) -> None:
-        self._flush_queued = False
-        dirty, self._dirty = self._dirty, set()
-        for namespace, name in sorted(dirty):
-            daemonset = self._cache.get("daemonsets", namespace, name)
-            if daemonset is None or daemonset["metadata"].get("deletionTimestamp"):
-                continue
-            if self._namespace_alive(namespace):  # no new pods in a terminating namespace
-                self._reconcile(daemonset)
+    def _sync_named(self, namespace: str, name: str) -> None:
+        daemonset = self._cache.get("daemonsets", namespace, name)
+        if daemonset is None or daemonset["metadata"].get("deletionTimestamp"):
+            return
+        if self._namespace_alive(namespace):  # no new pods in a terminating namespace
+            self._reconcile(daemonset)
 
     def _pods_of(self, namespace: str, uid: str) -> list[Obj]:
         return [p for p in self._cache.all("pods", namespace) if owner_uid(p) == uid]

@@ -45,6 +45,7 @@ from .workloads import (
     remove_condition,
     set_condition,
 )
+from .workqueue import SyncQueue
 from .writer import StoreWriter
 
 DEPLOYMENT_CONTROLLER = Source("deployment-controller")
@@ -74,8 +75,7 @@ class DeploymentController:
         self._reactor = reactor
         self._namespace_alive = namespace_alive
         self._admit = admit
-        self._dirty: set[Key] = set()
-        self._flush_queued = False
+        self._queue = SyncQueue(reactor, self._sync_named)
         self._deadlines: dict[Key, Timer] = {}
 
     # ---- events ---------------------------------------------------------------------------
@@ -130,18 +130,12 @@ class DeploymentController:
             self._mark((namespace, str(deployment["metadata"]["name"])))
 
     def _mark(self, key: Key) -> None:
-        self._dirty.add(key)
-        if not self._flush_queued:
-            self._flush_queued = True
-            self._reactor.submit(self._flush)
+        self._queue.mark(*key)
 
-    def _flush(self) -> None:
-        self._flush_queued = False
-        dirty, self._dirty = self._dirty, set()
-        for namespace, name in sorted(dirty):
-            deployment = self._cache.get("deployments", namespace, name)
-            if deployment is not None and not is_terminating(deployment):
-                self._sync(deployment)
+    def _sync_named(self, namespace: str, name: str) -> None:
+        deployment = self._cache.get("deployments", namespace, name)
+        if deployment is not None and not is_terminating(deployment):
+            self._sync(deployment)
 
     # ---- one sync -------------------------------------------------------------------------
 

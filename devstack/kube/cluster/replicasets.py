@@ -46,6 +46,7 @@ from .workloads import (
     remove_condition,
     restart_count,
 )
+from .workqueue import SyncQueue
 from .writer import StoreWriter
 
 REPLICASET_CONTROLLER = Source("replicaset-controller")
@@ -105,8 +106,7 @@ class ReplicaSetController:
         self._reactor = reactor
         self._namespace_alive = namespace_alive
         self._admit = admit
-        self._dirty: set[tuple[str, str]] = set()
-        self._flush_queued = False
+        self._queue = SyncQueue(reactor, self._sync_named)
         self._retries: dict[tuple[str, str], tuple[Timer, float]] = {}
         self._wakeups: dict[tuple[str, str], Timer] = {}
 
@@ -148,18 +148,12 @@ class ReplicaSetController:
     # ---- the work queue -------------------------------------------------------------------
 
     def _mark(self, namespace: str, name: str) -> None:
-        self._dirty.add((namespace, name))
-        if not self._flush_queued:
-            self._flush_queued = True
-            self._reactor.submit(self._flush)
+        self._queue.mark(namespace, name)
 
-    def _flush(self) -> None:
-        self._flush_queued = False
-        dirty, self._dirty = self._dirty, set()
-        for namespace, name in sorted(dirty):
-            replicaset = self._cache.get("replicasets", namespace, name)
-            if replicaset is not None:
-                self._sync(replicaset)
+    def _sync_named(self, namespace: str, name: str) -> None:
+        replicaset = self._cache.get("replicasets", namespace, name)
+        if replicaset is not None:
+            self._sync(replicaset)
 
     def _forget(self, key: tuple[str, str]) -> None:
         retry = self._retries.pop(key, None)
