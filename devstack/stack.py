@@ -218,12 +218,6 @@ class LocalStack:
         )
         # No DNS here: clusters' addresses name their head Service by its forwarded cluster IP.
         raw["clusters"]["reachBy"] = "clusterIP"
-        for block in raw["prepull"]:
-            if "registry" in block:
-                block["registry"] = self.registry.host
-            for image in block.get("images", []):
-                image["url"] = self._local_reference(image["url"])
-        raw["images"]["insecureRegistries"] = [self.registry.host]
         for container in raw["lab"].get("initContainers", []):
             container["image"] = self._local_reference(container["image"])
         for key, value in self.options.config_overrides.items():
@@ -231,6 +225,13 @@ class LocalStack:
                 raw[key] = {**raw[key], **value}
             else:
                 raw[key] = value
+        # Image sources name the registry at its default port, overridden ones too.
+        for block in raw["prepull"]:
+            if "registry" in block:
+                block["registry"] = self.registry.host
+            for image in block.get("images", []):
+                image["url"] = self._local_reference(image["url"])
+        raw["images"]["insecureRegistries"] = [self.registry.host]
         if isinstance(raw.get("apps"), dict):
             self._local_apps(raw["apps"])
         return raw

@@ -168,6 +168,21 @@ def test_an_update_replaces_only_the_record_it_read_and_only_when_idle(
     assert [e.data for e in events.read(ref.key)] == ["Update requested"]
 
 
+def test_a_step_writes_its_record_only_while_its_operation_is_current(
+    redis_client: redis.Redis,
+) -> None:
+    store, events = _stores(redis_client)
+    operation, _, _ = _queue_spawn(store, events, "ed")
+    ref = lab_ref("ed")
+    halfway = record_json(_record("ed", LabStatus.STARTING)).replace("starting", "running")
+    assert store.put_if_current(operation=operation, record=halfway)
+    assert redis_client.get(store.record_key(ref)) == halfway
+    stale = _operation(ref)
+    later = record_json(_record("ed", LabStatus.FAILED))
+    assert not store.put_if_current(operation=stale, record=later)
+    assert redis_client.get(store.record_key(ref)) == halfway
+
+
 def test_a_delete_supersedes_a_spawn_only_over_the_record_it_read(
     redis_client: redis.Redis,
 ) -> None:

@@ -167,6 +167,18 @@ class SimpleImage:
 
 
 @dataclass(frozen=True)
+class ImageValidation:
+    """How a source's new images are tried before anyone gets them: ``command`` runs in a
+    pod of the image under test (of ``size``, a lab size or a hardware tier) on ``nodes``
+    nodes at once, and must exit 0 within ``timeout`` seconds on every one of them."""
+
+    command: tuple[str, ...]
+    timeout: float
+    size: str
+    nodes: int
+
+
+@dataclass(frozen=True)
 class PrepullConfig:
     """One DMTN-222 prepull configuration block: a source of lab images and which of its
     images to prepull (and so to list first in the spawn form).
@@ -191,6 +203,11 @@ class PrepullConfig:
     images: tuple[SimpleImage, ...]
     groups: tuple[str, ...]
     document: dict[str, Any] = field(compare=False, hash=False)
+    validation: ImageValidation | None = None
+    """None: the source is trusted, its images validated as soon as they are listed."""
+    retention: int = 2
+    """Validated builds of each class (release, weekly, daily) kept in service; older ones
+    are retired."""
 
     @property
     def source(self) -> str | None:

@@ -17,6 +17,7 @@ from app.config import Config
 from app.engine.engine import Engine
 from app.engine.watcher import WorkloadWatcher
 from app.services.context import LabContext
+from app.services.image_lifecycle import ImageLifecycle
 from app.services.image_refresh import ImageRefresher
 from app.services.images import ImageService
 from app.services.prepuller import Prepuller
@@ -30,6 +31,7 @@ from app.storage.labs import LabStore
 from app.storage.prepull import PrepullStore
 from app.workloads.app.kind import AppKind
 from app.workloads.cluster.kind import ClusterKind
+from app.workloads.image.kind import ImageKind
 from app.workloads.kernel.kind import KernelKind
 from app.workloads.lab import LabKind
 
@@ -85,11 +87,18 @@ def build_machinery(app: Flask, config: Config) -> Machinery:
         images=ImageService(config, image_store, prepulls),
         registries=registries,
         prepulls=prepulls,
+        image_store=image_store,
     )
     operations = config.operations
     hub = EventHub(redis_client, events)
     hub.add_listener(image_store)
-    kinds = [LabKind(context), ClusterKind(context), KernelKind(context), AppKind(context)]
+    kinds = [
+        LabKind(context),
+        ClusterKind(context),
+        KernelKind(context),
+        AppKind(context),
+        ImageKind(context),
+    ]
     engine = Engine(
         store=labs.workloads,
         events=events,
@@ -111,7 +120,13 @@ def build_machinery(app: Flask, config: Config) -> Machinery:
             client=redis_client,
             key_prefix=prefix,
         ),
-        images=ImageRefresher(config, image_store, registries, redis_client),
+        images=ImageRefresher(
+            config,
+            image_store,
+            registries,
+            redis_client,
+            lifecycle=ImageLifecycle(config, labs.workloads, image_store, engine),
+        ),
         prepuller=Prepuller(
             config,
             context.images,

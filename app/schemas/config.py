@@ -26,6 +26,7 @@ from app.config.models import (
     GroupBudget,
     HardwareTier,
     ImagesConfig,
+    ImageValidation,
     InitContainer,
     KubernetesConfig,
     LabConfig,
@@ -364,6 +365,27 @@ class SimpleImageSchema(StrictCamelCaseSchema):
         return SimpleImage(**data)
 
 
+class ImageValidationSchema(StrictCamelCaseSchema):
+    command = fields.List(
+        fields.String(validate=validate.Length(min=1)),
+        required=True,
+        validate=validate.Length(min=1),
+        metadata={"description": "What runs in the image under test; exit 0 passes."},
+    )
+    timeout_seconds = fields.Float(load_default=300.0, validate=_POSITIVE)
+    size = fields.String(load_default="small", validate=validate.Length(min=1))
+    nodes = fields.Integer(load_default=1, validate=validate.Range(min=1, max=20))
+
+    @post_load
+    def _build(self, data: dict[str, Any], **_: Any) -> ImageValidation:
+        return ImageValidation(
+            command=tuple(data["command"]),
+            timeout=data["timeout_seconds"],
+            size=data["size"],
+            nodes=data["nodes"],
+        )
+
+
 class PrepullSchema(StrictCamelCaseSchema):
     """A DMTN-222 prepull block: a source of lab images and which of them to prepull."""
 
@@ -380,6 +402,8 @@ class PrepullSchema(StrictCamelCaseSchema):
     alias_tags = fields.List(fields.String(validate=_TAG), load_default=list)
     images = fields.List(fields.Nested(SimpleImageSchema), load_default=list)
     groups = fields.List(fields.String(validate=validate.Length(min=1)), load_default=list)
+    validation = fields.Nested(ImageValidationSchema, load_default=None, allow_none=True)
+    retention = fields.Integer(load_default=2, validate=validate.Range(min=1, max=100))
 
     @validates_schema(pass_original=True)
     def _fields_of_type(self, data: dict[str, Any], original: Any, **_: Any) -> None:
@@ -422,6 +446,8 @@ class PrepullSchema(StrictCamelCaseSchema):
             images=tuple(data["images"]),
             groups=tuple(data["groups"]),
             document=_document(data, registry),
+            validation=data["validation"],
+            retention=data["retention"],
         )
 
 
@@ -453,6 +479,15 @@ def _document(data: dict[str, Any], registry: str | None) -> dict[str, Any]:
             document["aliasTags"] = list(data["alias_tags"])
     if data["groups"]:
         document["groups"] = list(data["groups"])
+    validation: ImageValidation | None = data["validation"]
+    if validation is not None:
+        document["validation"] = {
+            "command": list(validation.command),
+            "timeoutSeconds": validation.timeout,
+            "size": validation.size,
+            "nodes": validation.nodes,
+        }
+    document["retention"] = data["retention"]
     return document
 
 
@@ -676,6 +711,21 @@ class ConfigSchema(StrictCamelCaseSchema):
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise ValidationError(f"duplicate names: {', '.join(duplicates)}", "prepull")
+
+    @validates_schema
+    def _validation_sizes(self, data: dict[str, Any], **_: Any) -> None:
+        """A validation's size is a lab size, or a hardware tier not kept to some kinds of
+        cluster: checked here, where both lists are known."""
+        lab, clusters = data.get("lab"), data.get("clusters")
+        if lab is None or clusters is None:
+            return
+        known = {s.name for s in lab.sizes} | {t.name for t in clusters.tiers if not t.kinds}
+        for index, block in enumerate(data.get("prepull") or []):
+            if block.validation is not None and block.validation.size not in known:
+                raise ValidationError(
+                    f"not a lab size or hardware tier; sizes are: {', '.join(sorted(known))}",
+                    f"prepull.{index}.validation.size",
+                )
 
     @post_load
     def _build(self, data: dict[str, Any], **_: Any) -> Config:

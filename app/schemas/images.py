@@ -5,6 +5,7 @@ from __future__ import annotations
 from marshmallow import INCLUDE, Schema, fields, validate
 
 from app.images.tags import KIND_ORDER
+from app.models.image_record import ImageState
 
 
 class KnownImageSchema(Schema):
@@ -133,3 +134,36 @@ class PrepullStatusSchema(Schema):
     )
     configs = fields.List(fields.Nested(PrepullConfigStatusSchema), required=True)
     nodes = fields.List(fields.Nested(PrepullNodeSchema), required=True)
+
+
+class TransitionSchema(Schema):
+    state = fields.String(required=True)
+    at = fields.String(required=True)
+    by = fields.String(required=True)
+    why = fields.String(required=True)
+
+
+class ValidationResultSchema(Schema):
+    passed = fields.Boolean(required=True)
+    nodes = fields.List(fields.String(), required=True)
+    seconds = fields.Float(required=True)
+    reason = fields.String(required=True, metadata={"description": "Why it failed."})
+    exit_code = fields.Integer(allow_none=True)
+    log_tail = fields.List(
+        fields.String(), required=True, metadata={"description": "The failing pod's last lines."}
+    )
+
+
+class ImageRecordSchema(Schema):
+    """A digest on its way into service: its state, and how it got there."""
+
+    digest = fields.String(required=True)
+    source = fields.String(required=True, metadata={"description": "The prepull block."})
+    references = fields.List(fields.String(), required=True)
+    state = fields.String(
+        required=True,
+        validate=validate.OneOf([s.value for s in ImageState]),
+        metadata={"description": "discovered, pulling, validating, validated, rejected, ..."},
+    )
+    history = fields.List(fields.Nested(TransitionSchema), required=True)
+    validation = fields.Nested(ValidationResultSchema, allow_none=True)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from app.config import Config
 from app.services.images import ImageService
 from app.services.registries import RegistryDirectory
+from app.storage.images import ImageStore
 from app.storage.kubernetes import KubernetesStorage
 from app.storage.labs import LabStore
 from app.storage.prepull import PrepullStore
@@ -24,3 +25,5 @@ class LabContext:
     images: ImageService
     registries: RegistryDirectory
     prepulls: PrepullStore
+    image_store: ImageStore
+    """The image lists as listed and as offered (validations publish what they decide)."""

@@ -24,6 +24,7 @@ from app.config.models import PrepullConfig, SourceType
 from app.errors import ServiceError
 from app.images.catalog import build_image_set, build_simple_set, digest_candidates
 from app.models.images import ImageSet
+from app.services.image_lifecycle import ImageLifecycle
 from app.services.leadership import ElectedWorker, Tenure
 from app.services.registries import RegistryDirectory, split_reference
 from app.storage.images import ImageStore
@@ -49,9 +50,11 @@ class ImageRefresher:
         client: redis.Redis,
         *,
         owner: str | None = None,
+        lifecycle: ImageLifecycle | None = None,
     ) -> None:
         self._config = config
         self._store = store
+        self._lifecycle = lifecycle
         self._registries = registries
         lease = RedisLease(
             client,
@@ -101,6 +104,9 @@ class ImageRefresher:
             image_set = self._refresh_simple(block, now)
         else:
             image_set = self._refresh_registry(block, now)
+        if self._lifecycle is not None and image_set.refreshed == now:
+            # What users are offered of a fresh list is decided by the images' validation.
+            return self._lifecycle.admit(block, image_set)
         self._store.save(image_set)
         return image_set
 

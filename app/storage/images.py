@@ -32,6 +32,7 @@ class ImageStore:
         self._sets_key = f"{prefix}images:sets"
         self._version_key = f"{prefix}images:version"
         self._digests_key = f"{prefix}images:digests"
+        self._listed_key = f"{prefix}images:listed"
         self.channel = f"{prefix}images-changed"
         """Where every write is announced (see ``on_message``)."""
         self._lock = threading.Lock()
@@ -49,6 +50,15 @@ class ImageStore:
         pipe.incr(self._version_key)
         pipe.publish(self.channel, "")
         pipe.execute()
+
+    def save_listed(self, image_set: ImageSet) -> None:
+        """Keep one configuration's set as its source lists it, before validation decides
+        what of it is offered (``save``), so a finished validation can offer it again."""
+        self._redis.hset(self._listed_key, image_set.config, json.dumps(image_set.to_json()))
+
+    def listed(self, name: str) -> ImageSet | None:
+        text = cast(str | None, self._redis.hget(self._listed_key, name))
+        return ImageSet.from_json(json.loads(text)) if text else None
 
     def load(self) -> dict[str, ImageSet]:
         """Every stored set by configuration name (parsed once per version per process)."""
@@ -89,6 +99,7 @@ class ImageStore:
         if names:
             pipe = self._redis.pipeline(transaction=True)
             pipe.hdel(self._sets_key, *names)
+            pipe.hdel(self._listed_key, *names)
             pipe.incr(self._version_key)
             pipe.publish(self.channel, "")
             pipe.execute()

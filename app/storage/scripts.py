@@ -22,6 +22,7 @@ _LIBRARIES: dict[str, tuple[str, ...]] = {
     "queue_delete": ("add_events", "announce_state"),
     "finish_operation": ("add_events", "announce_state"),
     "put_if_idle": ("announce_state",),
+    "put_if_current": ("announce_state",),
 }
 """The libraries (files defining functions for other scripts) each script uses."""
 

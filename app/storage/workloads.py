@@ -123,6 +123,7 @@ class WorkloadStore:
         self.feed_channel = admin_feed_channel(key_prefix)
         """Every record change is announced here, in the same step (``AdminFeed``)."""
         self._queue_spawn = scripts.load(client, "queue_spawn")
+        self._put_if_current = scripts.load(client, "put_if_current")
         self._queue_delete = scripts.load(client, "queue_delete")
         self._finish = scripts.load(client, "finish_operation")
         self._put_if_idle = scripts.load(client, "put_if_idle")
@@ -363,6 +364,14 @@ class WorkloadStore:
             *(events.args if events is not None else []),
         ]
         return bool(self._finish(keys=keys, args=args))
+
+    def put_if_current(self, *, operation: Operation, record: str) -> bool:
+        """Write ``record`` while ``operation`` is still the current one for its workload: a
+        step saying how far it got. False, and nothing written, once it was superseded."""
+        ref = operation.ref
+        keys = [self.operation_key(ref), self.record_key(ref), self.index_key(ref.kind)]
+        args = [operation.id, record, ref.kind, ref.name, self.feed_channel]
+        return bool(self._put_if_current(keys=keys, args=args))
 
     def put_if_idle(self, *, ref: WorkloadRef, record: str, expect: str | None) -> bool:
         """Write ``record`` only while no operation runs for ``ref`` and its record is still

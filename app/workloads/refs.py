@@ -11,6 +11,7 @@ from app.engine.workload import WorkloadRef
 CLUSTER_KIND = "cluster"
 KERNEL_KIND = "kernel"
 APP_KIND = "app"
+IMAGE_KIND = "image"
 
 
 def cluster_ref(owner: str, name: str) -> WorkloadRef:
@@ -26,3 +27,8 @@ def kernel_ref(owner: str, kernel_id: str) -> WorkloadRef:
 def app_ref(app_id: str) -> WorkloadRef:
     """An app's workload reference: its id, unique across groups (its URL holds it)."""
     return WorkloadRef(APP_KIND, app_id)
+
+
+def image_ref(digest: str) -> WorkloadRef:
+    """An image's workload reference: its digest."""
+    return WorkloadRef(IMAGE_KIND, digest)

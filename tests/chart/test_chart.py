@@ -343,6 +343,7 @@ EXPECTED_SCOPES = {
     ("GET", "/spawner/v1/user-status"): {"all": ["exec:notebook"]},
     ("GET", "/spawner/v1/spawn-form/rachel"): {"all": ["exec:notebook"]},
     ("GET", "/spawner/v1/images"): {"all": ["admin:notebook"]},
+    ("GET", "/spawner/v1/images/records"): {"all": ["admin:notebook"]},
     ("GET", "/spawner/v1/prepulls"): {"all": ["admin:notebook"]},
     ("GET", "/spawner/v1/operations"): {"all": ["admin:notebook"]},
     ("GET", "/spawner/v1/admin/stream"): {"all": ["admin:notebook"]},

@@ -1,0 +1,162 @@
+"""Only validated images reach users: what a refreshed image list may offer.
+
+The refresher lists a source's images; this decides which of them users see. Every digest
+the list holds gets a record (``app.models.image_record``) the first time it is seen, and a
+validation is queued for it (one operation per digest, whichever worker runs it); a trusted
+source's digests are validated at once by that same operation. The list stored for the
+form, the spawns and the prepuller keeps only images whose digest is validated: an image
+whose digest is not known cannot be validated and is left out too. When the recommended tag
+moves to a digest still under test, the image recommended before stays recommended (if it is
+still validated) until the new one passes.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import replace
+
+from app.config.models import Config, PrepullConfig
+from app.engine.engine import Engine
+from app.models.image_record import (
+    ImageRecord,
+    ImageState,
+    Transition,
+    image_json,
+    parse_image,
+)
+from app.models.images import ImageSet, KnownImage
+from app.storage.events import EventType
+from app.storage.images import ImageStore
+from app.storage.workloads import WorkloadStore
+from app.timestamps import iso_utc
+from app.workloads.refs import IMAGE_KIND, image_ref
+
+logger = logging.getLogger(__name__)
+
+REFRESHER = "image refresher"
+
+
+class ImageLifecycle:
+    """Records digests, queues their validations, and offers validated images only."""
+
+    def __init__(
+        self, config: Config, store: WorkloadStore, images: ImageStore, engine: Engine | None
+    ) -> None:
+        self._config = config
+        self._store = store
+        self._images = images
+        self._engine = engine
+
+    def records(self) -> dict[str, ImageRecord]:
+        """Every digest's record, by digest."""
+        raw = self._store.records(IMAGE_KIND)
+        return {digest: parse_image(text) for digest, text in raw.items()}
+
+    def admit(self, block: PrepullConfig, listed: ImageSet) -> ImageSet:
+        """Keep ``listed``, record its new digests and queue their validations; the set as
+        users may see it, stored for the form, the spawns and the prepuller."""
+        self._images.save_listed(listed)
+        records = self.records()
+        for image in listed.images:
+            if image.digest is None:
+                continue
+            record = records.get(image.digest)
+            if record is None:
+                self._discover(block, image)
+            elif image.reference not in record.references:
+                self._also_known_as(record, image.reference)
+        return self.publish(block.name)
+
+    def publish(self, source: str) -> ImageSet:
+        """Store what ``source`` offers now (after a validation ended, or a refresh)."""
+        listed = self._images.listed(source) or ImageSet(config=source)
+        previous = self._images.load().get(source)
+        trusted = any(b.name == source and b.validation is None for b in self._config.prepull)
+        published = offered(listed, self.records(), previous, trusted=trusted)
+        if published != previous:
+            self._images.save(published)
+        return published
+
+    def _discover(self, block: PrepullConfig, image: KnownImage) -> None:
+        """Record a new digest: validated at once for a trusted source, else queued for its
+        validation."""
+        assert image.digest is not None and self._engine is not None
+        at = iso_utc(time.time()) or ""
+        why = f"listed by {block.name} as {image.reference}"
+        record = ImageRecord(
+            digest=image.digest,
+            source=block.name,
+            references=[image.reference],
+            state=ImageState.DISCOVERED,
+            history=[Transition(ImageState.DISCOVERED, at, REFRESHER, why)],
+        )
+        if block.validation is None:
+            trusted = record.moved(
+                ImageState.VALIDATED, at=at, by=REFRESHER, why=f"source {block.name} is trusted"
+            )
+            self._store.put_if_idle(
+                ref=image_ref(image.digest), record=image_json(trusted), expect=None
+            )
+            return
+        queued = self._engine.queue_spawn(
+            image_ref(image.digest),
+            record=image_json(record),
+            spec={"reference": image.reference},
+            secret=None,
+            first_events=[(EventType.INFO, f"Discovered {image.reference}")],
+        )
+        if queued.queued:
+            logger.info("image %s (%s) discovered", image.digest, image.reference)
+
+    def _also_known_as(self, record: ImageRecord, reference: str) -> None:
+        """Another tag names the digest (an alias moved to it): remember that tag too."""
+        wanted = replace(record, references=[*record.references, reference])
+        self._store.put_if_idle(
+            ref=image_ref(record.digest), record=image_json(wanted), expect=image_json(record)
+        )
+
+
+def offered(
+    listed: ImageSet,
+    records: dict[str, ImageRecord],
+    previous: ImageSet | None,
+    *,
+    trusted: bool,
+) -> ImageSet:
+    """The images of ``listed`` whose digest is validated, and the recommended one: the
+    listed one if validated, else the one recommended before if it still is. A trusted
+    source's images are offered unless rejected or retired, those whose digest is not known
+    yet too (a spawn pins them)."""
+
+    def validated(image: KnownImage | None) -> bool:
+        if image is None:
+            return False
+        record = records.get(image.digest) if image.digest is not None else None
+        if trusted:
+            return record is None or record.state is ImageState.VALIDATED
+        return record is not None and record.state is ImageState.VALIDATED
+
+    images = [image for image in listed.images if validated(image)]
+    kept = {image.reference for image in images}
+    recommended = listed.recommended if listed.recommended in kept else None
+    if recommended is None and listed.recommended is not None and previous is not None:
+        before = previous.find(previous.recommended) if previous.recommended else None
+        if validated(before):
+            assert before is not None
+            recommended = before.reference
+            if before.reference not in kept:
+                images.insert(0, before)
+                kept.add(before.reference)
+    prepull = [reference for reference in listed.prepull if reference in kept]
+    if recommended is not None and recommended not in prepull:
+        prepull.insert(0, recommended)
+    return ImageSet(
+        config=listed.config,
+        images=tuple(images),
+        prepull=tuple(prepull),
+        recommended=recommended,
+        refreshed=listed.refreshed,
+        error=listed.error,
+        failed=listed.failed,
+    )
