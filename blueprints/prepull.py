@@ -5,16 +5,25 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from app.errors import ConflictError, InvalidRequestError, NotFoundError
 from app.extensions import labs_ext
-from app.models.image_record import image_json
-from app.schemas.images import ImageRecordSchema, ImagesSchema, PrepullStatusSchema
+from app.models.image_record import ImageRecord, ImageState, image_json
+from app.schemas.images import (
+    DecisionSchema,
+    ImageRecordSchema,
+    ImagesSchema,
+    PrepullStatusSchema,
+)
 from app.services.auth import ADMIN
 from app.services.image_lifecycle import ImageLifecycle
 from app.services.prepuller import prepull_report
-from app.web.api import ApiBlueprint
-from app.web.auth import requires
+from app.web.api import ApiBlueprint, raises
+from app.web.auth import current_user, requires
+from app.web.bodies import load_body
 
 prepull = ApiBlueprint("prepull", __name__, url_prefix="/spawner/v1")
+
+_decision = DecisionSchema()
 
 
 @prepull.get("/images")
@@ -31,10 +40,64 @@ def list_images() -> dict[str, Any]:
 def image_records() -> list[dict[str, Any]]:
     """Every digest the sources listed, with its state on the way into service (only
     ``validated`` ones are offered), its history and its last validation."""
+    found = sorted(_lifecycle().records().values(), key=lambda r: (r.source, r.digest))
+    return [_record_body(record) for record in found]
+
+
+def _lifecycle() -> ImageLifecycle:
     ctx = labs_ext.context
-    lifecycle = ImageLifecycle(ctx.config, ctx.labs.workloads, ctx.image_store, None)
-    found = sorted(lifecycle.records().values(), key=lambda r: (r.source, r.digest))
-    return [json.loads(image_json(record)) for record in found]
+    return ImageLifecycle(ctx.config, ctx.labs.workloads, ctx.image_store, labs_ext.engine)
+
+
+def _record_body(record: ImageRecord) -> dict[str, Any]:
+    body: dict[str, Any] = json.loads(image_json(record))
+    return body
+
+
+@prepull.get("/images/records/<digest>")
+@prepull.response(200, ImageRecordSchema)
+@raises(NotFoundError)
+@requires(ADMIN)
+def image_record(digest: str) -> dict[str, Any]:
+    """One digest's record."""
+    return _record_body(_lifecycle().record(digest))
+
+
+@prepull.post("/images/records/<digest>/revalidate")
+@prepull.response(202, ImageRecordSchema, description="The digest, discovered again.")
+@raises(NotFoundError, ConflictError)
+@requires(ADMIN, with_user=True)
+def revalidate_image(digest: str) -> tuple[dict[str, Any], int]:
+    """Validate the digest again; it is not offered until it passes."""
+    return _record_body(_lifecycle().revalidate(digest, by=current_user().username)), 202
+
+
+@prepull.post("/images/records/<digest>/approve")
+@prepull.request_body(DecisionSchema)
+@prepull.response(200, ImageRecordSchema)
+@raises(InvalidRequestError, NotFoundError, ConflictError)
+@requires(ADMIN, with_user=True)
+def approve_image(digest: str) -> dict[str, Any]:
+    """Validate the digest by hand: it is offered at once. Recorded with the caller's name."""
+    why = load_body(_decision)["reason"]
+    record = _lifecycle().decide(
+        digest, ImageState.VALIDATED, by=current_user().username, why=f"approved: {why}"
+    )
+    return _record_body(record)
+
+
+@prepull.post("/images/records/<digest>/reject")
+@prepull.request_body(DecisionSchema)
+@prepull.response(200, ImageRecordSchema)
+@raises(InvalidRequestError, NotFoundError, ConflictError)
+@requires(ADMIN, with_user=True)
+def reject_image(digest: str) -> dict[str, Any]:
+    """Reject the digest by hand: it is no longer offered. Recorded with the caller's name."""
+    why = load_body(_decision)["reason"]
+    record = _lifecycle().decide(
+        digest, ImageState.REJECTED, by=current_user().username, why=f"rejected: {why}"
+    )
+    return _record_body(record)
 
 
 @prepull.get("/prepulls")

@@ -84,7 +84,7 @@ def build_machinery(app: Flask, config: Config) -> Machinery:
         config=config,
         labs=labs,
         kube=kube,
-        images=ImageService(config, image_store, prepulls),
+        images=ImageService(config, image_store, prepulls, records=labs.workloads),
         registries=registries,
         prepulls=prepulls,
         image_store=image_store,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from marshmallow import INCLUDE, Schema, fields, validate
+from marshmallow import INCLUDE, RAISE, Schema, fields, validate
 
 from app.images.tags import KIND_ORDER
 from app.models.image_record import ImageState
@@ -40,6 +40,16 @@ class ImageConfigSchema(Schema):
     error = fields.String(allow_none=True, metadata={"description": "Why the last read failed."})
     failed = fields.String(allow_none=True, metadata={"description": "When it failed."})
     recommended = fields.Nested(KnownImageSchema, allow_none=True)
+    recommended_pending = fields.Nested(
+        KnownImageSchema,
+        allow_none=True,
+        metadata={
+            "description": (
+                "The build the recommended tag points at now, while it is not validated: "
+                "`recommended` stays the build recommended before until it passes."
+            )
+        },
+    )
     prepull = fields.List(
         fields.Nested(KnownImageSchema),
         required=True,
@@ -167,3 +177,12 @@ class ImageRecordSchema(Schema):
     )
     history = fields.List(fields.Nested(TransitionSchema), required=True)
     validation = fields.Nested(ValidationResultSchema, allow_none=True)
+
+
+class DecisionSchema(Schema):
+    """An administrator's decision about a digest, and why (kept in its history)."""
+
+    class Meta:
+        unknown = RAISE
+
+    reason = fields.String(required=True, validate=validate.Length(min=1, max=500))

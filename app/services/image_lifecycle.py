@@ -18,6 +18,8 @@ from dataclasses import replace
 
 from app.config.models import Config, PrepullConfig
 from app.engine.engine import Engine
+from app.errors import ConflictError, NotFoundError
+from app.images.tags import TagKind, parse_tag
 from app.models.image_record import (
     ImageRecord,
     ImageState,
@@ -35,6 +37,12 @@ from app.workloads.refs import IMAGE_KIND, image_ref
 logger = logging.getLogger(__name__)
 
 REFRESHER = "image refresher"
+RETAINED_KINDS = frozenset({TagKind.RELEASE, TagKind.WEEKLY, TagKind.DAILY})
+"""The classes retention counts builds of."""
+
+
+def _now() -> str:
+    return iso_utc(time.time()) or ""
 
 
 class ImageLifecycle:
@@ -72,11 +80,94 @@ class ImageLifecycle:
         """Store what ``source`` offers now (after a validation ended, or a refresh)."""
         listed = self._images.listed(source) or ImageSet(config=source)
         previous = self._images.load().get(source)
-        trusted = any(b.name == source and b.validation is None for b in self._config.prepull)
+        block = next((b for b in self._config.prepull if b.name == source), None)
+        trusted = block is not None and block.validation is None
+        if block is not None and not trusted:
+            recommended = [
+                listed.find(listed.recommended or ""),
+                previous.find(previous.recommended or "") if previous else None,
+            ]
+            keep = {image.digest for image in recommended if image and image.digest}
+            self._retire(block, listed, keep=keep)
         published = offered(listed, self.records(), previous, trusted=trusted)
         if published != previous:
             self._images.save(published)
         return published
+
+    def _retire(self, block: PrepullConfig, listed: ImageSet, *, keep: set[str]) -> None:
+        """Keep the newest ``retention`` validated builds of each class (release, weekly,
+        daily) of a validated source in service; retire the older ones, but never those of
+        ``keep``: the build the recommended tag names, and the one recommended until then
+        (until its successor passes, it is the recommended one)."""
+        records = self.records()
+        by_kind: dict[TagKind, list[tuple[KnownImage, ImageRecord]]] = {}
+        for image in listed.images:
+            record = records.get(image.digest) if image.digest else None
+            if record is None or record.state is not ImageState.VALIDATED:
+                continue
+            if image.kind in RETAINED_KINDS:
+                by_kind.setdefault(image.kind, []).append((image, record))
+        for kind, builds in by_kind.items():
+            builds.sort(key=lambda pair: parse_tag(pair[0].tag).sort_key)
+            seen: set[str] = set()
+            kept = 0
+            for image, record in builds:
+                if record.digest in seen or record.digest in keep:
+                    continue
+                seen.add(record.digest)
+                kept += 1
+                if kept <= block.retention:
+                    continue
+                why = f"{block.retention} newer validated {kind.value} builds are in service"
+                retired = record.moved(ImageState.RETIRED, at=_now(), by="retention", why=why)
+                if self._store.put_if_idle(
+                    ref=image_ref(record.digest),
+                    record=image_json(retired),
+                    expect=image_json(record),
+                ):
+                    logger.info("image %s (%s) is retired: %s", record.digest, image.tag, why)
+
+    # An administrator's hand --------------------------------------------------------------
+
+    def record(self, digest: str) -> ImageRecord:
+        raw = self._store.record(image_ref(digest))
+        if raw is None:
+            raise NotFoundError(f"no image {digest}")
+        return parse_image(raw)
+
+    def revalidate(self, digest: str, *, by: str) -> ImageRecord:
+        """Try the digest again: it goes back to ``discovered``, and is not offered until
+        it passes again."""
+        assert self._engine is not None
+        current = self.record(digest)
+        wanted = current.moved(
+            ImageState.DISCOVERED, at=_now(), by=by, why="validation asked again"
+        )
+        queued = self._engine.queue_spawn(
+            image_ref(digest),
+            record=image_json(wanted),
+            spec={"reference": current.references[0]},
+            secret=None,
+            first_events=[(EventType.INFO, f"Re-validation asked by {by}")],
+            expect=image_json(current),
+        )
+        if not queued.queued:
+            raise ConflictError(f"image {digest} is being validated; ask again once it is done")
+        logger.info("image %s is discovered again: validation asked by %s", digest, by)
+        self.publish(current.source)
+        return wanted
+
+    def decide(self, digest: str, state: ImageState, *, by: str, why: str) -> ImageRecord:
+        """Validate or reject the digest by hand (recorded with who and why)."""
+        current = self.record(digest)
+        wanted = current.moved(state, at=_now(), by=by, why=why)
+        if not self._store.put_if_idle(
+            ref=image_ref(digest), record=image_json(wanted), expect=image_json(current)
+        ):
+            raise ConflictError(f"image {digest} is being validated; ask again once it is done")
+        logger.info("image %s is %s by %s: %s", digest, state.value, by, why)
+        self.publish(current.source)
+        return wanted
 
     def _discover(self, block: PrepullConfig, image: KnownImage) -> None:
         """Record a new digest: validated at once for a trusted source, else queued for its
@@ -95,9 +186,10 @@ class ImageLifecycle:
             trusted = record.moved(
                 ImageState.VALIDATED, at=at, by=REFRESHER, why=f"source {block.name} is trusted"
             )
-            self._store.put_if_idle(
+            if self._store.put_if_idle(
                 ref=image_ref(image.digest), record=image_json(trusted), expect=None
-            )
+            ):
+                logger.info("image %s (%s) is validated: trusted", image.digest, image.reference)
             return
         queued = self._engine.queue_spawn(
             image_ref(image.digest),

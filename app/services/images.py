@@ -20,11 +20,14 @@ from app.errors import DependencyUnavailableError, InvalidRequestError
 from app.images.catalog import build_simple_set
 from app.images.tags import TagKind, parse_tag
 from app.models.identity import UserInfo
+from app.models.image_record import ImageState, parse_image
 from app.models.images import ImageChoice, ImageClass, ImageSet, KnownImage, LabImage
 from app.services.entitlements import in_any_group
 from app.storage.images import ImageStore
 from app.storage.prepull import PrepullStore
+from app.storage.workloads import WorkloadStore
 from app.timestamps import iso_utc
+from app.workloads.refs import image_ref
 
 STALE_AFTER_REFRESHES = 3
 """A list not refreshed for this many refresh intervals is reported as possibly stale."""
@@ -54,9 +57,12 @@ class ImageService:
         prepulls: PrepullStore | None = None,
         *,
         clock: Callable[[], float] = time.time,
+        records: WorkloadStore | None = None,
     ) -> None:
         self._config = config
         self._store = store
+        self._records = records
+        """Where images' validation records are, to say why an image is not offered."""
         self._prepulls = prepulls if config.prepuller.enabled else None
         self._clock = clock
 
@@ -147,6 +153,7 @@ class ImageService:
                     f"image {reference!r} is only for members of {', '.join(block.groups)}",
                     field=field,
                 )
+        self._explain_unvalidated(reference, field, sets)
         for block, image_set in sets:
             source = block.source
             unlisted = image_set.refreshed is None and not image_set.images
@@ -158,6 +165,31 @@ class ImageService:
         raise InvalidRequestError(
             f"unknown image {reference!r}; choose one offered by the spawn form", field=field
         )
+
+    def _explain_unvalidated(
+        self, reference: str, field: str, sets: list[tuple[PrepullConfig, ImageSet]]
+    ) -> None:
+        """A 422 saying so, for an image its source lists but that is not validated."""
+        for block, _ in sets:
+            listed = self._store.listed(block.name)
+            image = listed.find(reference) if listed is not None else None
+            if image is None:
+                continue
+            raw = None
+            if image.digest is not None and self._records is not None:
+                raw = self._records.record(image_ref(image.digest))
+            record = parse_image(raw) if raw is not None else None
+            if record is None:
+                state = "its digest is not known yet"
+            elif record.state is ImageState.REJECTED and record.validation is not None:
+                state = f"it was rejected: {record.validation.reason}"
+            else:
+                state = f"it is {record.state.value}"
+            raise InvalidRequestError(
+                f"image {reference!r} is not validated ({state}); only validated images may "
+                "be spawned",
+                field=field,
+            )
 
     def _by_class(
         self, image_class: ImageClass, sets: list[tuple[PrepullConfig, ImageSet]]
@@ -237,6 +269,10 @@ class ImageService:
             for image in image_set.images:
                 by_kind.setdefault(image.kind.value, []).append(image.to_json())
             recommended = image_set.find(image_set.recommended or "")
+            listed = self._store.listed(block.name)
+            pending = None
+            if listed is not None and listed.recommended not in (None, image_set.recommended):
+                pending = listed.find(listed.recommended or "")
             result.append(
                 {
                     "name": block.name,
@@ -247,6 +283,7 @@ class ImageService:
                     "error": image_set.error,
                     "failed": iso_utc(image_set.failed),
                     "recommended": recommended.to_json() if recommended else None,
+                    "recommended_pending": pending.to_json() if pending else None,
                     "prepull": [i.to_json() for i in image_set.prepulled_images()],
                     "images": by_kind,
                 }

@@ -37,6 +37,7 @@ from app.engine.waiting import pause_after_failed_watch
 from app.engine.workload import Action
 from app.images.placement import read_node
 from app.models.image_record import (
+    UNDER_TEST,
     ImageRecord,
     ImageState,
     ValidationResult,
@@ -103,10 +104,17 @@ class ImageKind(WorkloadKind):
         if size is None:
             raise StepFailed(f"the validation's size {validation.size} is not configured")
         nodes = self._nodes(record, validation.nodes)
-        pulling = record.moved(
-            ImageState.PULLING, at=now(), by=by, why=f"validation pods on {', '.join(nodes)}"
-        )
-        self._ctx.labs.workloads.put_if_current(operation=run.operation, record=image_json(pulling))
+        # A run resumed after its worker died goes on from where that worker got.
+        resumed = record.state in UNDER_TEST and record.history[-1].by == by
+        pulling = record
+        if not resumed:
+            pulling = record.moved(
+                ImageState.PULLING, at=now(), by=by, why=f"validation pods on {', '.join(nodes)}"
+            )
+            self._ctx.labs.workloads.put_if_current(
+                operation=run.operation, record=image_json(pulling)
+            )
+            logger.info("image %s is pulling on %s", record.digest, ", ".join(nodes))
         run.reporter.info(f"Validating {record.digest} on {', '.join(nodes)}", progress=10)
         started = time.monotonic()
         pods = [
@@ -195,7 +203,7 @@ class ImageKind(WorkloadKind):
         kube = self._ctx.kube
         namespace = self._ctx.config.kubernetes.service_namespace
         names = {validation_pod_name(pulling.digest, i) for i in range(len(nodes))}
-        validating = False
+        validating = pulling.state is ImageState.VALIDATING  # a resumed run's
         while True:
             run.reporter.check()
             listed, version = kube.list_pods_at(namespace, VALIDATION_SELECTOR)
@@ -225,6 +233,7 @@ class ImageKind(WorkloadKind):
                 self._ctx.labs.workloads.put_if_current(
                     operation=run.operation, record=image_json(moved)
                 )
+                logger.info("image %s is validating", pulling.digest)
                 run.reporter.info("The validation runs", progress=50)
             ended = [_exit_code(pods[name]) for name in sorted(names)]
             if all(code is not None for code in ended):
