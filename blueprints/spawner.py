@@ -18,7 +18,7 @@ from app.errors import (
 from app.extensions import gafaelfawr_ext, labs_ext, limits_ext
 from app.models.identity import Caller, UserInfo
 from app.schemas.labs import DeleteAcceptedSchema, LabStatusSchema, SpawnRequestSchema
-from app.services.auth import ADMIN, ANY_USER, OWNER, TOKEN_HEADER
+from app.services.auth import ADMIN, ADMIN_SCOPE, ANY_USER, OWNER, TOKEN_HEADER
 from app.services.form import build_spawn_form
 from app.services.labs import LabService
 from app.storage.event_hub import Following
@@ -149,7 +149,8 @@ def spawn(username: str) -> Response:
     token, user = _delegated_identity(caller)
     if user.username != username:
         raise PermissionDeniedError("the delegated token belongs to another user")
-    _service().spawn(user, body["options"], body["env"], token)
+    admin = ADMIN_SCOPE in caller.data.scopes
+    _service().spawn(user, body["options"], body["env"], token, admin=admin)
     response = Response(status=303)
     response.headers["Location"] = url_for("spawner.lab_status", username=username)
     return response

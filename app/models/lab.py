@@ -34,6 +34,8 @@ class LabOptions:
     size: str
     debug: bool = False
     reset_user_env: bool = False
+    unvalidated_image: bool = False
+    """An administrator chose to run an image that is not validated."""
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -41,6 +43,7 @@ class LabOptions:
             "size": self.size,
             "debug": self.debug,
             "reset_user_env": self.reset_user_env,
+            "unvalidated_image": self.unvalidated_image,
         }
 
 
@@ -52,6 +55,7 @@ class SpawnChoices:
     size: str
     debug: bool = False
     reset_user_env: bool = False
+    unvalidated_image: bool = False
 
 
 @dataclass(frozen=True)

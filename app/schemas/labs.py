@@ -47,6 +47,10 @@ class LabOptionsSchema(Schema):
     reset_user_env = fields.Boolean(
         load_default=False, metadata={"description": "Move the user's environment aside."}
     )
+    unvalidated_image = fields.Boolean(
+        load_default=False,
+        metadata={"description": "An administrator ran an image that is not validated."},
+    )
 
 
 class SingleValue(fields.Field):
@@ -114,6 +118,15 @@ class SpawnOptionsSchema(Schema):
     reset_user_env = FormBoolean(
         load_default=False, metadata={"description": "Move the user's environment aside."}
     )
+    unvalidated_image = FormBoolean(
+        load_default=False,
+        metadata={
+            "description": (
+                "Administrators only: run the named image even though it is not validated "
+                "(recorded on the lab)."
+            )
+        },
+    )
 
     @validates_schema
     def _one_image(self, data: dict[str, Any], **_: Any) -> None:
@@ -146,6 +159,7 @@ class SpawnOptionsSchema(Schema):
             size=data["size"],
             debug=data["debug"],
             reset_user_env=data["reset_user_env"],
+            unvalidated_image=data["unvalidated_image"],
         )
 
 

@@ -63,7 +63,13 @@ class LabService:
     # Spawn ---------------------------------------------------------------------------
 
     def spawn(
-        self, user: UserInfo, choices: SpawnChoices, env: dict[str, str], token: str
+        self,
+        user: UserInfo,
+        choices: SpawnChoices,
+        env: dict[str, str],
+        token: str,
+        *,
+        admin: bool = False,
     ) -> LabRecord:
         """Check the request against what this user may have, then queue the spawn.
 
@@ -89,12 +95,17 @@ class LabService:
         refusal = size_refusal(user, size)
         if refusal is not None:
             raise InvalidRequestError(refusal, field="options.size")
-        image = self._ctx.images.resolve(choices.image, user)
+        if choices.unvalidated_image and not admin:
+            raise PermissionDeniedError(
+                "only administrators may run an image that is not validated"
+            )
+        image = self._ctx.images.resolve(choices.image, user, unvalidated=choices.unvalidated_image)
         chosen = LabOptions(
             image=image.reference,
             size=size.name,
             debug=choices.debug,
             reset_user_env=choices.reset_user_env,
+            unvalidated_image=choices.unvalidated_image,
         )
 
         spec = LabSpec(user=user, options=chosen, image=image, size=size, env=env)

@@ -305,3 +305,41 @@ def test_the_recommended_build_stays_until_its_successor_passes(moving: LocalSta
     )
     assert after["recommended_pending"] is None
     assert admin_get(moving, f"/images/records/{digest}")["state"] == "validated"
+
+
+@pytest.mark.slow
+def test_an_administrator_may_run_an_image_that_is_not_validated(stack: LocalStack) -> None:
+    wait_for(lambda: records(stack).get("broken", {}).get("state") == "rejected", timeout=90)
+    rejected = f"{stack.registry.host}/lsstsqre/simple-lab:1.1"
+    body = {
+        "options": {"image": rejected, "size": "small", "unvalidated_image": True},
+        "env": {},
+    }
+    url = f"{stack.spawner_url}/spawner/v1/labs/rachel/spawn"
+
+    def spawn(token: str) -> requests.Response:
+        return requests.post(
+            url,
+            headers={"Authorization": f"Bearer {token}"},
+            json=body,
+            allow_redirects=False,
+            timeout=10,
+        )
+
+    refused = spawn(stack.state()["tokens"]["rachel"]["token"])
+    assert refused.status_code == 403, refused.text
+    assert "only administrators" in refused.json()["message"]
+    admin_token = stack.gafaelfawr.issue_token(
+        "rachel", ["exec:notebook", "admin:notebook"], token_type="notebook"
+    )
+    assert spawn(admin_token).status_code == 303
+    lab = admin_get(stack, "/labs/rachel")
+    assert lab["options"]["image"] == rejected
+    assert lab["options"]["unvalidated_image"] is True
+    deleted = requests.delete(
+        f"{stack.spawner_url}/spawner/v1/labs/rachel",
+        headers={"Authorization": f"Bearer {stack.state()['tokens']['admin']['token']}"},
+        timeout=10,
+    )
+    assert deleted.status_code == 202
+    wait_for(lambda: stack.kube.store.get("namespaces", None, "nublado-rachel") is None, 60)

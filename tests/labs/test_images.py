@@ -438,6 +438,7 @@ def test_each_way_of_choosing_runs_the_image_pinned_by_digest(
         "size": "small",
         "debug": True,
         "reset_user_env": False,
+        "unvalidated_image": False,
     }
 
 

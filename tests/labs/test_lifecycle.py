@@ -62,6 +62,7 @@ def test_spawn_runs_a_lab_and_delete_removes_it(
         "size": "small",
         "debug": False,
         "reset_user_env": False,
+        "unvalidated_image": False,
     }
     assert status["env"] == {"JUPYTERHUB_API_URL": "http://hub:8081/hub/api"}
     assert status["quotas"]["limits"] == {"cpu": 1.0, "memory": 4 * 2**30}
