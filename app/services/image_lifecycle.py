@@ -21,6 +21,7 @@ from app.engine.engine import Engine
 from app.errors import ConflictError, NotFoundError
 from app.images.tags import TagKind, parse_tag
 from app.models.image_record import (
+    UNDER_TEST,
     ImageRecord,
     ImageState,
     Transition,
@@ -66,6 +67,7 @@ class ImageLifecycle:
         users may see it, stored for the form, the spawns and the prepuller."""
         self._images.save_listed(listed)
         records = self.records()
+        self._forget_unlisted(block, listed, records)
         for image in listed.images:
             if image.digest is None:
                 continue
@@ -75,6 +77,33 @@ class ImageLifecycle:
             elif image.reference not in record.references:
                 self._also_known_as(record, image.reference)
         return self.publish(block.name)
+
+    def _forget_unlisted(
+        self, block: PrepullConfig, listed: ImageSet, records: dict[str, ImageRecord]
+    ) -> None:
+        """A digest its source no longer lists (its tags deleted, or too old to be listed)
+        is ``deleting``, and its record goes. Labs running it keep running."""
+        assert self._engine is not None
+        digests = {image.digest for image in listed.images if image.digest}
+        for record in records.values():
+            if record.source != block.name or record.digest in digests:
+                continue
+            if record.state in UNDER_TEST or record.status != "running":
+                continue
+            why = f"no longer listed by {block.name}"
+
+            def deleting(raw: str, why: str = why) -> str:
+                moved = parse_image(raw).moved(
+                    ImageState.DELETING, at=_now(), by=REFRESHER, why=why
+                )
+                return image_json(replace(moved, status="terminating"))
+
+            self._engine.queue_delete(
+                image_ref(record.digest),
+                terminating=deleting,
+                first_events=[(EventType.INFO, f"Deleting the record: {why}")],
+            )
+            logger.info("image %s is deleting: %s", record.digest, why)
 
     def publish(self, source: str) -> ImageSet:
         """Store what ``source`` offers now (after a validation ended, or a refresh)."""

@@ -236,6 +236,23 @@ def test_retention_keeps_the_newest_validated_builds_of_each_class(stack: LocalS
         timeout=10,
     )
     assert sorted(shown) == newest
+    # A build its source no longer lists (its tag deleted) loses its record.
+    gone = retired[0]
+    for reference in gone["references"]:
+        stack.registry.remove_tag("lsstsqre/sciplat-lab", reference.rpartition(":")[2])
+    token = stack.state()["tokens"]["admin"]["token"]
+    wait_for(
+        lambda: (
+            requests.get(
+                f"{stack.spawner_url}/spawner/v1/images/records/{gone['digest']}",
+                headers={"Authorization": f"Bearer {token}"},
+                timeout=10,
+            ).status_code
+            == 404
+        ),
+        timeout=30,
+        interval=0.2,
+    )
 
 
 @pytest.fixture(scope="module")
