@@ -23,6 +23,15 @@ class KnownImageSchema(Schema):
     )
 
 
+class WithheldImageSchema(KnownImageSchema):
+    """An image not offered: its digest is not validated (or not known)."""
+
+    state = fields.String(
+        required=True,
+        metadata={"description": "Its digest's state (`unknown`: its digest is not known)."},
+    )
+
+
 class ImageConfigSchema(Schema):
     """One prepull configuration's images as of its last refresh."""
 
@@ -54,6 +63,11 @@ class ImageConfigSchema(Schema):
         fields.Nested(KnownImageSchema),
         required=True,
         metadata={"description": "Images to prepull, the recommended one first."},
+    )
+    withheld = fields.List(
+        fields.Nested(WithheldImageSchema),
+        required=True,
+        metadata={"description": "Images with a known digest the source lists but does not offer."},
     )
     images = fields.Dict(
         keys=fields.String(validate=validate.OneOf([k.value for k in KIND_ORDER])),

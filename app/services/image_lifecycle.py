@@ -7,7 +7,9 @@ source's digests are validated at once by that same operation. The list stored f
 form, the spawns and the prepuller keeps only images whose digest is validated: an image
 whose digest is not known cannot be validated and is left out too. When the recommended tag
 moves to a digest still under test, the image recommended before stays recommended (if it is
-still validated) until the new one passes.
+still validated) until the new one passes. Of a validated source, only the newest
+``retention`` validated builds of each class stay in service (the rest are retired), and a
+digest the source no longer lists loses its record.
 """
 
 from __future__ import annotations
@@ -74,6 +76,8 @@ class ImageLifecycle:
             record = records.get(image.digest)
             if record is None:
                 self._discover(block, image)
+            elif record.state is ImageState.DISCOVERED and block.validation is not None:
+                self._retry(record)
             elif image.reference not in record.references:
                 self._also_known_as(record, image.reference)
         return self.publish(block.name)
@@ -229,6 +233,21 @@ class ImageLifecycle:
         )
         if queued.queued:
             logger.info("image %s (%s) discovered", image.digest, image.reference)
+
+    def _retry(self, record: ImageRecord) -> None:
+        """Queue the validation of a digest left discovered (one that could not run: no
+        nodes, its deadline), unless one is queued already; each refresh tries again."""
+        assert self._engine is not None
+        queued = self._engine.queue_spawn(
+            image_ref(record.digest),
+            record=image_json(record),
+            spec={"reference": record.references[0]},
+            secret=None,
+            first_events=[(EventType.INFO, "Validation tried again")],
+            expect=image_json(record),
+        )
+        if queued.queued:
+            logger.info("image %s: its validation is tried again", record.digest)
 
     def _also_known_as(self, record: ImageRecord, reference: str) -> None:
         """Another tag names the digest (an alias moved to it): remember that tag too."""

@@ -283,6 +283,7 @@ class ImageService:
             pending = None
             if listed is not None and listed.recommended not in (None, image_set.recommended):
                 pending = listed.find(listed.recommended or "")
+            withheld = self._withheld(listed, image_set)
             result.append(
                 {
                     "name": block.name,
@@ -294,11 +295,27 @@ class ImageService:
                     "failed": iso_utc(image_set.failed),
                     "recommended": recommended.to_json() if recommended else None,
                     "recommended_pending": pending.to_json() if pending else None,
+                    "withheld": withheld,
                     "prepull": [i.to_json() for i in image_set.prepulled_images()],
                     "images": by_kind,
                 }
             )
         return result
+
+    def _withheld(self, listed: ImageSet | None, offered: ImageSet) -> list[dict[str, object]]:
+        """The images with a known digest that the source lists but are not offered, each
+        with its digest's state (``unknown`` before its record is made). Tags whose digest
+        was never looked up (old ones of a large repository) are not listed."""
+        if listed is None:
+            return []
+        withheld: list[dict[str, object]] = []
+        for image in listed.images:
+            if image.digest is None or offered.find(image.reference) is not None:
+                continue
+            raw = self._records.record(image_ref(image.digest)) if self._records else None
+            state = parse_image(raw).state.value if raw is not None else "unknown"
+            withheld.append({**image.to_json(), "state": state})
+        return withheld
 
     @staticmethod
     def _unrefreshed(block: PrepullConfig) -> ImageSet:

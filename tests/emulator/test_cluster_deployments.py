@@ -347,16 +347,18 @@ def test_old_replicasets_past_the_revision_history_limit_are_deleted(
 ) -> None:
     apps_v1.create_namespaced_deployment(namespace, _deployment("web", revisionHistoryLimit=1))
     wait_until(lambda: _serving(apps_v1, namespace, "web"))
+
+    def revisions() -> list[str]:
+        return [r.metadata.annotations[REVISION] for r in _replicasets(apps_v1, namespace, "web")]
+
     for value in ("2", "3"):
         apps_v1.patch_namespaced_deployment("web", namespace, _new_template(value))
+        # The new revision serves and, beyond the limit of one old one, the oldest is gone.
+        wanted = [str(int(value) - 1), value]
         wait_until(
-            lambda: (
-                _serving(apps_v1, namespace, "web")
-                and len(_replicasets(apps_v1, namespace, "web")) == 2
-            )
+            lambda wanted=wanted: _serving(apps_v1, namespace, "web") and revisions() == wanted
         )
-    revisions = [r.metadata.annotations[REVISION] for r in _replicasets(apps_v1, namespace, "web")]
-    assert revisions == ["2", "3"]
+    assert revisions() == ["2", "3"]
 
 
 def test_deleting_the_deployment_deletes_its_replicasets_and_pods(

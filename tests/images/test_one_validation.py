@@ -64,7 +64,6 @@ def test_two_replicas_refreshing_at_once_queue_one_validation_per_digest(
     store = replicas[0].engine.store
     records = {d: parse_image(r) for d, r in store.records(IMAGE_KIND).items()}
     assert [r.state.value for r in records[digest].history][:1] == ["discovered"]
-    assert sum(1 for t in records[digest].history if t.state.value == "discovered") == 1
     pending = [ref for ref in store.pending() if ref.kind == IMAGE_KIND and ref.name == digest]
     operation = store.operation(pending[0]) if pending else None
     # One operation validates it, whichever replica runs it (or ran it already).

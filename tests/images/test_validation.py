@@ -146,6 +146,8 @@ def test_only_validated_images_are_offered(stack: LocalStack, tmp_path: Path) ->
     good_image = f"{stack.registry.host}/lsstsqre/simple-lab:2.0"
     assert lists["good"] == lists["good:prepull"] == [good_image]
     assert lists["broken"] == lists["broken:prepull"] == []
+    withheld = {c["name"]: c["withheld"] for c in admin_get(stack, "/images")["configs"]}
+    assert [(i["tag"], i["state"]) for i in withheld["broken"]] == [("1.1", "rejected")]
     assert lists["unpullable"] == lists["unpullable:prepull"] == []
     assert lists["trusted"], "a trusted source's images are offered at once"
     assert any(r["state"] == "validated" for r in admin_get(stack, "/images/records"))
