@@ -79,11 +79,7 @@ def revalidate_image(digest: str) -> tuple[dict[str, Any], int]:
 @requires(ADMIN, with_user=True)
 def approve_image(digest: str) -> dict[str, Any]:
     """Validate the digest by hand: it is offered at once. Recorded with the caller's name."""
-    why = load_body(_decision)["reason"]
-    record = _lifecycle().decide(
-        digest, ImageState.VALIDATED, by=current_user().username, why=f"approved: {why}"
-    )
-    return _record_body(record)
+    return _decided(digest, ImageState.VALIDATED, "approved")
 
 
 @prepull.post("/images/records/<digest>/reject")
@@ -93,11 +89,14 @@ def approve_image(digest: str) -> dict[str, Any]:
 @requires(ADMIN, with_user=True)
 def reject_image(digest: str) -> dict[str, Any]:
     """Reject the digest by hand: it is no longer offered. Recorded with the caller's name."""
+    return _decided(digest, ImageState.REJECTED, "rejected")
+
+
+def _decided(digest: str, state: ImageState, verb: str) -> dict[str, Any]:
+    """The record once the caller's decision, with their reason, is in its history."""
     why = load_body(_decision)["reason"]
-    record = _lifecycle().decide(
-        digest, ImageState.REJECTED, by=current_user().username, why=f"rejected: {why}"
-    )
-    return _record_body(record)
+    by = current_user().username
+    return _record_body(_lifecycle().decide(digest, state, by=by, why=f"{verb}: {why}"))
 
 
 @prepull.get("/prepulls")

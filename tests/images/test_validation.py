@@ -17,6 +17,7 @@ import pytest
 import requests
 
 from devstack.stack import LocalStack, StackOptions
+from tests.images.stacks import admin_get
 from tests.labs.conftest import wait_for
 
 REGISTRY = "127.0.0.1:8192/lsstsqre/simple-lab"
@@ -77,17 +78,6 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
     local.start()
     yield local
     local.stop()
-
-
-def admin_get(local: LocalStack, path: str) -> Any:
-    token = local.state()["tokens"]["admin"]["token"]
-    response = requests.get(
-        f"{local.spawner_url}/spawner/v1{path}",
-        headers={"Authorization": f"Bearer {token}"},
-        timeout=10,
-    )
-    assert response.status_code == 200, response.text
-    return response.json()
 
 
 def admin_post(local: LocalStack, path: str, body: Any = None) -> requests.Response:

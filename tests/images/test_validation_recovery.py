@@ -15,6 +15,7 @@ import redis
 import requests
 
 from devstack.stack import LocalStack, StackOptions
+from tests.images.stacks import admin_get
 from tests.labs.conftest import wait_for
 
 SLOW = ["python", "-c", "import time; time.sleep(3); print('passed')"]
@@ -46,19 +47,6 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
     local = LocalStack(options).start()
     yield local
     local.stop()
-
-
-def admin_get(local: LocalStack, path: str) -> Any:
-    token = local.state()["tokens"]["admin"]["token"]
-    response = requests.get(
-        f"{local.spawner_url}/spawner/v1{path}",
-        headers={"Authorization": f"Bearer {token}"},
-        timeout=10,
-    )
-    if response.status_code == 503:
-        return None
-    assert response.status_code == 200, response.text
-    return response.json()
 
 
 def record_of(local: LocalStack, name: str) -> dict[str, Any] | None:
