@@ -194,3 +194,9 @@ def real_lab_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSt
     stack = LocalStack(options).start()
     yield stack
     stack.stop()
+
+
+@pytest.fixture(scope="session")
+def real_tokens(real_lab_stack: LocalStack) -> dict[str, str]:
+    """The demo tokens of ``real_lab_stack``, by name (admin, rachel, wile...)."""
+    return {name: entry["token"] for name, entry in real_lab_stack.state()["tokens"].items()}

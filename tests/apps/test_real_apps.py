@@ -17,15 +17,9 @@ from labspawner import LabSpawnerClient
 
 from devstack.stack import LocalStack
 from tests.labs.conftest import wait_for
-from tests.support.real_labs import tokens_of
 
 GROUP = "lsst-data"
 """rachel's group, and admin-user's; wile is not in it."""
-
-
-@pytest.fixture(scope="module")
-def real_tokens(real_lab_stack: LocalStack) -> dict[str, str]:
-    return tokens_of(real_lab_stack)
 
 
 @pytest.fixture

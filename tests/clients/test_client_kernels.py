@@ -32,7 +32,7 @@ from app.schemas.kernels import KernelSchema
 from devstack.kube.cluster.images import node_has_image
 from devstack.stack import LocalStack
 from tests.labs.conftest import wait_for
-from tests.support.real_labs import running_lab, tokens_of
+from tests.support.real_labs import running_lab
 
 USER = "wile"
 """Owns the kernels here; the provisioner's tests use rachel's, so that neither user's
@@ -55,11 +55,6 @@ def kernel_pods(stack: LocalStack, user: str) -> list[str]:
         for pod in stack.kube.store.list("pods", f"nublado-{user}")
         if pod["metadata"]["name"].startswith("kernel-")
     ]
-
-
-@pytest.fixture(scope="module")
-def real_tokens(real_lab_stack: LocalStack) -> dict[str, str]:
-    return tokens_of(real_lab_stack)
 
 
 @pytest.fixture(scope="module")
@@ -124,10 +119,13 @@ def test_create_wait_read_list_and_delete_a_kernel(
     assert user_client.kernels.get(USER, kernel.kernel_id) == kernel
 
     # The key went in once and is never answered back, nor written into the pod.
+    # The bodies as served, through the client's own authenticated session.
+    base = f"{user_client.base_url}/spawner/v1/labs/{USER}/kernels"
     answers = [
-        user_client._request("GET", f"/labs/{USER}/kernels").text,
-        user_client._request("GET", f"/labs/{USER}/kernels/{kernel.kernel_id}").text,
+        user_client.session.get(base, timeout=10).text,
+        user_client.session.get(f"{base}/{kernel.kernel_id}", timeout=10).text,
     ]
+    assert all(answers)
     assert not [text for text in answers if key in text]
     (pod,) = [
         p

@@ -13,18 +13,17 @@ import pytest
 from devstack.stack import LocalStack
 from tests.labs.conftest import wait_for
 from tests.support.notebooks import NOTEBOOKS, all_printed, execute, printed
-from tests.support.real_labs import running_lab, tokens_of
+from tests.support.real_labs import running_lab
 
 NOTEBOOK = NOTEBOOKS / "dask-cluster.ipynb"
 USER = "rachel"
 
 
 @pytest.fixture
-def rachel_lab(real_lab_stack: LocalStack) -> Iterator[dict[str, str]]:
+def rachel_lab(real_lab_stack: LocalStack, real_tokens: dict[str, str]) -> Iterator[dict[str, str]]:
     """Rachel's running lab on the real-labs stack; it goes, with her clusters, after."""
-    tokens = tokens_of(real_lab_stack)
-    with running_lab(real_lab_stack, tokens, USER):
-        yield tokens
+    with running_lab(real_lab_stack, real_tokens, USER):
+        yield real_tokens
 
 
 @pytest.mark.slow

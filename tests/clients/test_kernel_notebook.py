@@ -12,17 +12,16 @@ import pytest
 
 from devstack.stack import LocalStack
 from tests.support.notebooks import NOTEBOOKS, all_printed, execute, printed
-from tests.support.real_labs import running_lab, tokens_of
+from tests.support.real_labs import running_lab
 
 NOTEBOOK = NOTEBOOKS / "remote-kernel.ipynb"
 USER = "rachel"
 
 
 @pytest.fixture
-def user_lab(real_lab_stack: LocalStack) -> Iterator[dict[str, str]]:
-    tokens = tokens_of(real_lab_stack)
-    with running_lab(real_lab_stack, tokens, USER):
-        yield tokens
+def user_lab(real_lab_stack: LocalStack, real_tokens: dict[str, str]) -> Iterator[dict[str, str]]:
+    with running_lab(real_lab_stack, real_tokens, USER):
+        yield real_tokens
 
 
 @pytest.mark.slow

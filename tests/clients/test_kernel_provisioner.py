@@ -37,16 +37,11 @@ from tests.clients.test_client_kernels import (
     unpulled_image,
 )
 from tests.labs.conftest import wait_for
-from tests.support.real_labs import running_lab, tokens_of
+from tests.support.real_labs import running_lab
 
 USER = "rachel"
 NAMESPACE = f"nublado-{USER}"
 NAME = "remote-small"
-
-
-@pytest.fixture(scope="module")
-def real_tokens(real_lab_stack: LocalStack) -> dict[str, str]:
-    return tokens_of(real_lab_stack)
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
-"""What the tests of ``make run``'s real labs share: the demo tokens, a spawn as a user would
-make it, and a user's running lab for the length of a test."""
+"""What the tests of ``make run``'s real labs share: a spawn as a user would make it,
+and a user's running lab for the length of a test."""
 
 from __future__ import annotations
 
@@ -25,11 +25,6 @@ def spawn_recommended(spawner_url: str, token: str, username: str) -> None:
         timeout=10,
     )
     assert response.status_code == 303, response.text
-
-
-def tokens_of(stack: LocalStack) -> dict[str, str]:
-    """Token values by demo name (admin, rachel, wile...)."""
-    return {name: entry["token"] for name, entry in stack.state()["tokens"].items()}
 
 
 @contextlib.contextmanager
