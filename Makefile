@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint docs pytest setup redis-server chromium bench clean hub
+.PHONY: run test lint docs pytest setup redis-server haproxy chromium bench clean hub
 
 $(STAMP): requirements.txt requirements-dev.txt client/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,13 @@ redis-server:
 	@command -v redis-server >/dev/null 2>&1 || { \
 	  echo "installing redis-server from Debian's packages"; \
 	  apt-get update -qq && apt-get install -y -qq redis-server >/dev/null; }
+
+# Several replicas of the service (`SPAWNER_REPLICAS=3 make run`, and the scale-out tests) sit
+# behind HAProxy on loopback.
+haproxy:
+	@command -v haproxy >/dev/null 2>&1 || test -x /usr/sbin/haproxy || { \
+	  echo "installing haproxy from Debian's packages"; \
+	  apt-get update -qq && apt-get install -y -qq haproxy >/dev/null; }
 
 # The browser test drives Debian's Chromium through Playwright (Playwright's own browser
 # downloads are not used).
@@ -51,7 +58,7 @@ $(HELM_RENDER): $(wildcard devstack/helmrender/*.go) | $(STAMP)
 	  GOPATH=$(CURDIR)/$(GOWORK):/usr/share/gocode GOCACHE=$(CURDIR)/$(VENV)/gocache \
 	  go build -o $(CURDIR)/$(HELM_RENDER) .
 
-setup: $(STAMP) redis-server $(HUB_PROXY) $(HELM_RENDER)
+setup: $(STAMP) redis-server haproxy $(HUB_PROXY) $(HELM_RENDER)
 
 run: setup
 	$(BIN)/python -m devstack

@@ -55,6 +55,8 @@ def post_worker_init(worker: Any) -> None:
     also ends its open event streams at once: gunicorn lets a stopping worker finish what
     it serves for up to ``graceful_timeout``, and event streams would use all of it. Their
     clients resume from ``Last-Event-ID`` on another worker, so closing them costs nothing.
+    And it hands its work over (``Machinery.drain``): its elected roles and the operations
+    it runs go to other workers at once instead of when their leases expire.
     """
     from app.extensions.labs import find_machinery
 
@@ -66,8 +68,9 @@ def post_worker_init(worker: Any) -> None:
         def on_term(signum: int, frame: Any) -> None:
             worker.handle_exit(signum, frame)
             # Not from inside the handler, which gevent runs as an event loop callback
-            # where nothing may block (starting a thread waits for it): a greenlet does it.
+            # where nothing may block (starting a thread waits for it): greenlets do it.
             gevent.spawn(machinery.hub.close_streams)
+            gevent.spawn(machinery.drain)
 
         signal.signal(signal.SIGTERM, on_term)
     _freeze_startup_objects()
@@ -104,8 +107,12 @@ def worker_exit(server: Any, worker: Any) -> None:
 
 def on_starting(server: Any) -> None:
     """Validate the configuration once in the arbiter, so a bad file stops start-up
-    with its message instead of every worker failing to boot with a traceback."""
+    with its message instead of every worker failing to boot with a traceback; and tell
+    the workers their master's pid, by which an operator knows the replica of a leader."""
     from app.config import ConfigError, load_config
+    from app.storage.leader import REPLICA_PID_ENV
+
+    os.environ[REPLICA_PID_ENV] = str(os.getpid())
 
     try:
         load_config()

@@ -82,11 +82,23 @@ class RebuildingError(ServiceError):
 
 
 class TooManyRequestsError(ServiceError):
-    """Past a per-lab limit (open event streams, or spawns and deletes in a minute): try
-    again after Retry-After seconds."""
+    """Past a limit (a lab's or a worker's open event streams, a lab's spawns and deletes
+    or a group's creations in a minute): try again after Retry-After seconds."""
 
     status = 429
     code = "too_many_requests"
+
+    def __init__(self, message: str, *, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class QueueFullError(ServiceError):
+    """Creations beyond those in progress wait in a queue, and it is full: the service is
+    at capacity, not the caller at fault. Try again after Retry-After seconds."""
+
+    status = 503
+    code = "queue_full"
 
     def __init__(self, message: str, *, retry_after: int) -> None:
         super().__init__(message)

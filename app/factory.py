@@ -29,8 +29,6 @@ def build_app(config: Config | None = None) -> Flask:
 
     app = Flask(__name__)
     app.config["SPAWNER"] = config
-    # flask-sse subscribes the administrators' live feed here (``blueprints.admin``).
-    app.config["SSE_REDIS_URL"] = config.redis.url
     # Werkzeug refuses a larger body with 413 before anything reads it.
     app.config["MAX_CONTENT_LENGTH"] = config.limits.max_body_bytes
     app.json.sort_keys = False  # type: ignore[attr-defined]

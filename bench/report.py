@@ -102,6 +102,32 @@ def summary_line(name: str, result: dict[str, Any]) -> str:
             f"{_fmt(_get(result, 'scale_down', 'pods_at_count_seconds'), ' s', 2)}; delete all "
             f"{_fmt(_get(result, 'delete', 'all_unlisted_seconds'), ' s', 2)}"
         )
+    if name == "redis_failover":
+        return (
+            f"   primary killed: spawns accepted again after "
+            f"{_fmt(_get(result, 'kill', 'first_spawn_accepted_median_seconds'), ' s', 2)} "
+            f"(median; new primary named after "
+            f"{_fmt(_get(result, 'kill', 'new_primary_named_median_seconds'), ' s', 2)}, "
+            f"{_fmt(_get(result, 'kill', 'unavailable_503_median'), '', 0)} 503s); "
+            f"SENTINEL FAILOVER: after "
+            f"{_fmt(_get(result, 'failover', 'first_spawn_accepted_median_seconds'), ' s', 2)} "
+            f"({_fmt(_get(result, 'failover', 'unavailable_503_median'), '', 0)} 503s)"
+        )
+    if name == "replicas":
+        counts = result.get("by_replicas") or {}
+        storms = ", ".join(
+            f"{count}: {_fmt(r.get('storm_seconds_median'), ' s', 2)}"
+            for count, r in counts.items()
+        )
+        rates = ", ".join(
+            f"{count}: {_fmt(r.get('status_requests_per_second_median'), '/s', 0)}"
+            for count, r in counts.items()
+        )
+        return (
+            f"   storm of {result.get('users')} by replicas {storms}; status {rates}; "
+            f"leader moved in {_fmt(_get(result, 'leader_failover_seconds', 'median'), ' s', 2)} "
+            f"(median; lease {_fmt(result.get('lease_seconds'), ' s', 0)})"
+        )
     if name.startswith("kernels"):
         return (
             f"   first reply p50: remote "
@@ -109,6 +135,16 @@ def summary_line(name: str, result: dict[str, Any]) -> str:
             f"{_fmt(_get(result, 'local', 'first_reply', 'p50_ms'), ' ms')} "
             f"({_fmt(result.get('first_reply_ratio_p50'), '', 2)} x); remote shutdown p50 "
             f"{_fmt(_get(result, 'remote', 'shutdown', 'p50_ms'), ' ms')}"
+        )
+    if name.startswith("scale"):
+        goal = result.get("rebuild_goal") or {}
+        growth = result.get("growth") or {}
+        worse = [label for label, g in growth.items() if g.get("verdict") == "worse than linear"]
+        return (
+            f"   sizes {result.get('sizes')}: rebuild of {goal.get('labs')} labs "
+            f"{_fmt(goal.get('seconds'), ' s', 2)} (goal under {goal.get('goal_seconds')} s); "
+            f"worse than linear: {', '.join(worse) or 'none'}; passes listing per user: "
+            f"{'; '.join(result.get('passes_listing_per_user') or []) or 'none'}"
         )
     if name == "prepull":
         return (
@@ -710,6 +746,46 @@ def _kernels(b: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _replicas(b: dict[str, Any]) -> list[str]:
+    """Storms and status reads through the balancer by replica count, and leader failover."""
+    result = b.get("replicas")
+    if not result:
+        return []
+    if "error" in result:
+        return ["## Replicas", "", f"Failed to run: `{result['error']}`", ""]
+    lines = [
+        "## Replicas",
+        "",
+        f"Replicas of one gunicorn worker each behind the local stack's HAProxy (in front of "
+        f"one replica too); medians of {result.get('runs')} fresh stacks each. A storm of "
+        f"{result.get('users')} users spawning at once (the storm client, every request and "
+        "event stream through the balancer), then status reads of their labs. All replicas "
+        "share this machine's cores, so more replicas add no capacity here.",
+        "",
+        "| Replicas | Storm, wall to the last `complete` | Completed | Status reads/s | "
+        "Status p99 |",
+        "|---|---|---|---|---|",
+    ]
+    for count, row in (result.get("by_replicas") or {}).items():
+        p99 = ", ".join(_fmt(v, " ms") for v in row.get("status_p99_ms") or [])
+        lines.append(
+            f"| {count} | {_fmt(row.get('storm_seconds_median'), ' s', 2)} | "
+            f"{row.get('storm_completed')} | "
+            f"{_fmt(row.get('status_requests_per_second_median'), '', 0)} | {p99} |"
+        )
+    failover = result.get("leader_failover_seconds") or {}
+    lines += [
+        "",
+        f"Leader failover (three replicas, leases of {_fmt(result.get('lease_seconds'), ' s', 0)}"
+        f"): the replica leading the lab watcher killed with SIGKILL, its loops led by another "
+        f"replica after {_fmt(failover.get('median'), ' s', 2)} (median; max "
+        f"{_fmt(failover.get('max'), ' s', 2)}; runs {failover.get('runs')}; expected within "
+        f"{_fmt(failover.get('bound'), ' s', 2)}).",
+        "",
+    ]
+    return lines
+
+
 def _budget(budget: dict[str, Any]) -> str:
     return (
         f"{budget.get('clusters')} cluster, {budget.get('workers')} workers, "
@@ -1138,6 +1214,160 @@ def _prepull(r: dict[str, Any]) -> list[str]:
     ]
 
 
+SCALE_VARIANTS = {"scale": "Instant API", "scale_5ms": "API at {latency} a call"}
+_SCALE_UNITS: dict[str, tuple[str, float, int]] = {
+    "rebuild (in process)": (" s", 1.0, 2),
+    "rebuild CPU": (" s", 1.0, 2),
+    "reconcile pass": (" s", 1.0, 2),
+    "reconcile CPU": (" s", 1.0, 2),
+    "reconcile Kubernetes calls": ("", 1.0, 0),
+    "prepuller decision pass": (" ms", 1000.0, 1),
+    "watcher start": (" s", 1.0, 2),
+    "watcher CPU per 1,000 pod changes": (" s", 1.0, 2),
+    "watcher idle CPU per minute": (" s", 1.0, 2),
+    "Redis bytes per lab": (" B", 1.0, 0),
+    "Redis used memory": (" MiB", 1 / 1048576, 1),
+    "status requests/s": ("/s", 1.0, 0),
+    "rebuild through gunicorn": (" s", 1.0, 2),
+    "emulator RSS": (" MiB", 1 / 1024, 0),
+}
+"""How each scale measure is shown: unit, scale factor and digits."""
+
+
+def _scale(b: dict[str, Any]) -> list[str]:
+    """Each measure at every population size, with its growth exponent and verdict."""
+    variants = {name: b[name] for name in SCALE_VARIANTS if b.get(name)}
+    if not variants:
+        return []
+    lines = [
+        "## Scale: 1,000 to 10,000 labs, simulated",
+        "",
+        "For each size an emulator in its own process holds that many users' running labs on "
+        "500 nodes, built by the service's own builders (`devstack.kube.population`): "
+        "namespaces, ConfigMaps, Secrets, NetworkPolicy, ResourceQuota, Service, a `Running` "
+        "pod and its Events each, nothing running. The rebuild (Redis emptied, one reconcile "
+        "pass), the steady reconcile, the prepuller's decision pass and the watcher run in "
+        "the benchmark's process (their own time and CPU); status reads and a rebuild after "
+        "Redis is emptied under the running service go through gunicorn. Exponent: "
+        "log(largest / smallest) / log(size ratio); 1 is linear.",
+        "",
+    ]
+    for name, result in variants.items():
+        heading = SCALE_VARIANTS[name].format(latency=_fmt(result.get("api_latency_ms"), " ms", 0))
+        if result.get("carried_from"):
+            heading += f" (run of {result['carried_from']})"
+        lines += [f"### {heading}", ""]
+        if "error" in result:
+            lines += [f"Failed to run: `{result['error']}`", ""]
+            continue
+        sizes = [str(s) for s in result.get("sizes") or []]
+        growth = result.get("growth") or {}
+        lines += [
+            "| Measure | " + " | ".join(f"{int(s):,} labs" for s in sizes) + " | Exponent | |",
+            "|---|" + "---|" * (len(sizes) + 2),
+        ]
+        for label, row in growth.items():
+            unit, factor, digits = _SCALE_UNITS.get(label, ("", 1.0, 2))
+            cells = []
+            for size in sizes:
+                value = (row.get("values") or {}).get(size)
+                cells.append(_fmt(None if value is None else value * factor, unit, digits))
+            lines.append(
+                f"| {label} | " + " | ".join(cells) + f" | {_fmt(row.get('exponent'), '', 2)} "
+                f"| {row.get('verdict')} |"
+            )
+        goal = result.get("rebuild_goal") or {}
+        listing = result.get("passes_listing_per_user") or []
+        lines += [
+            "",
+            f"Rebuild of {_fmt(goal.get('labs'))} labs: {_fmt(goal.get('seconds'), ' s', 2)} in "
+            f"process, {_fmt(goal.get('through_gunicorn_seconds'), ' s', 2)} through gunicorn "
+            f"(goal under {_fmt(goal.get('goal_seconds'), ' s', 0)}: "
+            f"{'met' if goal.get('met') else 'not met'}). Passes whose Kubernetes calls grow "
+            f"with the labs: {'; '.join(listing) or 'none'}.",
+            "",
+        ]
+        for size in result.get("results") or []:
+            if "error" in size:
+                lines.append(f"- {size.get('labs')} labs: failed: `{size['error']}`")
+                continue
+            status = size.get("status") or {}
+            latency = status.get("latency_ms") or {}
+            population = size.get("population") or {}
+            lines.append(
+                f"- {size.get('labs'):,} labs: populated in "
+                f"{_fmt(population.get('seconds'), ' s', 1)} "
+                f"({sum((population.get('objects') or {}).values()):,} objects); status p50 "
+                f"{_fmt(latency.get('p50'), ' ms')}, p99 {_fmt(latency.get('p99'), ' ms')} "
+                f"({_fmt(status.get('ratio_to_healthz'), '', 2)} of `/healthz`); reconcile "
+                f"{_fmt(_get(size, 'reconcile', 'kubernetes_calls'))} calls; watcher start "
+                f"{_fmt(_get(size, 'watcher', 'start_seconds'), ' s', 2)}, first reconcile "
+                f"done {_fmt(_get(size, 'watcher', 'start_to_first_reconcile_seconds'), ' s', 2)}"
+                " after leadership"
+            )
+        lines.append("")
+    return lines
+
+
+_FAILOVER_ROWS = (
+    ("New primary named by the sentinels", "new_primary_named_seconds", " s"),
+    ("First spawn accepted through it", "first_spawn_accepted_seconds", " s"),
+    ("Requests answered 503 until then", "unavailable_503", ""),
+    ("Longest request", "longest_request_ms", " ms"),
+)
+
+
+def _redis_failover(b: dict[str, Any]) -> list[str]:
+    """Redis behind Sentinel losing its primary: how long spawns are refused, and how."""
+    result = b.get("redis_failover")
+    if not result:
+        return []
+    lines = ["## Redis failover", ""]
+    if "error" in result:
+        return [*lines, f"Failed to run: `{result['error']}`", ""]
+    if result.get("carried_from"):
+        lines += [f"(Not run this time: figures of the run of {result['carried_from']}.)", ""]
+    lines += [
+        f"The service ({_workers(result)}) reaches Redis through "
+        f"{result.get('sentinels')} sentinels (primary down after "
+        f"{result.get('down_after_ms')} ms of silence) watching a primary and "
+        f"{result.get('replicas')} replica, every server refusing writes with fewer than "
+        f"{result.get('min_replicas_to_write')} replica following it. A client spawns labs "
+        "one after another, trying a 503 again after 20 ms. Killed: the primary gets SIGKILL "
+        "and is started again as the new primary's replica once the sentinels name one (as "
+        "Kubernetes restarts a pod); measured from the kill. On command: `SENTINEL FAILOVER`, "
+        "measured from the command. Medians of the runs, and each run (min to max).",
+        "",
+        "| Figure | Primary killed | `SENTINEL FAILOVER` |",
+        "|---|---|---|",
+    ]
+    for label, key, unit in _FAILOVER_ROWS:
+        cells = [label]
+        for how in ("kill", "failover"):
+            values = [r[key] for r in _get(result, how, "runs") or []]
+            if not values:
+                cells.append("not measured")
+                continue
+            ordered = sorted(values)
+            middle = ordered[len(ordered) // 2]
+            digits = 0 if key == "unavailable_503" else 2
+            cells.append(
+                f"{_fmt(middle, unit, digits)} ({_fmt(ordered[0], '', digits)} to "
+                f"{_fmt(ordered[-1], unit, digits)}, {len(values)} runs)"
+            )
+        lines.append("| " + " | ".join(cells) + " |")
+    others = sorted(
+        {e for how in ("kill", "failover") for e in _get(result, how, "other_errors") or []}
+    )
+    lines += [
+        "",
+        f"Other errors: {', '.join(others) or 'none'}; requests left without an answer "
+        f"(client timeout): {result.get('requests_hung', 0)}.",
+        "",
+    ]
+    return lines
+
+
 def markdown(results: dict[str, Any]) -> str:
     b = results["benchmarks"]
     lines = [
@@ -1180,6 +1410,9 @@ def markdown(results: dict[str, Any]) -> str:
         lines += rendered
     lines += _clusters(b)
     lines += _kernels(b)
+    lines += _replicas(b)
+    lines += _scale(b)
+    lines += _redis_failover(b)
     lines += [
         "## 5. Memory per worker",
         "",

@@ -23,12 +23,15 @@ from typing import Any
 from app.web.server_defaults import DEFAULT_WORKERS
 from bench import (
     clusters,
+    failover,
     kernels,
     latency,
     machine,
     prepull,
+    replicas,
     report,
     restart,
+    scale,
     status,
     storm,
     streams,
@@ -52,12 +55,22 @@ ALL = (
     "clusters_5ms",
     "kernels",
     "kernels_5ms",
+    "replicas",
+    "scale",
+    "scale_5ms",
+    "redis_failover",
 )
 """``_5ms``: at a realistic API latency (``--api-latency-ms``); ``_slow_kubelet``: that
 latency and a kubelet taking ``--slow-start-seconds`` to start a lab; ``streams_1000``:
 1,000 streams, as the reference was measured with (``streams``: ``--streams``);
 ``clusters``: users' compute clusters created, scaled and deleted all at once;
-``kernels``: a remote kernel's start to its first reply, beside a local kernel's."""
+``kernels``: a remote kernel's start to its first reply, beside a local kernel's;
+``replicas``: storms and status through the balancer with 1, 2 and 3 replicas, and how fast
+a dead leader replica's loops lead elsewhere;
+``scale``: the watcher, reconcile, prepuller, rebuild, Redis memory and status against
+emulated populations of 1,000 to 10,000 labs (``--scale-labs``); ``redis_failover``: spawns
+while Redis behind Sentinel loses its primary (killed, or failed over on command), the time
+until a spawn is accepted through the new primary and the 503s until then."""
 
 
 def _code_version() -> dict[str, Any]:
@@ -140,10 +153,30 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--pull-seconds", type=float, default=0.5, help="simulated pull time (prepull)"
     )
     parser.add_argument(
+        "--scale-labs",
+        default=",".join(str(n) for n in scale.SIZES),
+        help="comma-separated population sizes, in labs (scale)",
+    )
+    parser.add_argument(
+        "--scale-nodes", type=int, default=scale.NODES, help="nodes of each population (scale)"
+    )
+    parser.add_argument(
+        "--replica-users",
+        type=int,
+        default=200,
+        help="users of each storm through the balancer (replicas)",
+    )
+    parser.add_argument(
         "--kernel-rounds",
         type=int,
         default=10,
         help="remote and local kernels started, one at a time (kernels)",
+    )
+    parser.add_argument(
+        "--failover-runs",
+        type=int,
+        default=5,
+        help="primaries killed, and half as many failovers on command (redis_failover)",
     )
     parser.add_argument(
         "--cluster-users", type=int, default=50, help="users with a cluster each (clusters)"
@@ -198,6 +231,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"unknown benchmark(s): {', '.join(unknown)}; choose from {', '.join(ALL)}")
         return 2
     api_latency = args.api_latency_ms / 1000
+    scale_sizes = tuple(int(n) for n in args.scale_labs.split(",") if n.strip())
     workers = args.workers or DEFAULT_WORKERS
     runners: dict[str, Callable[[Path], dict[str, Any]]] = {
         "latency": lambda w: latency.run(w, spawns=args.spawns, workers=workers),
@@ -253,7 +287,18 @@ def main(argv: list[str] | None = None) -> int:
             poll_seconds=args.cluster_poll_seconds,
         ),
         "kernels": lambda w: kernels.run(w, rounds=args.kernel_rounds),
+        "replicas": lambda w: replicas.run(w, users=args.replica_users),
         "kernels_5ms": lambda w: kernels.run(w, rounds=args.kernel_rounds, api_latency=api_latency),
+        "scale": lambda w: scale.run(w, scale_sizes, nodes=args.scale_nodes),
+        "redis_failover": lambda w: failover.run(
+            w,
+            kill_runs=args.failover_runs,
+            failover_runs=max(1, (args.failover_runs + 1) // 2),
+            workers=workers,
+        ),
+        "scale_5ms": lambda w: scale.run(
+            w, scale_sizes, nodes=args.scale_nodes, api_latency=api_latency
+        ),
     }
     description = machine.describe()
     started = time.monotonic()

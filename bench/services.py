@@ -25,7 +25,8 @@ import redis
 import requests
 
 from app.web.server_defaults import DEFAULT_WORKERS
-from devstack.gafaelfawr import GroupSpec, UserSpec
+from devstack.demo import add_load_users
+from devstack.gafaelfawr import GroupSpec
 from devstack.redis_process import free_port
 from devstack.stack import REPO_ROOT, LocalStack, StackOptions
 
@@ -34,10 +35,11 @@ REPO_ROOT_TEXT = str(REPO_ROOT)
 RECONCILE_OUT_OF_THE_WAY = {"watcher": {"reconcileSeconds": 3600}}
 """For benchmarks whose lab records have no pods behind them: the periodic reconcile would
 (rightly) mark them failed in the middle of the measurement, so it runs only at start-up."""
-UNCAPPED = {"limits": {"mutationsPerMinute": 1_000_000}}
+UNCAPPED = {"limits": {"mutationsPerMinute": 1_000_000, "streamsPerWorker": 1_000_000}}
 """Benchmarks spawn and delete one user's lab far more often than a person could; the
-per-lab cap on spawns and deletes a minute would otherwise answer most of them 429."""
-EXEC_SCOPES = ("exec:notebook", "read:image")
+per-lab cap on spawns and deletes a minute would otherwise answer most of them 429. The
+streams benchmark measures how many streams one worker holds, past the default cap on them
+(``worker_connections`` is raised there too)."""
 BENCH_GROUP = GroupSpec("bench-users", 3000)
 FIRST_UID = 20000
 
@@ -317,19 +319,10 @@ class BenchStack:
 
     def add_users(self, names: list[str]) -> dict[str, str]:
         """Register users with a UID, a primary group and one more group; their tokens."""
-        tokens = {}
-        for name in names:
-            uid = self._next_uid
-            self._next_uid += 1
-            user = UserSpec(
-                username=name,
-                uid=uid,
-                gid=uid,
-                name=f"Bench {name}",
-                groups=(GroupSpec(name, uid), BENCH_GROUP),
-            )
-            self.stack.gafaelfawr.add_user(user)
-            tokens[name] = self.stack.gafaelfawr.issue_token(name, EXEC_SCOPES)
+        tokens = add_load_users(
+            self.stack.gafaelfawr, names, first_uid=self._next_uid, group=BENCH_GROUP
+        )
+        self._next_uid += len(names)
         return tokens
 
     def lab_namespaces(self) -> list[str]:

@@ -163,6 +163,21 @@ reference's status figure is carried to this machine by its ratio to a bare rout
 gunicorn workers, so the goal is judged in that shape."""
 
 
+def status_load(
+    url: str,
+    token: str,
+    *,
+    users: int,
+    user_format: str,
+    seconds: float,
+    connections: int = 64,
+) -> dict[str, Any]:
+    """Status reads of ``users`` labs (``user_format % index``) at ``url`` for ``seconds``,
+    with wrk where it is installed, else the Python load generator."""
+    load = _wrk if shutil.which("wrk") is not None else _loadgen
+    return load(url, token, users, user_format, "/spawner/v1/labs/", seconds, connections)
+
+
 def _median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The run with the median requests/s (latencies stay consistent with the rate)."""
     ordered = sorted(runs, key=lambda r: r.get("requests_per_second") or 0)

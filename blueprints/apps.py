@@ -17,6 +17,7 @@ from app.errors import (
     DependencyUnavailableError,
     InvalidRequestError,
     NotFoundError,
+    QueueFullError,
     QuotaExceededError,
     RebuildingError,
     TooManyRequestsError,
@@ -105,7 +106,7 @@ def templates() -> list[dict[str, Any]]:
 @apps.request_body(AppRequestSchema)
 @apps.response(201, AppSchema, description="The app, starting.")
 @raises(InvalidRequestError, QuotaExceededError, ConflictError, TooManyRequestsError)
-@raises(RebuildingError, DependencyUnavailableError)
+@raises(RebuildingError, DependencyUnavailableError, QueueFullError)
 @requires(ANY_USER, ADMIN, with_user=True)
 def create_app() -> tuple[dict[str, Any], int]:
     """Make an app of the group from a template, within the group's quota; the caller must
@@ -156,7 +157,7 @@ def app(app_id: str) -> dict[str, Any]:
 @apps.request_body(AppChangeSchema)
 @apps.response(202, AppSchema, description="The app, updating.")
 @raises(InvalidRequestError, NotFoundError, QuotaExceededError, ConflictError)
-@raises(TooManyRequestsError, RebuildingError, DependencyUnavailableError)
+@raises(TooManyRequestsError, RebuildingError, DependencyUnavailableError, QueueFullError)
 @requires(ANY_USER, ADMIN, with_user=True)
 def update_app(app_id: str) -> tuple[dict[str, Any], int]:
     """Change the app's variables (all of them), scope or size; its pod is replaced, the
@@ -180,7 +181,7 @@ def stop_app(app_id: str) -> tuple[dict[str, Any], int]:
 @apps.post("/apps/<app_id>/start")
 @apps.response(202, AppSchema, description="The app, starting.")
 @raises(NotFoundError, ConflictError, QuotaExceededError, TooManyRequestsError)
-@raises(RebuildingError, DependencyUnavailableError)
+@raises(RebuildingError, DependencyUnavailableError, QueueFullError)
 @requires(ANY_USER, ADMIN, with_user=True)
 def start_app(app_id: str) -> tuple[dict[str, Any], int]:
     """Start a stopped app again, within the group's quota."""

@@ -10,6 +10,7 @@ from app.errors import (
     DependencyUnavailableError,
     InvalidRequestError,
     NotFoundError,
+    QueueFullError,
     QuotaExceededError,
     RebuildingError,
     TooManyRequestsError,
@@ -47,6 +48,7 @@ def _body(record: ClusterRecord) -> dict[str, Any]:
     QuotaExceededError,
     TooManyRequestsError,
     DependencyUnavailableError,
+    QueueFullError,
 )
 @requires(OWNER, ADMIN, with_user=True)
 def create_cluster(username: str) -> tuple[dict[str, Any], int]:

@@ -12,6 +12,7 @@ from app.errors import (
     DependencyUnavailableError,
     InvalidRequestError,
     NotFoundError,
+    QueueFullError,
     QuotaExceededError,
     RebuildingError,
     TooManyRequestsError,
@@ -53,6 +54,7 @@ def _body(record: KernelRecord) -> dict[str, Any]:
     RebuildingError,
     TooManyRequestsError,
     DependencyUnavailableError,
+    QueueFullError,
 )
 @requires(OWNER, ADMIN, with_user=True)
 def create_kernel(username: str) -> tuple[dict[str, Any], int]:

@@ -12,6 +12,7 @@ from app.errors import (
     InvalidRequestError,
     NotFoundError,
     PermissionDeniedError,
+    QueueFullError,
     RebuildingError,
     TooManyRequestsError,
 )
@@ -139,6 +140,7 @@ def user_status() -> Response:
     ]
 )
 @raises(InvalidRequestError, ConflictError, RebuildingError, TooManyRequestsError)
+@raises(QueueFullError)
 @requires(OWNER, with_user=True)
 def spawn(username: str) -> Response:
     """Queue a spawn; 303 to the lab's status."""

@@ -21,13 +21,20 @@ def parse_options(
     argv: list[str] | None = None, environ: Mapping[str, str] | None = None
 ) -> StackOptions:
     """The stack's options from the command line, with defaults from the environment
-    (``make run`` passes no arguments: ``SPAWNER_PORT``, ``SPAWNER_REDIS_URL``,
-    ``DEVSTACK_API_LATENCY_MS``, ``DEVSTACK_START_SECONDS``, ``DEVSTACK_LAB_STANDIN`` and
-    ``DEVSTACK_PROGRAMS`` set it up)."""
+    (``make run`` passes no arguments: ``SPAWNER_PORT``, ``SPAWNER_REPLICAS``,
+    ``SPAWNER_REDIS_URL``, ``SPAWNER_REDIS_SENTINEL``, ``DEVSTACK_API_LATENCY_MS``,
+    ``DEVSTACK_START_SECONDS``, ``DEVSTACK_LAB_STANDIN`` and ``DEVSTACK_PROGRAMS`` set it
+    up)."""
     env = os.environ if environ is None else environ
     parser = argparse.ArgumentParser(prog="python -m devstack", description=__doc__)
     parser.add_argument("--port", type=int, default=int(env.get("SPAWNER_PORT", 8080)))
     parser.add_argument("--workers", type=int, default=DEFAULT_WORKERS)
+    parser.add_argument(
+        "--replicas",
+        type=int,
+        default=int(env.get("SPAWNER_REPLICAS") or 1),
+        help="replicas of the service (gunicorn masters) behind a load balancer",
+    )
     parser.add_argument("--nodes", type=int, default=3)
     parser.add_argument("--state-dir", type=Path, default=REPO_ROOT / ".devstack")
     parser.add_argument(
@@ -41,6 +48,12 @@ def parse_options(
         type=float,
         default=float(env.get("DEVSTACK_START_SECONDS") or 0),
         help="seconds the emulated kubelet takes to start a lab's containers",
+    )
+    parser.add_argument(
+        "--redis-sentinel",
+        action="store_true",
+        default=env.get("SPAWNER_REDIS_SENTINEL", "") not in ("", "0"),
+        help="run Redis as a primary, a replica and three sentinels, and reach it through them",
     )
     parser.add_argument(
         "--lab-standin",
@@ -59,8 +72,10 @@ def parse_options(
     return StackOptions(
         state_dir=args.state_dir,
         redis_url=env.get("SPAWNER_REDIS_URL") or None,
+        redis_sentinel=args.redis_sentinel,
         spawner_port=args.port,
         workers=args.workers,
+        replicas=max(1, args.replicas),
         nodes=args.nodes,
         api_latency=args.api_latency_ms / 1000,
         start_seconds=args.start_seconds,
@@ -88,15 +103,22 @@ def main(argv: list[str] | None = None) -> int:
             if key in state:
                 print(f"  {key:15} {state[key]}")
         print(f"  {'redis_url':15} {state['redis_url']}")
+        if "redis_sentinel" in state:
+            sentinels = ", ".join(state["redis_sentinel"]["addresses"])
+            print(f"  {'redis_sentinel':15} {sentinels} (primary at start: redis_url)")
+        if len(state["replicas"]) > 1:
+            for replica in state["replicas"]:
+                print(f"  {replica['name']:15} {replica['url']} (pid {replica['pid']})")
         print("Demo tokens:")
         print(json.dumps(state["tokens"], indent=2))
         print(f"Written to {options.state_dir / 'stack.json'}. Ctrl-C stops everything.")
         sys.stdout.flush()
         while not stopping.wait(0.5):
-            process = stack.spawner_process
-            if process is not None and process.poll() is not None:
-                print("gunicorn exited; stopping the stack", file=sys.stderr)
-                return 1
+            for replica in stack.replicas:
+                process = replica.process
+                if process is not None and process.poll() is not None:
+                    print(f"{replica.name} exited; stopping the stack", file=sys.stderr)
+                    return 1
         return 0
     finally:
         stack.stop()

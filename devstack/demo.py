@@ -201,6 +201,31 @@ def demo_registry_repositories() -> dict[str, dict[str, str]]:
     }
 
 
+LOAD_SCOPES = ("exec:notebook", "read:image")
+"""What a load test's users' tokens hold: enough to spawn and follow their own labs."""
+
+
+def add_load_users(
+    gafaelfawr: GafaelfawrEmulator, names: list[str], *, first_uid: int, group: GroupSpec
+) -> dict[str, str]:
+    """Register users for a load test or benchmark, each with a UID, a primary group of its
+    own and ``group``; their tokens (``LOAD_SCOPES``) by name."""
+    tokens = {}
+    for index, name in enumerate(names):
+        uid = first_uid + index
+        gafaelfawr.add_user(
+            UserSpec(
+                username=name,
+                uid=uid,
+                gid=uid,
+                name=f"Load {name}",
+                groups=(GroupSpec(name, uid), group),
+            )
+        )
+        tokens[name] = gafaelfawr.issue_token(name, LOAD_SCOPES)
+    return tokens
+
+
 def demo_gafaelfawr(port: int = 0) -> GafaelfawrEmulator:
     """A Gafaelfawr emulator (not started) loaded with the demo users, tokens and group
     mapping."""

@@ -2,7 +2,10 @@
 
 Used by ``make run`` (through ``python -m devstack``), by the tests that run the real gunicorn,
 and by the benchmarks. The emulators run as threads of this process; the service runs as a
-separate gunicorn process talking to them over HTTP, as it would in a cluster.
+separate gunicorn process talking to them over HTTP, as it would in a cluster. With
+``replicas`` above one, each replica is a gunicorn master of its own on its own port, behind
+a load balancer (``devstack.balancer``) at ``spawner_url`` that sends each request to the
+next replica in turn, as a Kubernetes Service spreads requests over the service's pods.
 
 Group apps are reached as in a cluster: through the ingress (``devstack.ingress``, at
 ``ingress_url``), which asks the Gafaelfawr emulator about every request to an Ingress made from
@@ -34,6 +37,7 @@ import requests
 import yaml
 
 from app.web.server_defaults import DEFAULT_WORKERS
+from devstack.balancer import Backend, LoadBalancer
 from devstack.demo import (
     demo_group_mapping,
     demo_registry_repositories,
@@ -50,6 +54,7 @@ from devstack.lab_standin import LabStandIn
 from devstack.launch import launched
 from devstack.redis_process import RedisProcess, free_port
 from devstack.registry import RegistryEmulator
+from devstack.sentinel import SentinelGroup
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEMO_CONFIG = REPO_ROOT / "app" / "config" / "demo.yaml"
@@ -66,8 +71,17 @@ class StackOptions:
 
     state_dir: Path = field(default_factory=lambda: REPO_ROOT / ".devstack")
     redis_url: str | None = None
+    redis_sentinel: bool = False
+    """Run Redis as a primary, a replica and three sentinels (``devstack.sentinel``), and
+    have the service find the primary through the sentinels; ``redis_url`` is then ignored."""
     spawner_port: int = 0
     workers: int = DEFAULT_WORKERS
+    """gunicorn workers per replica."""
+    replicas: int = 1
+    """Replicas of the service, each its own gunicorn master; above one, behind a balancer."""
+    balancer: bool | None = None
+    """Whether the balancer stands in front of the replicas: None for "when more than one"
+    (a benchmark comparing one replica with several puts it in front of one too)."""
     nodes: int = 3
     pull_seconds: float = 0.5
     start_seconds: float = 0.0
@@ -92,7 +106,8 @@ class LocalStack:
     def __init__(self, options: StackOptions | None = None) -> None:
         self.options = options or StackOptions()
         self.redis: RedisProcess | None = None
-        self.redis_url = self.options.redis_url or ""
+        self.sentinel: SentinelGroup | None = None
+        self.redis_url = "" if self.options.redis_sentinel else self.options.redis_url or ""
         self.registry = RegistryEmulator(repositories=demo_registry_repositories())
         self.kube = KubernetesEmulator(
             settings=ClusterSettings(
@@ -114,7 +129,8 @@ class LocalStack:
         self.lab_standin: LabStandIn | None = None
         if not self.options.real_labs:
             self.lab_standin = LabStandIn(self.kube.store, self._namespace_prefix())
-        self.spawner_process: subprocess.Popen[bytes] | None = None
+        self.replicas: list[SpawnerReplica] = []
+        self.balancer: LoadBalancer | None = None
         self.spawner_port = 0
         self.spawner_url = ""
 
@@ -123,7 +139,13 @@ class LocalStack:
     def start(self, *, spawner: bool = True) -> LocalStack:
         state_dir = self.options.state_dir
         state_dir.mkdir(parents=True, exist_ok=True)
-        if not self.redis_url:
+        if self.options.redis_sentinel:
+            self.sentinel = SentinelGroup(state_dir / "redis-sentinel").start()
+            # The primary at start-up, for tools that read Redis directly; the service
+            # itself asks the sentinels (``sentinel.primary_client()`` follows failovers).
+            host, port = self.sentinel.primary_address()
+            self.redis_url = f"redis://{host}:{port}/0"
+        elif not self.redis_url:
             self.redis = RedisProcess(state_dir / "redis").start()
             self.redis_url = self.redis.url
         self.registry.start()
@@ -133,29 +155,25 @@ class LocalStack:
         self.kube.start()
         for index in range(self.options.nodes):
             self.kube.cluster.add_node(f"node-{index + 1}")
-        self.kube.store.create(
-            "namespaces",
-            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": SERVICE_NAMESPACE}},
-        )
-        # The operators a platform runs beside the service (Dask, Ray, Spark clusters, and
-        # Gafaelfawr, whose GafaelfawrIngresses become Ingresses).
-        for plural in OPERATOR_CRDS:
-            self.kube.store.create("customresourcedefinitions", crd(plural))
-        self.kube.store.create(
-            "secrets",
-            {
-                "apiVersion": "v1",
-                "kind": "Secret",
-                "type": "Opaque",
-                "metadata": {"name": "lab-secrets", "namespace": SERVICE_NAMESPACE},
-                "data": DEMO_SECRETS,
-            },
-        )
+        install_platform(self.kube)
         self.ingress.start()
         if self.lab_standin is not None:
             self.lab_standin.start()
         self.spawner_port = self.options.spawner_port or free_port()
         self.spawner_url = f"http://127.0.0.1:{self.spawner_port}"
+        balanced = self.options.balancer
+        if balanced or (balanced is None and self.options.replicas > 1):
+            self.replicas = [
+                SpawnerReplica(f"spawner-{index + 1}", free_port())
+                for index in range(self.options.replicas)
+            ]
+            self.balancer = LoadBalancer(
+                state_dir / "balancer",
+                self.spawner_port,
+                [Backend(replica.name, replica.port) for replica in self.replicas],
+            )
+        else:
+            self.replicas = [SpawnerReplica("spawner-1", self.spawner_port)]
         self._write_kubeconfig()
         self._write_config()
         if spawner:
@@ -203,7 +221,9 @@ class LocalStack:
         """
         raw: dict[str, Any] = yaml.safe_load(DEMO_CONFIG.read_text(encoding="utf-8"))
         raw["gafaelfawr"]["url"] = self.gafaelfawr.url
-        raw["redis"] = {"url": self.redis_url}
+        raw["redis"] = (
+            self.sentinel.service_config() if self.sentinel is not None else {"url": self.redis_url}
+        )
         raw["kubernetes"] = {
             "mode": "kubeconfig",
             "kubeconfig": str(self.kubeconfig_path),
@@ -264,35 +284,74 @@ class LocalStack:
         text = yaml.safe_dump(self.service_config(), sort_keys=False)
         self.config_path.write_text(text, encoding="utf-8")
 
+    @property
+    def spawner_process(self) -> subprocess.Popen[bytes] | None:
+        """The first replica's gunicorn master (the only one, unless ``replicas`` is set)."""
+        return self.replicas[0].process if self.replicas else None
+
     def _start_spawner(self, timeout: float = 60.0) -> None:
-        port = self.spawner_port
+        for replica in self.replicas:
+            self.start_replica(replica, wait=False)
+        for replica in self.replicas:
+            self._await_ready(replica, timeout)
+        if self.balancer is not None:
+            self.balancer.start()
+            _await_url(f"{self.spawner_url}/readyz", timeout, None)
+
+    def start_replica(self, replica: SpawnerReplica, *, wait: bool = True) -> None:
+        """Start ``replica``'s gunicorn master on its port (again, after it stopped)."""
         env = dict(os.environ)
         env.update(
             {
-                "SPAWNER_BIND": f"127.0.0.1:{port}",
+                "SPAWNER_BIND": f"127.0.0.1:{replica.port}",
                 "SPAWNER_WORKERS": str(self.options.workers),
                 "SPAWNER_CONFIG_PATH": str(self.config_path),
                 "SPAWNER_REDIS_URL": self.redis_url,
+                "SPAWNER_REPLICA_NAME": replica.name,
+                "SPAWNER_REPLICA_URL": replica.url,
                 "PYTHONUNBUFFERED": "1",
             }
         )
+        if self.sentinel is not None:
+            del env["SPAWNER_REDIS_URL"]  # it would replace the sentinels in the config
         env.update(self.options.extra_env)
         command = [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "wsgi:app"]
-        self.spawner_process = subprocess.Popen(launched(command), cwd=REPO_ROOT, env=env)
-        deadline = time.monotonic() + timeout
-        while True:
-            if self.spawner_process.poll() is not None:
-                raise RuntimeError(
-                    f"gunicorn exited with code {self.spawner_process.returncode} at start-up"
-                )
+        replica.process = subprocess.Popen(launched(command), cwd=REPO_ROOT, env=env)
+        if wait:
+            self._await_ready(replica, 60.0)
+
+    def _await_ready(self, replica: SpawnerReplica, timeout: float) -> None:
+        _await_url(f"{replica.url}/readyz", timeout, replica.process)
+
+    def replica_named(self, name: str) -> SpawnerReplica:
+        return next(replica for replica in self.replicas if replica.name == name)
+
+    def kill_replica(self, replica: SpawnerReplica) -> None:
+        """SIGKILL ``replica``'s workers and then its master, as when the machine under it is
+        lost: nothing a worker was doing is finished or handed over."""
+        process = replica.process
+        if process is not None and process.poll() is None:
+            for pid in _children(process.pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            process.kill()
+            process.wait()
+        replica.process = None
+
+    def stop_replica(self, replica: SpawnerReplica, timeout: float = 30.0) -> int | None:
+        """SIGTERM ``replica``'s gunicorn and wait for its graceful shutdown; its exit code."""
+        process = replica.process
+        if process is None:
+            return None
+        if process.poll() is None:
+            process.terminate()
             try:
-                if requests.get(f"{self.spawner_url}/readyz", timeout=1).status_code == 200:
-                    return
-            except requests.RequestException:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("the service did not become ready in time")
-            time.sleep(0.1)
+                process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        replica.process = None
+        return process.returncode
 
     def state(self) -> dict[str, Any]:
         """What ``.devstack/stack.json`` holds: addresses, the demo tokens (with the scopes
@@ -307,12 +366,25 @@ class LocalStack:
         }
         return {
             "spawner_url": self.spawner_url,
+            "replicas": [
+                {
+                    "name": replica.name,
+                    "url": replica.url,
+                    "pid": replica.pid,
+                }
+                for replica in self.replicas
+            ],
             "kubernetes_url": self.kube.url,
             "gafaelfawr_url": self.gafaelfawr.url,
             "registry_url": self.registry.url,
             "ingress_url": self.ingress.url,
             **({"lab_url": self.lab_standin.url} if self.lab_standin is not None else {}),
             "redis_url": self.redis_url,
+            **(
+                {"redis_sentinel": self.sentinel.service_config()["sentinel"]}
+                if self.sentinel is not None
+                else {}
+            ),
             "tokens": tokens,
             "group_mapping": self.gafaelfawr.group_mapping,
         }
@@ -324,34 +396,26 @@ class LocalStack:
     # Shutdown ------------------------------------------------------------------------
 
     def stop_spawner(self, timeout: float = 30.0) -> int | None:
-        """SIGTERM gunicorn and wait for its graceful shutdown; returns its exit code."""
-        process = self.spawner_process
-        if process is None:
-            return None
-        if process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-        self.spawner_process = None
-        return process.returncode
+        """SIGTERM every replica and wait for their graceful shutdown, then stop the
+        balancer; returns the first replica's exit code."""
+        codes = [self.stop_replica(replica, timeout) for replica in self.replicas]
+        if self.balancer is not None:
+            self.balancer.stop()
+        return codes[0] if codes else None
 
     def restart_spawner(self, *, kill: bool = True) -> None:
-        """Stop gunicorn and start it again on its port. With ``kill``, its workers and then
-        its master get SIGKILL, as when the machine under it is lost: nothing a worker was
-        doing is finished or handed over."""
-        process = self.spawner_process
-        if process is not None and kill and process.poll() is None:
-            for pid in _children(process.pid):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-            process.kill()
-            process.wait()
-            self.spawner_process = None
-        self.stop_spawner()
-        self._start_spawner()
+        """Stop every replica and start them again on their ports. With ``kill``, their
+        workers and then their masters get SIGKILL, as when the machines under them are
+        lost: nothing a worker was doing is finished or handed over."""
+        for replica in self.replicas:
+            if kill:
+                self.kill_replica(replica)
+            else:
+                self.stop_replica(replica)
+        for replica in self.replicas:
+            self.start_replica(replica, wait=False)
+        for replica in self.replicas:
+            self._await_ready(replica, 60.0)
 
     def stop(self) -> None:
         self.stop_spawner()
@@ -363,6 +427,68 @@ class LocalStack:
         self.registry.stop()
         if self.redis is not None:
             self.redis.stop()
+        if self.sentinel is not None:
+            self.sentinel.stop()
+
+
+def install_platform(kube: KubernetesEmulator) -> None:
+    """What the cluster holds before the service runs: the service's namespace with the
+    Secret the demo configuration copies into labs, and the custom resources of the
+    operators a platform runs beside the service (Dask, Ray, Spark clusters, and Gafaelfawr,
+    whose GafaelfawrIngresses become Ingresses)."""
+    kube.store.create(
+        "namespaces",
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": SERVICE_NAMESPACE}},
+    )
+    for plural in OPERATOR_CRDS:
+        kube.store.create("customresourcedefinitions", crd(plural))
+    kube.store.create(
+        "secrets",
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "type": "Opaque",
+            "metadata": {"name": "lab-secrets", "namespace": SERVICE_NAMESPACE},
+            "data": DEMO_SECRETS,
+        },
+    )
+
+
+@dataclass
+class SpawnerReplica:
+    """One replica of the service: a gunicorn master (``process``) on its own port."""
+
+    name: str
+    port: int
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process is not None else None
+
+    def worker_pids(self) -> list[int]:
+        """The pids of its gunicorn workers."""
+        return _children(self.process.pid) if self.process is not None else []
+
+
+def _await_url(url: str, timeout: float, process: subprocess.Popen[bytes] | None) -> None:
+    """Wait until ``url`` answers 200; fail at once if ``process`` (which serves it) exits."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(f"gunicorn exited with code {process.returncode} at start-up")
+        try:
+            if requests.get(url, timeout=1).status_code == 200:
+                return
+        except requests.RequestException:
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{url} did not answer in time")
+        time.sleep(0.1)
 
 
 def _children(pid: int) -> list[int]:

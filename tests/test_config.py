@@ -109,6 +109,57 @@ def test_redis_url_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     assert parse_config(MINIMAL).redis.url == "redis://elsewhere.example:6380/2"
 
 
+SENTINEL = {"addresses": ["sentinel-0.redis:26379", "[fd00::1]:26380"], "serviceName": "lab"}
+
+
+def test_redis_through_sentinel(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SPAWNER_REDIS_URL", raising=False)
+    monkeypatch.setenv("SPAWNER_REDIS_PASSWORD", "server-secret")
+    monkeypatch.setenv("SPAWNER_REDIS_SENTINEL_PASSWORD", "sentinel-secret")
+    redis = parse_config({**MINIMAL, "redis": {"sentinel": {**SENTINEL, "db": 2}}}).redis
+    assert redis.url is None and redis.sentinel is not None
+    assert redis.sentinel.addresses == (("sentinel-0.redis", 26379), ("fd00::1", 26380))
+    assert (redis.sentinel.service_name, redis.sentinel.db) == ("lab", 2)
+    # Passwords come from the environment only, and never show in a log line.
+    assert redis.password == "server-secret"
+    assert redis.sentinel.sentinel_password == "sentinel-secret"
+    assert "secret" not in repr(redis)
+
+
+def test_redis_defaults_to_a_local_url_and_sentinel_is_optional(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("SPAWNER_REDIS_URL", raising=False)
+    monkeypatch.delenv("SPAWNER_REDIS_PASSWORD", raising=False)
+    redis = parse_config(MINIMAL).redis
+    assert (redis.url, redis.sentinel, redis.password) == ("redis://127.0.0.1:6379/0", None, None)
+    sentinel = parse_config({**MINIMAL, "redis": {"sentinel": SENTINEL}}).redis.sentinel
+    assert sentinel is not None and sentinel.sentinel_password is None
+
+
+def test_redis_url_from_environment_replaces_sentinel(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SPAWNER_REDIS_URL", "redis://elsewhere.example:6380/2")
+    redis = parse_config({**MINIMAL, "redis": {"sentinel": SENTINEL}}).redis
+    assert (redis.url, redis.sentinel) == ("redis://elsewhere.example:6380/2", None)
+
+
+def test_redis_sentinel_problems_are_reported() -> None:
+    both = {"url": "redis://r:6379/0", "sentinel": SENTINEL}
+    assert _problems({**MINIMAL, "redis": both}) == [
+        "redis.sentinel: give either url (one Redis server) or sentinel (Redis Sentinel), not both"
+    ]
+    bad = {"addresses": ["sentinel", "s:99999", "s:26379"], "password": "x"}
+    problems = _problems({**MINIMAL, "redis": {"sentinel": bad}})
+    assert problems == [
+        "redis.sentinel.addresses[0]: 'sentinel' is not host:port, e.g. redis-sentinel:26379",
+        "redis.sentinel.addresses[1]: 's:99999' is not host:port, e.g. redis-sentinel:26379",
+        "redis.sentinel.password: Unknown field.",
+    ]
+    assert _problems({**MINIMAL, "redis": {"sentinel": {"addresses": []}}}) == [
+        "redis.sentinel.addresses: Shorter than minimum length 1."
+    ]
+
+
 def test_bad_config_stops_wsgi_start_with_message_not_traceback(tmp_path: Path) -> None:
     path = tmp_path / "config.yaml"
     path.write_text("gafaelfawr:\n  url: 12\nlogLevel: LOUD\n", encoding="utf-8")

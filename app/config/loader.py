@@ -15,13 +15,21 @@ from typing import Any
 import yaml
 from marshmallow import ValidationError
 
-from app.config.models import Config
+from app.config.models import Config, RedisConfig
 
 CONFIG_PATH_ENV = "SPAWNER_CONFIG_PATH"
 """Environment variable naming the configuration file."""
 
 REDIS_URL_ENV = "SPAWNER_REDIS_URL"
-"""Environment variable that overrides ``redis.url`` (it often carries a password)."""
+"""Environment variable that overrides ``redis.url`` (it often carries a password); set, it
+replaces a ``redis.sentinel`` block too."""
+
+REDIS_PASSWORD_ENV = "SPAWNER_REDIS_PASSWORD"  # noqa: S105 (a variable's name)
+"""Environment variable holding the Redis servers' password (with a URL, one the URL does not
+carry already; with Sentinel, the primary's and replicas')."""
+
+REDIS_SENTINEL_PASSWORD_ENV = "SPAWNER_REDIS_SENTINEL_PASSWORD"  # noqa: S105 (a name)
+"""Environment variable holding the sentinels' own password, when they require one."""
 
 
 class ConfigError(Exception):
@@ -69,10 +77,20 @@ def parse_config(raw: Any, source: str = "<config>") -> Config:
         config: Config = ConfigSchema().load(raw)
     except ValidationError as exc:
         raise ConfigError(source, _flatten(exc.messages)) from None
-    redis_url = os.environ.get(REDIS_URL_ENV)
-    if redis_url:
-        config = dataclasses.replace(config, redis=dataclasses.replace(config.redis, url=redis_url))
-    return config
+    return dataclasses.replace(config, redis=_redis_from_environment(config.redis))
+
+
+def _redis_from_environment(redis: RedisConfig) -> RedisConfig:
+    """The address and passwords the environment gives: a Secret fills these in a
+    deployment, so no password has to be written into the configuration file."""
+    url = os.environ.get(REDIS_URL_ENV)
+    if url:
+        redis = dataclasses.replace(redis, url=url, sentinel=None)
+    sentinel_password = os.environ.get(REDIS_SENTINEL_PASSWORD_ENV)
+    if redis.sentinel is not None and sentinel_password:
+        sentinel = dataclasses.replace(redis.sentinel, sentinel_password=sentinel_password)
+        redis = dataclasses.replace(redis, sentinel=sentinel)
+    return dataclasses.replace(redis, password=os.environ.get(REDIS_PASSWORD_ENV) or None)
 
 
 def load_config(path: str | os.PathLike[str] | None = None) -> Config:

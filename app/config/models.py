@@ -20,14 +20,40 @@ class GafaelfawrConfig:
 
 
 @dataclass(frozen=True)
-class RedisConfig:
-    """The shared Redis; ``url`` is overridden by ``SPAWNER_REDIS_URL``."""
+class RedisSentinelConfig:
+    """Where Redis Sentinel runs and which of its monitored services is ours.
 
-    url: str
+    The service asks the sentinels for the current primary on every new connection, so a
+    failover needs no restart. Passwords never live here: they come from the environment
+    (``SPAWNER_REDIS_SENTINEL_PASSWORD`` for the sentinels, ``SPAWNER_REDIS_PASSWORD`` for
+    the Redis servers) and are kept out of ``repr`` so no log line can show them.
+    """
+
+    addresses: tuple[tuple[str, int], ...]
+    service_name: str
+    db: int
+    username: str | None
+    """The ACL user on the Redis servers, if they use ACLs."""
+    sentinel_username: str | None
+    """The ACL user on the sentinels, if they use ACLs."""
+    sentinel_password: str | None = field(repr=False)
+
+
+@dataclass(frozen=True)
+class RedisConfig:
+    """The shared Redis: one server at ``url``, or whichever primary ``sentinel`` names.
+
+    Exactly one of ``url`` and ``sentinel`` is set. ``SPAWNER_REDIS_URL`` replaces either;
+    ``password`` comes from ``SPAWNER_REDIS_PASSWORD`` only.
+    """
+
+    url: str | None
+    sentinel: RedisSentinelConfig | None
     key_prefix: str
     socket_timeout: float
     socket_connect_timeout: float
     max_connections: int
+    password: str | None = field(repr=False)
 
 
 @dataclass(frozen=True)
@@ -280,11 +306,27 @@ class WatcherConfig:
 @dataclass(frozen=True)
 class LimitsConfig:
     """What one caller may send and hold: a request body's size, open event streams per
-    user, and spawns and deletes per user per minute (the mutating routes)."""
+    user and per worker, spawns and deletes per user per minute (the mutating routes), and
+    creations per admission group per minute (0: no limit)."""
 
     max_body_bytes: int
     streams_per_user: int
     mutations_per_minute: int
+    streams_per_worker: int = 2000
+    group_mutations_per_minute: int = 0
+
+
+@dataclass(frozen=True)
+class AdmissionConfig:
+    """Fair admission of creations (spawns, and cluster, kernel and app creations): at most
+    ``max_in_progress`` at once across every replica (0: no limit, none waits), the rest
+    waiting in a queue of at most ``max_waiting``, fair between groups. A user's group is
+    the first of ``groups`` they belong to, else their primary group (the one whose GID is
+    their GID), else themselves alone."""
+
+    max_in_progress: int = 0
+    max_waiting: int = 1000
+    groups: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -462,6 +504,7 @@ class Config:
     prepuller: PrepullerConfig
     watcher: WatcherConfig
     limits: LimitsConfig
+    admission: AdmissionConfig
     clusters: ClustersConfig
     budgets: BudgetsConfig
     apps: AppsConfig

@@ -4,6 +4,8 @@ and follow an operation's events.
 A service validates a request and decides what the workload will be; the engine records
 the workload and queues its operation in one atomic step, then hands it to this process's
 runner, which runs the kind's steps. That is the whole path of a request, in one direction.
+A creation of an admitted kind, queued with its group, may instead wait for a place in
+that same step (``app.engine.admission``); whichever worker admits it hands it on.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from app.engine.admission import Admission
 from app.engine.kind import WorkloadKind
 from app.engine.runner import HandOff, OperationRunner, Queued
 from app.engine.workload import Action, Operation, WorkloadRef
@@ -38,11 +41,13 @@ class Engine:
         lease_seconds: float,
         scan_seconds: float,
         max_concurrent: int,
+        admission: Admission | None = None,
     ) -> None:
         self.store = store
         self.events = events
         self._hub = hub
         self.kinds = {kind.name: kind for kind in kinds}
+        self.admission = admission
         self.runner = OperationRunner(
             store=store,
             events=events,
@@ -50,6 +55,7 @@ class Engine:
             lease_seconds=lease_seconds,
             scan_seconds=scan_seconds,
             max_concurrent=max_concurrent,
+            admission=admission,
         )
 
     def queue_spawn(
@@ -62,6 +68,7 @@ class Engine:
         first_events: list[tuple[EventType, str]],
         start_events: list[tuple[EventType, str]] | None = None,
         expect: str | None = None,
+        group: str | None = None,
     ) -> SpawnQueued:
         """Record ``ref`` as ``record`` and start its spawn, unless it exists and has not
         failed. ``spec`` is what the kind's steps build from; ``secret`` is kept beside the
@@ -69,8 +76,17 @@ class Engine:
         in the same step when this worker runs it at once (``Run.start_announced``), else
         left to the steps of whichever run starts it. With ``expect``, the workload exists
         as that record and is updated: ``record`` replaces it and the spawn brings the
-        workload to it (see ``WorkloadStore.queue_spawn``)."""
+        workload to it (see ``WorkloadStore.queue_spawn``).
+
+        With ``group``, a creation of an admitted kind counts against the group's rate (429
+        past it) and, while admission is on, takes a place or waits in the queue for one
+        (``SpawnQueued.position``; 503 ``queue_full`` when the queue is full). Without, it
+        starts at once: what frees resources (an app stopping) never waits."""
         operation = self._operation(ref, Action.SPAWN, spec)
+        admission = None
+        if group is not None and self.admission is not None and self.kinds[ref.kind].admitted:
+            self.admission.count(group)
+            admission = self.admission.request(group)
         announce = self.events.announcement(ref.key, first_events)
         if_leased = self.events.announcement(ref.key, start_events) if start_events else None
 
@@ -83,6 +99,7 @@ class Engine:
                 lease=lease,
                 if_leased=if_leased,
                 expect=expect,
+                admission=admission,
             )
             # With the lease taken in the same step, the runner starts from what was just
             # written, with no Redis round trip before its first Kubernetes call.
@@ -96,9 +113,13 @@ class Engine:
                 if queued.leased
                 else None
             )
-            return queued, Queued(queued.queued, handoff)
+            # One waiting for a place is not run until it is admitted.
+            return queued, Queued(queued.queued and not queued.position, handoff)
 
-        return self.runner.queue_and_run(ref, queue)
+        queued = self.runner.queue_and_run(ref, queue)
+        if queued.queue_full and self.admission is not None:
+            raise self.admission.queue_full()
+        return queued
 
     def queue_delete(
         self,
@@ -128,6 +149,10 @@ class Engine:
                 break
         if result is DeleteQueued.QUEUED:
             self.runner.submit(ref)
+            admission = self.admission
+            if admission is not None and admission.enabled and self.kinds[ref.kind].admitted:
+                # A spawn it superseded gave its place back, or waits no more.
+                self.runner.admit(withdraw=ref)
         return result
 
     def follow(self, ref: WorkloadRef, *, after: str, idle_seconds: float) -> Following | None:

@@ -16,7 +16,9 @@ their outcome. A kind says what its operations do. It declares:
 - its **timeouts**, and the record a failed operation leaves;
 - its **tracking** (``PodTracking``): how to find its pods and judge them, so that the
   engine's elected watcher and reconcile keep its records in step with Kubernetes and
-  rebuild them when Redis lost them.
+  rebuild them when Redis lost them;
+- whether its creations are **admitted** (``app.engine.admission``): queued fairly behind
+  others when more than the configured number are in progress.
 
 Adding a kind is one package under ``app/workloads/`` with a ``WorkloadKind`` subclass,
 registered where the engine is built (``build_machinery`` in ``app.extensions.labs``).
@@ -77,6 +79,10 @@ class WorkloadKind(ABC):
 
     tracking: PodTracking | None = None
     """How its records follow its pods between operations; None: they need not."""
+
+    admitted: bool = False
+    """Whether its spawns queued with a group wait for a place (fair admission): what
+    users create on demand is; what the platform runs for itself is not."""
 
     @abstractmethod
     def timeout(self, action: Action) -> float:

@@ -23,6 +23,7 @@ from app.engine.kind import WorkloadKind
 from app.engine.tracking import PodTracking
 from app.engine.workload import WorkloadRef
 from app.storage.kubernetes import KubernetesStorage
+from app.storage.leader import Fence
 from app.storage.workloads import IdleWrite, WorkloadStore
 from app.timestamps import iso_utc
 
@@ -71,13 +72,20 @@ class Reconciler:
     One instance lives for one leadership tenure: the namespaces it suspects of being
     leaked are remembered between its runs, and only a namespace suspected by two
     consecutive runs is deleted, so a namespace caught between a spawn's first steps and
-    its record is never removed.
+    its record is never removed. Its writes carry the tenure's ``fence``, so they are
+    refused (``LeadershipLost``) once another worker leads.
     """
 
     def __init__(
-        self, store: WorkloadStore, kube: KubernetesStorage, kinds: Iterable[WorkloadKind]
+        self,
+        store: WorkloadStore,
+        kube: KubernetesStorage,
+        kinds: Iterable[WorkloadKind],
+        *,
+        fence: Fence | None = None,
     ) -> None:
         self._store = store
+        self._fence = fence
         self._kube = kube
         self._tracked = tracked(kinds)
         self._suspects: dict[str, set[str]] = {}
@@ -96,7 +104,9 @@ class Reconciler:
         for kind, tracking in self._tracked:
             self._run_kind(kind, tracking, {ref.name for ref in pending if ref.kind == kind})
         finished = iso_utc(time.time()) or ""
-        complete = self._store.mark_complete(rebuild_id=rebuild_id, finished=finished)
+        complete = self._store.mark_complete(
+            rebuild_id=rebuild_id, finished=finished, fence=self._fence
+        )
         if not complete:
             logger.warning("Redis was emptied during a reconcile; rebuilding again")
         return complete
@@ -129,7 +139,7 @@ class Reconciler:
         for name, record in records.items():
             if name not in busy and name not in pods_by_name:
                 writes.extend(_repair(WorkloadRef(kind, name), tracking, record, None))
-        written = self._store.put_many_if_idle(writes=writes)
+        written = self._store.put_many_if_idle(writes=writes, fence=self._fence)
         rebuilt = 0
         for write, done in zip(writes, written, strict=True):
             if done and write.expect is None:

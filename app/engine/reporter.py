@@ -3,11 +3,13 @@
 Every write first checks, in the same Redis script, that the operation is still its
 workload's current one: a spawn superseded by a delete must not write into the delete's
 fresh event stream. Writes past the operation's deadline are refused too, so steps that
-report regularly also stop on time.
+report regularly also stop on time; and once the worker is stopping, checks and writes end
+the run (``HandedOver``), so that another worker resumes the operation at once.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Sequence
 
@@ -24,6 +26,11 @@ class DeadlineExceeded(Exception):
     """The operation ran out of time."""
 
 
+class HandedOver(Exception):
+    """This worker is stopping: leave the operation, unfinished, to another worker, which
+    runs its idempotent steps again."""
+
+
 class Reporter:
     """Event writer and guard for one operation."""
 
@@ -34,13 +41,15 @@ class Reporter:
         store: WorkloadStore,
         events: EventStore,
         progress: int = 0,
+        stopping: threading.Event | None = None,
     ) -> None:
         """``progress``: where events written before this run (with the operation) left
-        the progress bar."""
+        the progress bar; ``stopping``: set when this worker stops taking work."""
         self.operation = operation
         self._store = store
         self._events = events
         self._progress = progress
+        self._stopping = stopping
 
     @property
     def ref(self) -> WorkloadRef:
@@ -51,7 +60,9 @@ class Reporter:
         return self.operation.deadline - time.time()
 
     def check(self) -> None:
-        """Raise if the operation was superseded or is past its deadline."""
+        """Raise if the operation was superseded or is past its deadline, or if this
+        worker is stopping."""
+        self._check_stopping()
         current = self._store.operation(self.ref)
         if current is None or current.id != self.operation.id:
             raise Superseded
@@ -90,7 +101,12 @@ class Reporter:
             self._progress = percent
             self._write([(EventType.PROGRESS, str(percent))])
 
+    def _check_stopping(self) -> None:
+        if self._stopping is not None and self._stopping.is_set():
+            raise HandedOver
+
     def _write(self, events: list[tuple[EventType, str]]) -> None:
+        self._check_stopping()
         if self.remaining() <= 0:
             raise DeadlineExceeded
         written = self._events.append_if_current(

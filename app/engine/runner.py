@@ -6,6 +6,11 @@ expires and another worker's scanner picks the operation up and runs its idempot
 again. A worker that finds its operation superseded (a delete during a spawn) moves
 straight on to the new operation while it still holds the lease.
 
+With fair admission on (``app.engine.admission``), a spawn waiting for a place is never
+started here, however the runner comes across it; when an admitted operation ends, the
+runner gives its place back and takes what that admits, and its scanner runs an admission
+pass on every scan.
+
 Leases and slots stay inside the runner: kinds only see ``Run``.
 """
 
@@ -14,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -21,9 +27,10 @@ from typing import TypeVar
 
 import redis
 
+from app.engine.admission import Admission
 from app.engine.concurrency import start_task
 from app.engine.kind import Finished, Run, StepFailed, WorkloadKind
-from app.engine.reporter import DeadlineExceeded, Reporter, Superseded
+from app.engine.reporter import DeadlineExceeded, HandedOver, Reporter, Superseded
 from app.engine.workload import Action, Operation, WorkloadRef
 from app.storage.events import EventStore, EventType
 from app.storage.kubernetes import KubernetesError
@@ -100,8 +107,10 @@ class OperationRunner:
         scan_seconds: float = 2.0,
         max_concurrent: int = 32,
         owner: str | None = None,
+        admission: Admission | None = None,
     ) -> None:
         self._store = store
+        self._admission = admission
         self._events = events
         self._kinds = kinds
         self._lease_seconds = lease_seconds
@@ -124,10 +133,22 @@ class OperationRunner:
         self._scanner = threading.Thread(target=self._scan, name="operation-scanner", daemon=True)
         self._scanner.start()
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop taking work and hand over what runs here: each running operation ends at
+        its next check (``HandedOver``) and releases its lease, which another worker's
+        scanner then finds free. Waits up to ``timeout`` for that, so that the leases are
+        released before the process exits rather than left to expire."""
         self._stopping.set()
         if self._scanner is not None:
-            self._scanner.join(timeout=5)
+            self._scanner.join(timeout=timeout)
+        deadline = time.monotonic() + timeout
+        while self.running() and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    def running(self) -> int:
+        """How many workloads a task here is running operations for."""
+        with self._active_lock:
+            return len(self._active)
 
     def lease_request(self) -> LeaseRequest:
         """The lease a caller asks for with an operation it queues, for ``submit``'s
@@ -186,9 +207,12 @@ class OperationRunner:
     # Finding work --------------------------------------------------------------------
 
     def _scan(self) -> None:
-        """Adopt operations whose worker died (their lease expired)."""
+        """Adopt operations whose worker died (their lease expired), after an admission
+        pass (which heals what a worker dying between two steps left undone)."""
         while not self._stopping.wait(self._scan_seconds):
             try:
+                if self._admission is not None:
+                    self.admit()
                 for ref in self._store.pending():
                     # Another replica may run kinds this one does not know (yet).
                     if ref.kind in self._kinds and self._store.lease_holder(ref) is None:
@@ -210,6 +234,16 @@ class OperationRunner:
                 if self._done(ref):
                     return
                 look = True
+        except redis.RedisError as exc:
+            # Redis went away mid-run (a failover): the operation stays pending, and a
+            # scanner resumes it once its lease expires.
+            logger.warning(
+                "running operations of %s stopped: Redis unavailable (%s)",
+                ref.key,
+                type(exc).__name__,
+            )
+            with self._active_lock:
+                self._active.pop(ref, None)
         except Exception:
             logger.exception("running operations of %s failed", ref.key)
             with self._active_lock:
@@ -229,7 +263,7 @@ class OperationRunner:
         else:
             lease.release()
         # One queued while we let go would otherwise wait for the scanner.
-        return self._store.operation(ref) is not None
+        return self._runnable(ref)
 
     def _run_while_available(self, ref: WorkloadRef, lease: RedisLease) -> None:
         """Run the workload's operations while this worker can take their lease."""
@@ -244,7 +278,7 @@ class OperationRunner:
                     lease.release()
                 # An operation queued while we were letting go would otherwise wait
                 # for the scanner; look once more.
-                if self._store.operation(ref) is None:
+                if not self._runnable(ref):
                     break
         finally:
             slot.give_up()
@@ -278,7 +312,7 @@ class OperationRunner:
                     first = None
                     continue
                 queued = self._store.operation_and_secret(ref)
-                if queued.operation is None:
+                if queued.operation is None or self._held(queued.operation):
                     return
                 # Each operation starts holding a slot (its predecessor may have given it up).
                 slot.take()
@@ -286,9 +320,60 @@ class OperationRunner:
         finally:
             done.set()
 
+    # Admission ---------------------------------------------------------------------
+
+    def admit(self, *, ended: Operation | None = None, withdraw: WorkloadRef | None = None) -> None:
+        """Run an admission pass (see ``Admission.admit``) and take what it admitted here.
+        A failure only delays admission until the next scan, which runs a pass again."""
+        if self._admission is None:
+            return
+        try:
+            admitted = self._admission.admit(ended=ended, withdraw=withdraw)
+        except redis.RedisError as exc:
+            logger.warning("admission pass skipped: Redis unavailable (%s)", type(exc).__name__)
+            return
+        for ref in admitted:
+            if ref.kind in self._kinds:
+                self.submit(ref)
+
+    def _admits(self, operation: Operation) -> bool:
+        """Whether ``operation`` may hold a place: a spawn of an admitted kind, with
+        admission on."""
+        admission = self._admission
+        return (
+            admission is not None
+            and admission.enabled
+            and operation.action is Action.SPAWN
+            and self._kinds[operation.ref.kind].admitted
+        )
+
+    def _held(self, operation: Operation) -> bool:
+        """Whether ``operation`` waits for a place, so that no runner may start it yet."""
+        return (
+            self._admits(operation)
+            and self._admission is not None
+            and self._admission.is_waiting(operation)
+        )
+
+    def _runnable(self, ref: WorkloadRef) -> bool:
+        """Whether ``ref`` has an operation a runner may run now."""
+        operation = self._store.operation(ref)
+        return operation is not None and not self._held(operation)
+
     # Running one operation -----------------------------------------------------------
 
     def _execute(
+        self, operation: Operation, secret: str | None, handoff: HandOff | None, slot: _Slot
+    ) -> None:
+        try:
+            self._execute_steps(operation, secret, handoff, slot)
+        finally:
+            if self._admits(operation):
+                # Its place goes back only if it ended (or was superseded): one that a
+                # stopping worker left to be resumed keeps it.
+                self.admit(ended=operation)
+
+    def _execute_steps(
         self, operation: Operation, secret: str | None, handoff: HandOff | None, slot: _Slot
     ) -> None:
         kind = self._kinds[operation.ref.kind]
@@ -298,6 +383,7 @@ class OperationRunner:
             store=self._store,
             events=self._events,
             progress=handoff.progress if handoff is not None and announced else 0,
+            stopping=self._stopping,
         )
         run = Run(operation, reporter, secret, start_announced=announced, waiting=slot.given_up)
         try:
@@ -305,6 +391,14 @@ class OperationRunner:
             finished = steps(run)
         except Superseded:
             logger.info("operation %s of %s superseded", operation.id, operation.ref.key)
+            return
+        except HandedOver:
+            # Its lease is released on the way out; another worker's scanner resumes it.
+            logger.info(
+                "%s of %s handed over: this worker is stopping",
+                operation.action.value,
+                operation.ref.key,
+            )
             return
         except (StepFailed, DeadlineExceeded, KubernetesError) as exc:
             self._fail(kind, run, _failure_message(exc, operation.action, kind))

@@ -1,6 +1,6 @@
 """The elected watcher: keeps Redis in step with what happens to workloads' pods.
 
-Exactly one worker across all processes and replicas leads (a ``RedisLease``). The leader
+Exactly one worker across all processes and replicas leads (a ``LeadershipLease``). The leader
 runs a cluster-wide watch of each tracked kind's pods and a periodic reconcile beside them:
 
 - A watch applies each change outside an operation as it happens (for labs: a lab whose
@@ -34,7 +34,7 @@ from app.engine.tracking import PodTracking
 from app.engine.workload import WorkloadRef
 from app.services.leadership import ElectedWorker, Tenure
 from app.storage.kubernetes import KubernetesError, KubernetesStorage, WatchExpired
-from app.storage.leader import RedisLease, worker_identity
+from app.storage.leader import LeadershipLease, LeadershipLost, worker_identity
 from app.storage.workloads import WorkloadStore
 
 logger = logging.getLogger(__name__)
@@ -73,11 +73,12 @@ class WorkloadWatcher:
         self._kube = kube
         self._kinds = list(kinds)
         self._config = config
-        lease = RedisLease(
+        lease = LeadershipLease(
             client,
-            f"{key_prefix}leader:{LEASE_NAME}",
-            owner or worker_identity(),
-            config.lease_seconds,
+            key=f"{key_prefix}leader:{LEASE_NAME}",
+            loop=LEASE_NAME,
+            owner=owner or worker_identity(),
+            ttl_seconds=config.lease_seconds,
         )
         self.lease_key = lease.key
         self._election = ElectedWorker(lease, self._lead, name=LEASE_NAME)
@@ -87,6 +88,11 @@ class WorkloadWatcher:
     @property
     def owner(self) -> str:
         return self._election.owner
+
+    @property
+    def election(self) -> ElectedWorker:
+        """This process's candidacy for the loop (``GET /spawner/v1/leaders`` lists them)."""
+        return self._election
 
     @property
     def is_leader(self) -> bool:
@@ -176,6 +182,8 @@ class WorkloadWatcher:
                     delay = min(_MAX_BACKOFF_SECONDS, 0.5 * 2**failures)
                     logger.warning("%s watch failed (%s); retrying in %gs", kind, exc, delay)
                     tenure.wait(delay)
+        except LeadershipLost:
+            logger.warning("%s watch stopped: another worker leads", kind)
         except Exception:
             logger.exception("%s watch stopped; giving the role up", kind)
         finally:
@@ -203,7 +211,7 @@ class WorkloadWatcher:
                 if tenure.ended:
                     break
                 if change != "BOOKMARK":
-                    self._apply_safely(kind, tracking, change, pod)
+                    self._apply_safely(tenure, kind, tracking, change, pod)
                 version = (pod.get("metadata") or {}).get("resourceVersion")
                 if version:
                     cursor.version = str(version)
@@ -212,11 +220,11 @@ class WorkloadWatcher:
         return count
 
     def _apply_safely(
-        self, kind: str, tracking: PodTracking, change: str, pod: dict[str, Any]
+        self, tenure: Tenure, kind: str, tracking: PodTracking, change: str, pod: dict[str, Any]
     ) -> None:
         try:
-            self._apply(kind, tracking, change, pod)
-        except (KubernetesError, redis.RedisError):
+            self._apply(tenure, kind, tracking, change, pod)
+        except (KubernetesError, redis.RedisError, LeadershipLost):
             raise
         except Exception:
             # A pod this code cannot make sense of must not stop the watch for every
@@ -226,7 +234,9 @@ class WorkloadWatcher:
                 "cannot apply a change of pod %s/%s", meta.get("namespace"), meta.get("name")
             )
 
-    def _apply(self, kind: str, tracking: PodTracking, change: str, pod: dict[str, Any]) -> None:
+    def _apply(
+        self, tenure: Tenure, kind: str, tracking: PodTracking, change: str, pod: dict[str, Any]
+    ) -> None:
         name = tracking.owner(pod)
         if name is None:
             return
@@ -242,18 +252,22 @@ class WorkloadWatcher:
         now = self._kube.read_tracked(tracking.watched_resource, meta["namespace"], meta["name"])
         update = tracking.assess(found.record, now)
         if update is not None and self._store.put_if_idle(
-            ref=ref, record=update, expect=found.record
+            ref=ref, record=update, expect=found.record, fence=tenure.fence
         ):
             log_repair(ref, update, by=logger)
 
     def _reconcile_loop(self, tenure: Tenure, wake: threading.Event) -> None:
-        reconciler = Reconciler(self._store, self._kube, self._kinds)
+        reconciler = Reconciler(self._store, self._kube, self._kinds, fence=tenure.fence)
         while not tenure.ended:
             wake.clear()
             try:
                 reconciler.run()
                 with self._count_lock:
                     self._reconciles += 1
+            except LeadershipLost:
+                logger.warning("reconcile stopped: another worker leads")
+                tenure.end()
+                return
             except (KubernetesError, redis.RedisError) as exc:
                 logger.warning("reconcile skipped: %s", exc)
             except Exception:

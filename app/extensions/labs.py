@@ -14,21 +14,25 @@ from typing import cast
 from flask import Flask, current_app
 
 from app.config import Config
+from app.engine.admission import Admission
 from app.engine.engine import Engine
 from app.engine.watcher import WorkloadWatcher
 from app.services.context import LabContext
 from app.services.image_lifecycle import ImageLifecycle
 from app.services.image_refresh import ImageRefresher
 from app.services.images import ImageService
+from app.services.leadership import ElectedWorker
 from app.services.prepuller import Prepuller
 from app.services.registries import RegistryDirectory
 from app.storage.admin_feed import AdminFeed
+from app.storage.admission import AdmissionStore
 from app.storage.event_hub import EventHub
 from app.storage.events import EventStore
 from app.storage.images import ImageStore
 from app.storage.kubernetes import KubernetesStorage
 from app.storage.labs import LabStore
 from app.storage.prepull import PrepullStore
+from app.storage.rate_limits import RateLimits
 from app.workloads.app.kind import AppKind
 from app.workloads.cluster.kind import ClusterKind
 from app.workloads.image.kind import ImageKind
@@ -52,12 +56,26 @@ class Machinery:
     prepuller: Prepuller
     registries: RegistryDirectory
 
+    def elections(self) -> list[ElectedWorker]:
+        """This process's candidacies for the elected loops, one per loop."""
+        return [self.watcher.election, self.images.election, self.prepuller.election]
+
     def start(self) -> None:
         self.hub.start()
         self.engine.start()
         self.watcher.start()
         self.images.start()
         self.prepuller.start()
+
+    def drain(self) -> None:
+        """Hand this process's work over, as it starts to stop (SIGTERM): the elected roles
+        give their leases up, and the runner takes no more operations and leaves those it
+        runs to other workers, which resume them at once. Requests still being served are
+        answered; ``stop`` ends the rest when the process exits."""
+        self.watcher.stop()
+        self.images.stop()
+        self.prepuller.stop()
+        self.engine.stop()
 
     def stop(self) -> None:
         # Elected roles first: they give their leases up, so another worker leads at once.
@@ -107,6 +125,17 @@ def build_machinery(app: Flask, config: Config) -> Machinery:
         lease_seconds=operations.lease_seconds,
         scan_seconds=operations.scan_seconds,
         max_concurrent=operations.max_concurrent,
+        admission=Admission(
+            AdmissionStore(
+                redis_client,
+                prefix,
+                pending_key=labs.workloads.pending_key,
+                events_channel=events.channel,
+            ),
+            config.admission,
+            rates=RateLimits(redis_client, prefix),
+            group_mutations_per_minute=config.limits.group_mutations_per_minute,
+        ),
     )
     return Machinery(
         context=context,

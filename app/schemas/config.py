@@ -17,6 +17,7 @@ from marshmallow import (
 )
 
 from app.config.models import (
+    AdmissionConfig,
     Budget,
     BudgetsConfig,
     ClustersConfig,
@@ -39,6 +40,7 @@ from app.config.models import (
     PrepullConfig,
     PrepullerConfig,
     RedisConfig,
+    RedisSentinelConfig,
     SimpleImage,
     SourceType,
     Toleration,
@@ -79,16 +81,67 @@ class GafaelfawrSchema(StrictCamelCaseSchema):
         return GafaelfawrConfig(**data)
 
 
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+"""Where Redis is when the configuration names neither a URL nor sentinels."""
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    """``host:port`` (``[v6]:port`` for an IPv6 literal) as a pair; ValueError if malformed."""
+    host, colon, port = text.strip().rpartition(":")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"{text!r} is not host:port")
+    return host, int(port)
+
+
+class AddressField(fields.String):
+    """A ``host:port`` string, loaded as a ``(host, port)`` pair."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> Any:
+        text = super()._deserialize(value, attr, data, **kwargs)
+        try:
+            return parse_address(text)
+        except ValueError as exc:
+            raise ValidationError(f"{exc}, e.g. redis-sentinel:26379") from None
+
+
+class RedisSentinelSchema(StrictCamelCaseSchema):
+    addresses = fields.List(AddressField(), required=True, validate=validate.Length(min=1))
+    service_name = fields.String(load_default="mymaster", validate=validate.Length(min=1))
+    db = fields.Integer(load_default=0, validate=validate.Range(min=0))
+    username = fields.String(load_default=None, validate=validate.Length(min=1))
+    sentinel_username = fields.String(load_default=None, validate=validate.Length(min=1))
+
+    @post_load
+    def _build(self, data: dict[str, Any], **_: Any) -> RedisSentinelConfig:
+        # The password is read from the environment by the loader, never from the file.
+        return RedisSentinelConfig(
+            **{**data, "addresses": tuple(data["addresses"])}, sentinel_password=None
+        )
+
+
 class RedisSchema(StrictCamelCaseSchema):
-    url = fields.String(load_default="redis://127.0.0.1:6379/0")
+    url = fields.String(load_default=None, validate=validate.Length(min=1))
+    sentinel = fields.Nested(RedisSentinelSchema, load_default=None)
     key_prefix = fields.String(load_default="spawner:")
     socket_timeout = fields.Float(load_default=2.0, validate=_POSITIVE)
     socket_connect_timeout = fields.Float(load_default=1.0, validate=_POSITIVE)
     max_connections = fields.Integer(load_default=1000, validate=validate.Range(min=1))
 
+    @validates_schema
+    def _one_address(self, data: dict[str, Any], **_: Any) -> None:
+        if data.get("url") is not None and data.get("sentinel") is not None:
+            raise ValidationError(
+                "give either url (one Redis server) or sentinel (Redis Sentinel), not both",
+                "sentinel",
+            )
+
     @post_load
     def _build(self, data: dict[str, Any], **_: Any) -> RedisConfig:
-        return RedisConfig(**data)
+        if data["url"] is None and data["sentinel"] is None:
+            data["url"] = DEFAULT_REDIS_URL
+        # The password is read from the environment by the loader, never from the file.
+        return RedisConfig(**data, password=None)
 
 
 class KubernetesSchema(StrictCamelCaseSchema):
@@ -493,7 +546,7 @@ def _document(data: dict[str, Any], registry: str | None) -> dict[str, Any]:
 
 class ImagesSchema(StrictCamelCaseSchema):
     refresh_seconds = fields.Float(load_default=300.0, validate=validate.Range(min=1))
-    lease_seconds = fields.Float(load_default=30.0, validate=validate.Range(min=1))
+    lease_seconds = fields.Float(load_default=10.0, validate=validate.Range(min=1))
     request_timeout = fields.Float(load_default=5.0, validate=_POSITIVE)
     credentials_secret = fields.String(load_default=None, validate=_DNS_LABEL)
     insecure_registries = fields.List(fields.String(validate=_REGISTRY_HOST), load_default=list)
@@ -512,7 +565,7 @@ class ImagesSchema(StrictCamelCaseSchema):
 class PrepullerSchema(StrictCamelCaseSchema):
     enabled = fields.Boolean(load_default=True)
     interval_seconds = fields.Float(load_default=10.0, validate=validate.Range(min=0.05))
-    lease_seconds = fields.Float(load_default=15.0, validate=validate.Range(min=1))
+    lease_seconds = fields.Float(load_default=10.0, validate=validate.Range(min=1))
     pulls_per_node = fields.Integer(load_default=1, validate=validate.Range(min=1, max=100))
     max_pulls = fields.Integer(load_default=20, validate=validate.Range(min=1, max=10000))
     pull_timeout = fields.Float(load_default=900.0, validate=_POSITIVE)
@@ -536,7 +589,7 @@ class OperationsSchema(StrictCamelCaseSchema):
 
 
 class WatcherSchema(StrictCamelCaseSchema):
-    lease_seconds = fields.Float(load_default=15.0, validate=validate.Range(min=1))
+    lease_seconds = fields.Float(load_default=10.0, validate=validate.Range(min=1))
     watch_seconds = fields.Integer(load_default=60, validate=validate.Range(min=1, max=3600))
     reconcile_seconds = fields.Float(load_default=60.0, validate=validate.Range(min=0.1))
 
@@ -551,10 +604,29 @@ class LimitsSchema(StrictCamelCaseSchema):
     )
     streams_per_user = fields.Integer(load_default=20, validate=validate.Range(min=1))
     mutations_per_minute = fields.Integer(load_default=30, validate=validate.Range(min=1))
+    streams_per_worker = fields.Integer(load_default=2000, validate=validate.Range(min=1))
+    group_mutations_per_minute = fields.Integer(load_default=0, validate=validate.Range(min=0))
 
     @post_load
     def _build(self, data: dict[str, Any], **_: Any) -> LimitsConfig:
         return LimitsConfig(**data)
+
+
+class AdmissionSchema(StrictCamelCaseSchema):
+    max_in_progress = fields.Integer(load_default=0, validate=validate.Range(min=0, max=100000))
+    max_waiting = fields.Integer(load_default=1000, validate=validate.Range(min=1, max=100000))
+    groups = fields.List(
+        fields.String(validate=validate.Regexp(r"^[^\s]+$", error="a group name, no spaces")),
+        load_default=list,
+    )
+
+    @post_load
+    def _build(self, data: dict[str, Any], **_: Any) -> AdmissionConfig:
+        return AdmissionConfig(
+            max_in_progress=data["max_in_progress"],
+            max_waiting=data["max_waiting"],
+            groups=tuple(data["groups"]),
+        )
 
 
 _LABEL_VALUE = validate.And(
@@ -701,6 +773,7 @@ class ConfigSchema(StrictCamelCaseSchema):
     prepuller = fields.Nested(PrepullerSchema, load_default=lambda: PrepullerSchema().load({}))
     watcher = fields.Nested(WatcherSchema, load_default=lambda: WatcherSchema().load({}))
     limits = fields.Nested(LimitsSchema, load_default=lambda: LimitsSchema().load({}))
+    admission = fields.Nested(AdmissionSchema, load_default=lambda: AdmissionSchema().load({}))
     clusters = fields.Nested(ClustersSchema, load_default=lambda: ClustersSchema().load({}))
     budgets = fields.Nested(BudgetsSchema, load_default=lambda: BudgetsSchema().load({}))
     apps = fields.Nested(AppsSchema, load_default=lambda: AppsSchema().load({}))

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import asdict
 from typing import Any
 
-from flask_sse import sse
+import redis
 
+from app.extensions.redis import feed_events
+from app.services.leadership import ElectedWorker
+from app.storage.leader import read_leaderships
 from app.storage.workloads import WorkloadStore
 
 
@@ -38,9 +42,30 @@ def follow_feed(store: WorkloadStore) -> Iterator[str]:
     """The administrators' live feed as server-sent events (see ``storage.admin_feed``).
 
     A comment comes first, so the client has its headers at once rather than at the first
-    event. flask-sse finds Redis through the app: the route streams this in the request's
-    context (``stream_with_context``).
+    event. flask-sse finds Redis through the app (its feed client, which reaches Redis by
+    URL or through Sentinel): the route streams this in the request's context
+    (``stream_with_context``).
     """
     yield ": live feed\n\n"
-    for message in sse.messages(channel=store.feed_channel):
+    for message in feed_events.messages(channel=store.feed_channel):
         yield str(message)
+
+
+def leaders(client: redis.Redis, elections: list[ElectedWorker]) -> list[dict[str, Any]]:
+    """Each elected loop with the replica and worker leading it (as its lease in Redis says,
+    so every replica answers alike), or no leader while an election is due."""
+    found = read_leaderships(client, [(e.loop, e.lease_key) for e in elections])
+    result: list[dict[str, Any]] = []
+    for election, leadership in zip(elections, found, strict=True):
+        leader = None
+        if leadership is not None:
+            leader = {
+                "replica": asdict(leadership.replica),
+                "worker": leadership.owner,
+                "worker_pid": leadership.worker_pid,
+                "token": leadership.token,
+                "since": leadership.since,
+                "expires_in": leadership.expires_in,
+            }
+        result.append({"loop": election.loop, "leader": leader})
+    return result

@@ -156,6 +156,7 @@ class AppService:
                 spec={"change": "create"},
                 secret=None,
                 first_events=[(EventType.INFO, f"App {record.id} requested by {caller.username}")],
+                group=record.group,
             )
         if queued.rebuilding:
             raise _rebuilding()
@@ -226,6 +227,8 @@ class AppService:
                 secret=None,
                 first_events=[(EventType.INFO, f"App {change} requested by {caller.username}")],
                 expect=app_json(current),
+                # Stopping frees resources: it never waits behind creations.
+                group=None if wanted.stopped else current.group,
             )
         if not queued.queued:
             raise ConflictError(

@@ -27,6 +27,7 @@ from app.models.cluster import ClusterRecord, ClusterStatus, cluster_json, parse
 from app.models.identity import UserInfo
 from app.models.images import ImageChoice
 from app.models.lab import LabStatus
+from app.services.admission import admission_group
 from app.services.budgets import budget_for, budget_lock, budget_refusal, lab_user
 from app.services.context import LabContext
 from app.storage.events import EventType
@@ -140,6 +141,7 @@ class ClusterService:
                 spec={"kind": request.kind, "shape": shape_to_json(shape)},
                 secret=None,
                 first_events=[(EventType.INFO, f"{adapter.kind} {shape.name} requested")],
+                group=admission_group(user, self._ctx.config.admission),
             )
         if queued.rebuilding or not queued.queued:
             raise ConflictError(f"cluster {shape.name} could not be queued; try again")

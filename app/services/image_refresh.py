@@ -1,6 +1,6 @@
 """The elected image refresher: keeps every prepull configuration's image list in Redis.
 
-Exactly one worker across all processes and replicas leads (a ``RedisLease``) and, every
+Exactly one worker across all processes and replicas leads (a ``LeadershipLease``) and, every
 ``images.refreshSeconds``, lists each registry source's tags, learns the digests it needs
 (aliases, which move, every time; other tags once, since SQR-059 tags never move) and stores
 the resulting `ImageSet`. Requests only ever read what it stored, so a slow or broken
@@ -28,7 +28,7 @@ from app.services.image_lifecycle import ImageLifecycle
 from app.services.leadership import ElectedWorker, Tenure
 from app.services.registries import RegistryDirectory, split_reference
 from app.storage.images import ImageStore
-from app.storage.leader import RedisLease, worker_identity
+from app.storage.leader import LeadershipLease, worker_identity
 from app.storage.registry import RegistryNotFound, is_valid_tag
 
 logger = logging.getLogger(__name__)
@@ -56,13 +56,19 @@ class ImageRefresher:
         self._store = store
         self._lifecycle = lifecycle
         self._registries = registries
-        lease = RedisLease(
+        lease = LeadershipLease(
             client,
-            f"{config.redis.key_prefix}leader:{LEASE_NAME}",
-            owner or worker_identity(),
-            config.images.lease_seconds,
+            key=f"{config.redis.key_prefix}leader:{LEASE_NAME}",
+            loop=LEASE_NAME,
+            owner=owner or worker_identity(),
+            ttl_seconds=config.images.lease_seconds,
         )
         self._election = ElectedWorker(lease, self._lead, name=LEASE_NAME)
+
+    @property
+    def election(self) -> ElectedWorker:
+        """This process's candidacy for the loop (``GET /spawner/v1/leaders`` lists them)."""
+        return self._election
 
     @property
     def is_leader(self) -> bool:

@@ -36,6 +36,7 @@ from app.models.kernel import (
     parse_kernel,
 )
 from app.models.lab import LabStatus
+from app.services.admission import admission_group
 from app.services.budgets import budget_for, budget_lock, budget_refusal, lab_user
 from app.services.context import LabContext
 from app.storage.events import EventType
@@ -119,6 +120,7 @@ class KernelService:
                 spec=spec_to_json(spec),
                 secret=request.key,
                 first_events=[(EventType.INFO, f"Kernel {kernel_id} requested")],
+                group=admission_group(user, self._ctx.config.admission),
             )
         if queued.rebuilding:
             raise _rebuilding()

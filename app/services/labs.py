@@ -21,6 +21,7 @@ from app.errors import (
 from app.models.identity import UserInfo, user_to_json
 from app.models.images import image_to_json
 from app.models.lab import LabOptions, LabRecord, LabSpec, LabStatus, PodState, SpawnChoices
+from app.services.admission import admission_group
 from app.services.context import LabContext
 from app.services.entitlements import allowed_sizes, size_refusal, spawn_refusal
 from app.services.kernels import KernelService
@@ -128,6 +129,7 @@ class LabService:
             secret=token,
             first_events=[(EventType.INFO, "Lab creation requested")],
             start_events=starting_events(spec),
+            group=admission_group(user, self._ctx.config.admission),
         )
         if queued.rebuilding:
             raise _rebuilding()

@@ -6,25 +6,42 @@ tenure ends when a renewal fails (the lease expired, someone else took it, or Re
 confirm it) or the process stops, and the work function must return promptly when its
 tenure ends. Its successor, elected once the lease is released or expires, starts from
 scratch, so nothing that happened under the old tenure is trusted by the new one.
+
+A leader that cannot reach Redis cannot renew, and cannot learn that it lost the lease
+either: so a tenure also ends by the leader's own clock, when the last renewal Redis
+confirmed runs out (less a margin for clock drift), which is before Redis lets the lease
+expire and another worker take it. Two leaders never act at once; what a deposed leader
+still writes through its ``Tenure.fence`` is refused.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 
 import redis
 
-from app.storage.leader import RedisLease
+from app.storage.leader import Fence, LeadershipLease
 
 logger = logging.getLogger(__name__)
 
 
-class Tenure:
-    """One uninterrupted period of leadership, ended at most once."""
+DRIFT_MARGIN = 0.05
+"""The share of a lease's TTL a leader gives up to clock drift: its tenure ends that much
+before the lease could expire in Redis."""
 
-    def __init__(self) -> None:
+
+class Tenure:
+    """One uninterrupted period of leadership, ended at most once.
+
+    ``fence`` is what the leader's Redis writes name so that they are refused once the
+    lease moved (None for a tenure made without a lease, as in tests).
+    """
+
+    def __init__(self, fence: Fence | None = None) -> None:
+        self.fence = fence
         self._ended = threading.Event()
         self._lock = threading.Lock()
         self._callbacks: list[Callable[[], None]] = []
@@ -76,7 +93,9 @@ class ElectedWorker:
     leads within a quarter TTL, and after a crash within about one and a quarter TTLs.
     """
 
-    def __init__(self, lease: RedisLease, lead: Callable[[Tenure], None], *, name: str) -> None:
+    def __init__(
+        self, lease: LeadershipLease, lead: Callable[[Tenure], None], *, name: str
+    ) -> None:
         self._lease = lease
         self._lead = lead
         self._name = name
@@ -91,6 +110,15 @@ class ElectedWorker:
     @property
     def owner(self) -> str:
         return self._lease.owner
+
+    @property
+    def loop(self) -> str:
+        """The elected loop's name."""
+        return self._lease.loop
+
+    @property
+    def lease_key(self) -> str:
+        return self._lease.key
 
     @property
     def is_leader(self) -> bool:
@@ -117,22 +145,31 @@ class ElectedWorker:
 
     def _campaign(self) -> None:
         while not self._stopping.is_set():
+            asked = time.monotonic()
             try:
                 elected = self._lease.acquire()
             except redis.RedisError as exc:
                 logger.warning("%s: election skipped, Redis unavailable (%s)", self._name, exc)
                 elected = False
             if elected and not self._stopping.is_set():
-                self._serve()
+                self._serve(valid_until=self._valid_until(asked))
             self._stopping.wait(self._retry_seconds)
 
-    def _serve(self) -> None:
-        tenure = Tenure()
+    def _valid_until(self, asked: float) -> float:
+        """When, by this process's clock, a lease Redis granted or renewed after ``asked``
+        could at the earliest expire, less the drift margin."""
+        return asked + (self._lease.ttl_ms / 1000) * (1 - DRIFT_MARGIN)
+
+    def _serve(self, *, valid_until: float) -> None:
+        tenure = Tenure(self._lease.fence)
         with self._lock:
             self._tenure = tenure
         logger.info("%s: %s now leads", self._name, self.owner)
         heartbeat = threading.Thread(
-            target=self._heartbeat, args=(tenure,), name=f"{self._name}-lease", daemon=True
+            target=self._heartbeat,
+            args=(tenure, valid_until),
+            name=f"{self._name}-lease",
+            daemon=True,
         )
         heartbeat.start()
         try:
@@ -148,8 +185,35 @@ class ElectedWorker:
             self._release()
             logger.info("%s: %s no longer leads", self._name, self.owner)
 
-    def _heartbeat(self, tenure: Tenure) -> None:
+    def _heartbeat(self, tenure: Tenure, valid_until: float) -> None:
+        """Renew the lease every third of its TTL while the tenure lasts, and end the tenure
+        when a renewal fails or the lease's time by this clock runs out, whichever is first
+        (a renewal can hang on a Redis that stopped answering, for up to the socket timeout).
+        """
+        confirmed = [valid_until]
+        renewer = threading.Thread(
+            target=self._renew_loop,
+            args=(tenure, confirmed),
+            name=f"{self._name}-renew",
+            daemon=True,
+        )
+        renewer.start()
+        while not tenure.ended:
+            left = confirmed[0] - time.monotonic()
+            if left <= 0:
+                logger.warning(
+                    "%s: %s stepped down, its lease unconfirmed until it could expire",
+                    self._name,
+                    self.owner,
+                )
+                tenure.end()
+                break
+            tenure.wait(left)
+        renewer.join()
+
+    def _renew_loop(self, tenure: Tenure, confirmed: list[float]) -> None:
         while not tenure.wait(self._renew_seconds):
+            asked = time.monotonic()
             try:
                 held = self._lease.renew()
             except redis.RedisError as exc:
@@ -161,6 +225,7 @@ class ElectedWorker:
                 logger.warning("%s: %s lost the lease", self._name, self.owner)
                 tenure.end()
                 return
+            confirmed[0] = self._valid_until(asked)
 
     def _release(self) -> None:
         try:

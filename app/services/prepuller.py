@@ -1,6 +1,6 @@
 """The elected prepuller: lab images cached on every eligible node before users ask for them.
 
-Exactly one worker across all processes and replicas leads (a ``RedisLease``). Every
+Exactly one worker across all processes and replicas leads (a ``LeadershipLease``). Every
 ``prepuller.intervalSeconds`` its pass:
 
 1. takes the prepull set of every configuration from the image lists in Redis;
@@ -52,7 +52,7 @@ from app.services.images import ImageService
 from app.services.leadership import ElectedWorker, Tenure
 from app.storage.admin_feed import AdminFeed
 from app.storage.kubernetes import KubernetesError, KubernetesStorage
-from app.storage.leader import RedisLease, worker_identity
+from app.storage.leader import LeadershipLease, worker_identity
 from app.storage.prepull import PrepullStore, PullFailure, failure_key
 from app.timestamps import iso_utc, parse_iso
 
@@ -100,13 +100,19 @@ class Prepuller:
         self._kube = kube
         self._store = store
         self._namespace = config.kubernetes.service_namespace
-        lease = RedisLease(
+        lease = LeadershipLease(
             client,
-            f"{config.redis.key_prefix}leader:{LEASE_NAME}",
-            owner or worker_identity(),
-            self._settings.lease_seconds,
+            key=f"{config.redis.key_prefix}leader:{LEASE_NAME}",
+            loop=LEASE_NAME,
+            owner=owner or worker_identity(),
+            ttl_seconds=self._settings.lease_seconds,
         )
         self._election = ElectedWorker(lease, self._lead, name=LEASE_NAME)
+
+    @property
+    def election(self) -> ElectedWorker:
+        """This process's candidacy for the loop (``GET /spawner/v1/leaders`` lists them)."""
+        return self._election
 
     @property
     def is_leader(self) -> bool:

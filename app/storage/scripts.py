@@ -18,10 +18,12 @@ from redis.commands.core import Script
 _LIBRARIES: dict[str, tuple[str, ...]] = {
     "append_events": ("add_events",),
     "append_events_if_current": ("add_events",),
-    "queue_spawn": ("add_events", "announce_state"),
+    "queue_spawn": ("add_events", "announce_state", "admission"),
+    "admit": ("add_events", "admission"),
     "queue_delete": ("add_events", "announce_state"),
     "finish_operation": ("add_events", "announce_state"),
-    "put_if_idle": ("announce_state",),
+    "put_if_idle": ("fence", "announce_state"),
+    "mark_complete": ("fence",),
     "put_if_current": ("announce_state",),
 }
 """The libraries (files defining functions for other scripts) each script uses."""

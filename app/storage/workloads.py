@@ -33,8 +33,9 @@ import redis
 from app.engine.workload import Operation, WorkloadRef
 from app.storage import scripts
 from app.storage.admin_feed import admin_feed_channel
+from app.storage.admission import NOT_ADMITTED, AdmissionRequest
 from app.storage.events import Announcement
-from app.storage.leader import RedisLease
+from app.storage.leader import Fence, LeadershipLost, RedisLease
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,10 @@ class SpawnQueued:
     current: str | None = None
     rebuilding: bool = False
     """Refused because Redis is being rebuilt and has no record of the workload yet."""
+    position: int = 0
+    """Queued to wait for admission, at this position in the queue (0: not waiting)."""
+    queue_full: bool = False
+    """Refused, nothing written: it would have waited, and the admission queue is full."""
 
 
 @dataclass(frozen=True)
@@ -186,14 +191,16 @@ class WorkloadStore:
         """Note that a rebuild started; ``mark_complete`` needs the note to still be there."""
         self._redis.set(self.rebuilding_key, rebuild_id, px=max(1, int(ttl_seconds * 1000)))
 
-    def mark_complete(self, *, rebuild_id: str, finished: str) -> bool:
+    def mark_complete(self, *, rebuild_id: str, finished: str, fence: Fence | None = None) -> bool:
         """Declare Redis complete after the rebuild ``rebuild_id``; False, and nothing
-        written, when Redis was emptied since it began (its note is gone)."""
-        return bool(
-            self._mark_complete(
-                keys=[self.rebuilding_key, self.complete_key], args=[rebuild_id, finished]
-            )
-        )
+        written, when Redis was emptied since it began (its note is gone). ``fence``: the
+        reconcile's tenure, refused with ``LeadershipLost`` once it is over."""
+        keys = [self.rebuilding_key, self.complete_key]
+        args = [rebuild_id, finished]
+        if fence is not None:
+            keys.append(fence.key)
+            args.append(fence.value)
+        return _unfenced(self._mark_complete(keys=keys, args=args)) == 1
 
     def names(self, kind: str) -> list[str]:
         """The names of every workload of ``kind`` with a record, sorted."""
@@ -252,6 +259,7 @@ class WorkloadStore:
         lease: LeaseRequest | None = None,
         if_leased: Announcement | None = None,
         expect: str | None = None,
+        admission: AdmissionRequest | None = None,
     ) -> SpawnQueued:
         """Record a new workload and queue its spawn, unless one exists that has not failed
         (or an operation is still queued for it). With ``expect``, replace that record, and
@@ -264,13 +272,16 @@ class WorkloadStore:
         still use it; it expires a minute after the operation's deadline and goes when the
         operation ends), the restarted event stream with ``events`` and, with ``lease``, the
         workload's lease for the worker that will run the operation at once, and then the
-        events of ``if_leased`` (which announce that run) if the lease was taken.
+        events of ``if_leased`` (which announce that run) if the lease was taken. With
+        ``admission``, the spawn takes a place in progress, or else waits in the admission
+        queue, unpending and without the lease (``position``), or is refused when the queue
+        is full (``queue_full``); see ``app.storage.admission``.
         """
         ref = operation.ref
         ttl = max(1, int(operation.deadline - operation.started) + 60)
         # Where the events appended only with the lease start, counting from 1 as Lua does:
-        # after the 13 fixed arguments and the first events' own.
-        leased_events = 14 + len(events.args) if if_leased is not None else 0
+        # after the 19 fixed arguments and the first events' own.
+        leased_events = 20 + len(events.args) if if_leased is not None else 0
         reply = cast(
             list[int | str],
             self._queue_spawn(
@@ -283,6 +294,7 @@ class WorkloadStore:
                     events.stream,
                     self.lease_key(ref),
                     self.complete_key,
+                    *(admission.keys if admission is not None else ()),
                 ],
                 args=[
                     record,
@@ -298,6 +310,7 @@ class WorkloadStore:
                     lease.ttl_ms if lease is not None else 0,
                     leased_events,
                     expect or "",
+                    *(admission.args(operation.id) if admission is not None else NOT_ADMITTED),
                     *events.args,
                     *(if_leased.args if if_leased is not None else ()),
                 ],
@@ -305,6 +318,10 @@ class WorkloadStore:
         )
         if int(reply[0]) == 1:
             return SpawnQueued(queued=True, leased=int(reply[1]) == 1)
+        if int(reply[0]) == 2:
+            return SpawnQueued(queued=True, position=int(reply[1]))
+        if int(reply[0]) == -2:
+            return SpawnQueued(queued=False, queue_full=True)
         if int(reply[0]) == -1:
             return SpawnQueued(queued=False, rebuilding=True)
         return SpawnQueued(queued=False, current=str(reply[1]) or None)
@@ -373,26 +390,44 @@ class WorkloadStore:
         args = [operation.id, record, ref.kind, ref.name, self.feed_channel]
         return bool(self._put_if_current(keys=keys, args=args))
 
-    def put_if_idle(self, *, ref: WorkloadRef, record: str, expect: str | None) -> bool:
+    def put_if_idle(
+        self, *, ref: WorkloadRef, record: str, expect: str | None, fence: Fence | None = None
+    ) -> bool:
         """Write ``record`` only while no operation runs for ``ref`` and its record is still
         ``expect`` (None: there is none). Repairs use it, so they never undo an operation's
-        outcome: any operation that started or ended since the caller read changes one."""
-        keys, args = self._idle_write(IdleWrite(ref, record, expect))
-        return bool(self._put_if_idle(keys=keys, args=args))
+        outcome: any operation that started or ended since the caller read changes one.
+        ``fence``: an elected loop's tenure; once it is over the write is refused with
+        ``LeadershipLost``."""
+        keys, args = self._idle_write(IdleWrite(ref, record, expect), fence)
+        return _unfenced(self._put_if_idle(keys=keys, args=args)) == 1
 
-    def put_many_if_idle(self, *, writes: list[IdleWrite]) -> list[bool]:
+    def put_many_if_idle(
+        self, *, writes: list[IdleWrite], fence: Fence | None = None
+    ) -> list[bool]:
         """``put_if_idle`` for each write, all in one round trip (each write stays atomic on
         its own); whether each was written, in order. A rebuild writes hundreds at once."""
         if not writes:
             return []
         pipeline = self._redis.pipeline(transaction=False)
         for write in writes:
-            keys, args = self._idle_write(write)
+            keys, args = self._idle_write(write, fence)
             self._put_if_idle(keys=keys, args=args, client=pipeline)
-        return [bool(result) for result in pipeline.execute()]
+        return [_unfenced(result) == 1 for result in pipeline.execute()]
 
-    def _idle_write(self, write: IdleWrite) -> tuple[list[str], list[str]]:
+    def _idle_write(self, write: IdleWrite, fence: Fence | None) -> tuple[list[str], list[str]]:
         """``put_if_idle.lua``'s keys and arguments for ``write``."""
         ref = write.ref
         keys = [self.record_key(ref), self.operation_key(ref), self.index_key(ref.kind)]
-        return keys, [write.record, write.expect or "", ref.kind, ref.name, self.feed_channel]
+        args = [write.record, write.expect or "", ref.kind, ref.name, self.feed_channel]
+        if fence is not None:
+            keys.append(fence.key)
+            args.append(fence.value)
+        return keys, args
+
+
+def _unfenced(reply: object) -> int:
+    """A fenced script's reply as a number; ``LeadershipLost`` for its refusal (-1)."""
+    result = int(cast(int, reply))
+    if result == -1:
+        raise LeadershipLost("the elected loop's lease moved; its write was refused")
+    return result

@@ -6,6 +6,7 @@ import logging
 
 import redis
 from flask import Flask, Response, current_app, jsonify
+from redis.exceptions import MasterDownError
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from app.errors import AuthenticationError, BodyTooLargeError, ServiceError
@@ -53,6 +54,17 @@ def _redis_down(exc: redis.RedisError) -> Response:
     )
 
 
+def _redis_answered(exc: redis.ResponseError) -> Response:
+    """Errors a Redis server answers while it cannot be our primary are an outage, like a
+    connection refused, not a bug of ours: a replica or a demoted primary (``READONLY``), a
+    primary that lost its replicas (``NOREPLICAS``), a replica cut off from its primary
+    (``MASTERDOWN``)."""
+    unavailable = isinstance(exc, redis.ReadOnlyError | MasterDownError)
+    if unavailable or str(exc).startswith("NOREPLICAS"):
+        return _redis_down(exc)
+    return _unexpected(exc)
+
+
 def _unexpected(exc: Exception) -> Response:
     logger.exception("unhandled error")
     return error_response(500, "internal_error", "internal error; see the service logs")
@@ -63,6 +75,7 @@ def register_error_handlers(app: Flask) -> None:
     app.register_error_handler(HTTPException, _http_error)
     app.register_error_handler(RequestEntityTooLarge, _body_too_large)
     app.register_error_handler(redis.RedisError, _redis_down)
-    # Redis answered, with an error: a bug of ours, not an outage.
-    app.register_error_handler(redis.ResponseError, _unexpected)
+    # Redis answered, with an error: a bug of ours, not an outage, unless it says that
+    # server cannot take our writes now (during a failover).
+    app.register_error_handler(redis.ResponseError, _redis_answered)
     app.register_error_handler(Exception, _unexpected)

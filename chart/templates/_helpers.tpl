@@ -32,6 +32,21 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- printf "%s-redis" (include "lab-spawner.fullname" .) | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
+{{/* The in-chart Redis with Sentinel: its headless Service, and each pod's sentinel. */}}
+{{- define "lab-spawner.redisHeadless" -}}
+{{- printf "%s-headless" (include "lab-spawner.redisName" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "lab-spawner.sentinelAddresses" -}}
+{{- $name := include "lab-spawner.redisName" . -}}
+{{- $headless := include "lab-spawner.redisHeadless" . -}}
+{{- $addresses := list -}}
+{{- range $index := until (int .Values.redis.sentinel.replicas) -}}
+{{- $addresses = append $addresses (printf "%s-%d.%s:26379" $name $index $headless) -}}
+{{- end -}}
+{{- join "," $addresses -}}
+{{- end -}}
+
 {{/* The service's configuration: the values' `config` plus the keys the chart owns. */}}
 {{- define "lab-spawner.config" -}}
 {{- $config := deepCopy .Values.config -}}
@@ -40,8 +55,17 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- $_ := set $kubernetes "serviceNamespace" .Release.Namespace -}}
 {{- $_ := set $config "kubernetes" $kubernetes -}}
 {{- $redis := get $config "redis" | default dict -}}
-{{- if .Values.redis.enabled -}}
+{{- $auth := .Values.redis.auth -}}
+{{- if and .Values.redis.enabled .Values.redis.sentinel.enabled -}}
+{{- $_ := set $redis "sentinel" (dict "addresses" (include "lab-spawner.sentinelAddresses" . | splitList ",") "serviceName" .Values.redis.sentinel.serviceName) -}}
+{{- else if .Values.redis.enabled -}}
 {{- $_ := set $redis "url" (printf "redis://%s:6379/0" (include "lab-spawner.redisName" .)) -}}
+{{- else if .Values.redis.external.sentinel.addresses -}}
+{{- $external := .Values.redis.external.sentinel -}}
+{{- $sentinel := dict "addresses" $external.addresses "serviceName" $external.serviceName "db" $external.db -}}
+{{- with $auth.username }}{{ $_ := set $sentinel "username" . }}{{ end -}}
+{{- with $auth.sentinelUsername }}{{ $_ := set $sentinel "sentinelUsername" . }}{{ end -}}
+{{- $_ := set $redis "sentinel" $sentinel -}}
 {{- end -}}
 {{- $_ := set $config "redis" $redis -}}
 {{- toYaml $config -}}

@@ -183,6 +183,11 @@ class LabSpawnerClient:
         """Spawns and deletes in progress, with the worker running each (``admin:notebook``)."""
         return list(self._json("GET", "/operations"))
 
+    def leaders(self) -> dict[str, dict[str, Any] | None]:
+        """Each elected loop with the replica and worker leading it and its lease's expiry;
+        None for a loop nobody leads while an election is due (``admin:notebook``)."""
+        return {entry["loop"]: entry["leader"] for entry in self._json("GET", "/leaders")}
+
     # Events ---------------------------------------------------------------------------
 
     def events(

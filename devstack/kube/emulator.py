@@ -51,6 +51,9 @@ class KubernetesEmulator(StartStop):
         # Services of a stack that runs processes carry traffic, on loopback addresses.
         allocator = ClusterIPAllocator(loopback_service_address) if settings.programs else None
         defaulter = Defaulter(allocator)
+        self.defaulter = defaulter
+        """What the API server fills in on a create (a Service's cluster IP, a pod's
+        defaults): objects stored directly, as a population is, get the same."""
         self.cluster = Cluster(self.store, settings, self.served, self._admission(defaulter))
         handlers = Handlers(self.store, shared_validator(), defaulter)
         control = ControlApi(self.audit, self.faults, lambda: self.cluster)

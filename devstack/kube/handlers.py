@@ -47,10 +47,10 @@ class Handlers:
 
     def list(self, info: RequestInfo, query: dict[str, str]) -> JsonObject:
         resource = info.resource
-        items, version = self._store.snapshot(resource.plural, info.namespace)
         predicate = self.predicate(query)
+        items, version = self._store.snapshot(resource.plural, info.namespace, predicate)
         selected = sorted(
-            (i for i in items if predicate(i)),
+            items,
             key=lambda o: (o["metadata"].get("namespace") or "", o["metadata"]["name"]),
         )
         metadata: JsonObject = {"resourceVersion": str(version)}

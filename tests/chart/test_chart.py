@@ -26,6 +26,12 @@ BASE_VALUES: dict[str, Any] = {"ingress": {"host": "data.example.org"}}
 
 CHART_MANAGED = {
     "redis.url",
+    "redis.sentinel",
+    "redis.sentinel.addresses",
+    "redis.sentinel.serviceName",
+    "redis.sentinel.db",
+    "redis.sentinel.username",
+    "redis.sentinel.sentinelUsername",
     "kubernetes.mode",
     "kubernetes.host",
     "kubernetes.kubeconfig",
@@ -61,12 +67,31 @@ def _one(documents: list[dict[str, Any]], kind: str, name_suffix: str = "") -> d
 # Rendering and schemas -------------------------------------------------------------------------
 
 
+SENTINEL_VALUES: dict[str, Any] = {
+    "redis": {
+        "sentinel": {"enabled": True},
+        "auth": {"existingSecret": "redis-auth", "sentinelPasswordKey": "sentinel-password"},
+    }
+}
+"""The in-chart Redis with Sentinel, with passwords from an existing Secret."""
+EXTERNAL_SENTINEL_VALUES: dict[str, Any] = {
+    "redis": {
+        "enabled": False,
+        "external": {"sentinel": {"addresses": ["s-0.redis:26379", "s-1.redis:26379"]}},
+        "auth": {"existingSecret": "redis-auth", "username": "spawner"},
+    }
+}
+
+
 @pytest.mark.parametrize("kube_version", KUBE_VERSIONS)
 def test_every_object_is_valid_for_each_supported_kubernetes(kube_version: str) -> None:
     for values in (
         {},
         {"redis": {"enabled": False, "external": {"secretName": "redis-url"}}},
         {"redis": {"persistence": {"enabled": False}}, "podDisruptionBudget": {"enabled": False}},
+        SENTINEL_VALUES,
+        {"redis": {**SENTINEL_VALUES["redis"], "persistence": {"enabled": False}}},
+        EXTERNAL_SENTINEL_VALUES,
     ):
         documents = _render(values, kube_version=kube_version[:4])
         for doc in documents:
@@ -147,10 +172,77 @@ def test_replicas_workers_and_an_external_redis() -> None:
     assert "url" not in config["redis"]
 
 
+def _server_env(documents: list[dict[str, Any]]) -> dict[str, Any]:
+    server = _one(documents, "Deployment", "lab-spawner")
+    (container,) = server["spec"]["template"]["spec"]["containers"]
+    return {e["name"]: e for e in container["env"]}
+
+
+def test_the_in_chart_redis_with_sentinel() -> None:
+    documents = _render(SENTINEL_VALUES)
+    assert not [
+        d for d in documents if d["kind"] == "Deployment" and "-redis" in d["metadata"]["name"]
+    ]
+    redis = _one(documents, "StatefulSet", "-redis")
+    headless = _one(documents, "Service", "-redis-headless")
+    assert headless["spec"]["clusterIP"] == "None"
+    assert redis["spec"]["serviceName"] == headless["metadata"]["name"]
+    assert redis["spec"]["replicas"] == 3
+    pod = redis["spec"]["template"]["spec"]
+    assert [c["name"] for c in pod["containers"]] == ["redis", "sentinel"]
+    for container in pod["containers"]:
+        env = {e["name"]: e for e in container["env"]}
+        assert env["QUORUM"]["value"] == "2"
+        # Passwords come from the Secret, never inline.
+        assert env["REDIS_PASSWORD"]["valueFrom"]["secretKeyRef"] == {
+            "name": "redis-auth",
+            "key": "redis-password",
+        }
+        assert env["SENTINEL_PASSWORD"]["valueFrom"]["secretKeyRef"]["key"] == "sentinel-password"
+    assert redis["spec"]["volumeClaimTemplates"][0]["metadata"]["name"] == "data"
+
+    config = yaml.safe_load(_one(documents, "ConfigMap", "lab-spawner")["data"]["config.yaml"])
+    assert "url" not in config["redis"]
+    assert config["redis"]["sentinel"] == {
+        "addresses": [f"lab-spawner-redis-{i}.lab-spawner-redis-headless:26379" for i in range(3)],
+        "serviceName": "spawner",
+    }
+    env = _server_env(documents)
+    assert "SPAWNER_REDIS_URL" not in env
+    assert env["SPAWNER_REDIS_PASSWORD"]["valueFrom"]["secretKeyRef"] == {
+        "name": "redis-auth",
+        "key": "redis-password",
+    }
+    assert env["SPAWNER_REDIS_SENTINEL_PASSWORD"]["valueFrom"]["secretKeyRef"] == {
+        "name": "redis-auth",
+        "key": "sentinel-password",
+    }
+
+
+def test_an_external_redis_sentinel() -> None:
+    documents = _render(EXTERNAL_SENTINEL_VALUES)
+    assert not [d for d in documents if "-redis" in d["metadata"]["name"]]
+    config = yaml.safe_load(_one(documents, "ConfigMap")["data"]["config.yaml"])
+    assert config["redis"]["sentinel"] == {
+        "addresses": ["s-0.redis:26379", "s-1.redis:26379"],
+        "serviceName": "mymaster",
+        "db": 0,
+        "username": "spawner",
+    }
+    env = _server_env(documents)
+    assert "SPAWNER_REDIS_URL" not in env
+    assert "SPAWNER_REDIS_SENTINEL_PASSWORD" not in env
+    assert env["SPAWNER_REDIS_PASSWORD"]["valueFrom"]["secretKeyRef"]["name"] == "redis-auth"
+
+
 @pytest.mark.parametrize(
     ("values", "message"),
     [
         ({"redis": {"enabled": False}}, "redis.external.secretName must name a Secret"),
+        (
+            {"redis": {"sentinel": {"enabled": True, "replicas": 2}}},
+            "redis.sentinel.replicas must be at least 3",
+        ),
         ({"ingress": {"host": ""}}, "ingress.host must be set"),
     ],
 )
@@ -296,8 +388,13 @@ def _described_keys(text: str) -> list[tuple[str, bool]]:
 
 
 def test_the_rendered_configuration_is_accepted_by_the_service(tmp_path: Path) -> None:
-    for values in ({}, {"redis": {"enabled": False, "external": {"secretName": "r"}}}):
-        rendered = _one(_render(values), "ConfigMap")["data"]["config.yaml"]
+    for values in (
+        {},
+        {"redis": {"enabled": False, "external": {"secretName": "r"}}},
+        SENTINEL_VALUES,
+        EXTERNAL_SENTINEL_VALUES,
+    ):
+        rendered = _one(_render(values), "ConfigMap", "lab-spawner")["data"]["config.yaml"]
         raw = yaml.safe_load(rendered)
         config = ConfigSchema().load(raw)  # raises on any unknown or invalid key
         assert config.kubernetes.service_namespace == NAMESPACE
@@ -350,6 +447,7 @@ EXPECTED_SCOPES = {
     ("POST", "/spawner/v1/images/records/rachel/reject"): {"all": ["admin:notebook"]},
     ("GET", "/spawner/v1/prepulls"): {"all": ["admin:notebook"]},
     ("GET", "/spawner/v1/operations"): {"all": ["admin:notebook"]},
+    ("GET", "/spawner/v1/leaders"): {"all": ["admin:notebook"]},
     ("GET", "/spawner/v1/admin/stream"): {"all": ["admin:notebook"]},
     ("GET", "/spawner/v1/openapi.json"): {"anonymous": True},
     ("GET", "/spawner/v1/docs"): {"anonymous": True},

@@ -66,6 +66,11 @@ def test_spawn_wait_status_list_and_delete(
     assert admin.lab_status(USER) == status
     operations = admin.operations()
     assert all(op["username"] != USER for op in operations)
+    leaders = admin.leaders()
+    assert set(leaders) == {"lab-watcher", "image-refresher", "prepuller"}
+    for leader in leaders.values():
+        assert stack.spawner_process is not None and leader is not None
+        assert leader["replica"]["pid"] == stack.spawner_process.pid
 
     final = admin.delete(USER, wait=True, timeout=30)
     assert final is not None and final.type == "complete"

@@ -128,6 +128,10 @@ def test_admin_notebook_lists_reports_and_deletes(
     assert operations.strip()
     assert not re.search(rf"^spawn\s+{USER}\b", operations, re.MULTILINE)
 
+    leaders = printed(executed, "admin.leaders()")
+    for loop in ("image-refresher", "lab-watcher", "prepuller"):
+        assert re.search(rf"^{loop}\s+\S+ \(pid \d+\), worker \d+, ", leaders, re.M), leaders
+
     images = printed(executed, "admin.images()")
     for name in image_configs:
         assert re.search(rf"^{re.escape(name)} \(", images, re.MULTILINE)

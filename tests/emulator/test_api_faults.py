@@ -138,11 +138,18 @@ def test_faults_over_http(emulator: KubernetesEmulator, core_v1: CoreV1Api) -> N
 def test_drop_watches_over_http(
     emulator: KubernetesEmulator, namespace: str, wait_until: WaitUntil
 ) -> None:
+    url = f"{emulator.url}/api/v1/namespaces/{namespace}/configmaps"
+
+    def listed() -> dict[str, Any]:
+        body: dict[str, Any] = requests.get(url, timeout=5).json()
+        return body
+
+    # The namespace controller adds the namespace's CA bundle on its own; the watch starts
+    # after it, so that the only thing that can end it is the fault.
+    wait_until(lambda: any(i["metadata"]["name"] == "kube-root-ca.crt" for i in listed()["items"]))
+    version = listed()["metadata"]["resourceVersion"]
     response = requests.get(
-        f"{emulator.url}/api/v1/namespaces/{namespace}/configmaps",
-        params={"watch": "1", "resourceVersion": "1"},
-        stream=True,
-        timeout=30,
+        url, params={"watch": "1", "resourceVersion": version}, stream=True, timeout=30
     )
     wait_until(lambda: emulator.open_watches == 1)
     requests.put(f"{emulator.url}/_emulator/faults", json={"drop_watches": True}, timeout=5)

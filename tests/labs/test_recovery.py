@@ -8,6 +8,7 @@ checks that no further reconcile ran.
 from __future__ import annotations
 
 import copy
+import json
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -419,6 +420,12 @@ def test_watcher_never_touches_a_lab_during_a_spawn(
 # The election --------------------------------------------------------------------------
 
 
+def lease_owner(client: redis.Redis, key: str) -> str | None:
+    """The worker an elected loop's lease names (its value is a JSON object)."""
+    value = client.get(key)
+    return str(json.loads(value)["owner"]) if value else None
+
+
 @pytest.fixture
 def two_workers(watcher_app: MakeApp) -> Iterator[tuple[Flask, Flask]]:
     yield watcher_app(reconcileSeconds=NEVER), watcher_app(reconcileSeconds=NEVER)
@@ -439,7 +446,7 @@ def test_two_workers_elect_one_watcher_and_hand_over_on_stop(
     def renewed_twice() -> bool:
         leaders = [w for w in watchers if w.is_leader]
         assert len(leaders) == 1
-        assert redis_client.get(key) == leaders[0].owner
+        assert lease_owner(redis_client, key) == leaders[0].owner
         ttl = int(redis_client.pttl(key))
         if ttl > last_ttl[0]:
             renewals.append(ttl)
@@ -458,7 +465,7 @@ def test_two_workers_elect_one_watcher_and_hand_over_on_stop(
     assert time.monotonic() - started < 1.0  # within one lease TTL
     stopping.join()
     assert not leader.is_leader
-    assert redis_client.get(key) == other.owner
+    assert lease_owner(redis_client, key) == other.owner
 
 
 def test_a_dead_leaders_lease_expires_and_another_worker_takes_over(
@@ -480,4 +487,4 @@ def test_a_dead_leaders_lease_expires_and_another_worker_takes_over(
     wait_for(took_over, timeout=5, interval=0.02)
     elapsed = time.monotonic() - started
     assert 1.3 < elapsed < 1.5 + 0.25 + 0.5  # the TTL, plus one retry period, plus slack
-    assert redis_client.get(key) == watcher.owner
+    assert lease_owner(redis_client, key) == watcher.owner

@@ -3,6 +3,7 @@ the pulls in flight, finishes the prepull set, and leaves no pull pod behind."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 from collections.abc import Iterator
@@ -51,15 +52,19 @@ def test_killing_the_prepuller_leader_hands_over_and_leaves_no_stray_pods(
 
     # Pulls are under way (each takes 1.5 s): kill the leader in the middle of them.
     wait_for(lambda: _pull_pods(stack), timeout=30)
-    leader = wait_for(lambda: store.get(LEASE_KEY), timeout=10)
-    pid = int(str(leader).split(":")[1])
+    leader = json.loads(wait_for(lambda: store.get(LEASE_KEY), timeout=10))
+    pid = int(leader["worker_pid"])
     os.kill(pid, signal.SIGKILL)
 
     # Another worker leads within about a lease and finishes the job.
-    successor = wait_for(
-        lambda: (owner := store.get(LEASE_KEY)) and owner != leader and owner, timeout=20
-    )
-    assert int(str(successor).split(":")[1]) != pid
+    def successor() -> Any:
+        value = store.get(LEASE_KEY)
+        held = json.loads(value) if value else None
+        return held if held and held["owner"] != leader["owner"] else None
+
+    taken = wait_for(successor, timeout=20)
+    assert int(taken["worker_pid"]) != pid
+    assert taken["token"] > leader["token"]
 
     def finished() -> Any:
         status = requests.get(url, headers=admin, timeout=5).json()

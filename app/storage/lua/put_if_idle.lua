@@ -3,7 +3,11 @@
 -- KEYS[1]: record; KEYS[2]: operation; KEYS[3]: the kind's index of names.
 -- ARGV[1]: the new record JSON; ARGV[2]: the record JSON read ("" when there was none);
 -- ARGV[3]: the workload's kind; ARGV[4]: its name; ARGV[5]: the admin feed's channel.
--- Returns 1 when written, else 0.
+-- Fenced (an elected loop's write): KEYS[4]: the loop's lease; ARGV[6]: its value when elected.
+-- Returns 1 when written, -1 when the fence moved (nothing written), else 0.
+if fence_moved(KEYS[4], ARGV[6]) then
+  return -1
+end
 if redis.call('EXISTS', KEYS[2]) == 1 then
   return 0
 end

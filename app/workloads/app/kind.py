@@ -48,6 +48,7 @@ class AppKind(WorkloadKind):
     """A group's app, named by its id in the engine."""
 
     name = APP_KIND
+    admitted = True
 
     def __init__(self, ctx: LabContext) -> None:
         self._ctx = ctx

@@ -61,6 +61,7 @@ class ClusterKind(WorkloadKind):
     """A user's compute cluster, named ``owner/name`` in the engine."""
 
     name = CLUSTER_KIND
+    admitted = True
 
     def __init__(self, ctx: LabContext) -> None:
         self._ctx = ctx

@@ -24,6 +24,7 @@ from app.builders.kernel import (
 from app.engine.concurrency import concurrently
 from app.engine.following import PodToFollow, follow_until_ready
 from app.engine.kind import Finished, Run, StepFailed, WorkloadKind
+from app.engine.reporter import HandedOver
 from app.engine.waiting import wait_pod_gone
 from app.engine.workload import Action
 from app.models.identity import user_from_json, user_to_json
@@ -59,6 +60,7 @@ class KernelKind(WorkloadKind):
     """A user's remote kernel, named ``owner/kernel_id`` in the engine."""
 
     name = KERNEL_KIND
+    admitted = True
 
     def __init__(self, ctx: LabContext) -> None:
         self._ctx = ctx
@@ -111,6 +113,8 @@ class KernelKind(WorkloadKind):
                 follow_until_ready(
                     ctx.kube, reporter, PodToFollow(namespace, pod_name, noun="kernel"), first_look
                 )
+        except HandedOver:
+            raise  # Another worker resumes the spawn and adopts the pod.
         except Exception:
             # A kernel that cannot come up holds nothing: its record says why, and its pod
             # (pending, or pulling in vain) would otherwise keep its place in the quota.

@@ -23,6 +23,7 @@ class LabKind(WorkloadKind):
     """A user's lab: one per user, named after them."""
 
     name = LAB_KIND
+    admitted = True
 
     def __init__(self, ctx: LabContext) -> None:
         self._ctx = ctx

@@ -139,11 +139,13 @@ def set_ready(node: Obj, ready: bool) -> bool:
 
 
 def pod_cidr(index: int) -> str:
-    return f"10.244.{index}.0/24"
+    """A /24 per node from 10.244.0.0/14, valid for the first thousand nodes and more."""
+    return f"10.{244 + index // 256}.{index % 256}.0/24"
 
 
 def node_ip(index: int) -> str:
-    return f"10.0.0.{index + 10}"
+    """A valid address however many nodes there are (a population has hundreds)."""
+    return f"10.0.{index // 240}.{index % 240 + 10}"
 
 
 def node_name(node: Obj) -> str:

@@ -1,0 +1,66 @@
+"""Who leads each elected loop: the facts a leadership lease holds in Redis."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ReplicaIdentity:
+    """One replica of the service: a gunicorn master and its workers.
+
+    ``name`` is what an operator calls it (the pod's name in a cluster), ``url`` where it
+    answers directly, bypassing the load balancer (empty when unknown), and ``pid`` its
+    master's process id.
+    """
+
+    name: str
+    url: str
+    pid: int
+
+
+@dataclass(frozen=True)
+class Leadership:
+    """One elected loop's lease as Redis holds it.
+
+    ``token`` grows by one at every election of the loop: the fencing token that makes a
+    deposed leader's writes fail (``app.storage.leader.Fence``). ``owner`` is the worker's
+    lease identity (host, pid and a random suffix), ``worker_pid`` its process id.
+    """
+
+    loop: str
+    owner: str
+    token: int
+    replica: ReplicaIdentity
+    worker_pid: int
+    since: float
+    """Unix time of the election."""
+    expires_in: float
+    """Seconds until the lease expires unless its holder renews it."""
+
+    @classmethod
+    def from_lease(cls, loop: str, value: str, ttl_ms: int) -> Leadership | None:
+        """The leadership a lease's value describes; None if it is not one (a lease left
+        by an older release of the service holds a bare worker identity)."""
+        try:
+            data: Any = json.loads(value)
+        except ValueError:
+            return None
+        if not isinstance(data, dict) or not isinstance(data.get("replica"), dict):
+            return None
+        replica = data["replica"]
+        return cls(
+            loop=loop,
+            owner=str(data.get("owner", "")),
+            token=int(data.get("token", 0)),
+            replica=ReplicaIdentity(
+                name=str(replica.get("name", "")),
+                url=str(replica.get("url", "")),
+                pid=int(replica.get("pid", 0)),
+            ),
+            worker_pid=int(data.get("worker_pid", 0)),
+            since=float(data.get("since", 0.0)),
+            expires_in=max(0, ttl_ms) / 1000,
+        )
