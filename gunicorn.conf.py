@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import gc
 import os
+import shutil
 import signal
 import sys
+import tempfile
 from typing import Any
 
 import gevent
@@ -110,12 +112,57 @@ def on_starting(server: Any) -> None:
     with its message instead of every worker failing to boot with a traceback; and tell
     the workers their master's pid, by which an operator knows the replica of a leader."""
     from app.config import ConfigError, load_config
+    from app.log import configure_logging
     from app.storage.leader import REPLICA_PID_ENV
 
     os.environ[REPLICA_PID_ENV] = str(os.getpid())
+    _prepare_metrics_dir()
 
     try:
-        load_config()
+        config = load_config()
     except ConfigError as exc:
         print(exc, file=sys.stderr)
         raise SystemExit(1) from None
+    # The arbiter's own lines (workers booting, timed out) in the service's log format, and
+    # the workers' until they load the app (they inherit it), Python's warnings too.
+    configure_logging(config.log_level, config.log_format)
+
+
+_METRICS_ENV = "PROMETHEUS_MULTIPROC_DIR"
+_own_metrics_dir: str | None = None
+"""The metrics directory this master made, which it removes at exit."""
+
+
+def _prepare_metrics_dir() -> None:
+    """Give the workers one directory for their metrics, emptied, before any of them starts.
+
+    ``prometheus_client`` reads ``PROMETHEUS_MULTIPROC_DIR`` when a worker first imports it,
+    so it must be set here, in the master, for every worker's samples to land where a
+    scrape of any worker sums them (``app.metrics``). A directory the environment names is
+    emptied (samples of a previous run would be summed in); otherwise a new one per master.
+    """
+    global _own_metrics_dir
+    directory = os.environ.get(_METRICS_ENV)
+    if directory:
+        os.makedirs(directory, exist_ok=True)
+        for name in os.listdir(directory):
+            if name.endswith(".db"):
+                os.remove(os.path.join(directory, name))
+    else:
+        _own_metrics_dir = tempfile.mkdtemp(prefix="lab-spawner-metrics-")
+        os.environ[_METRICS_ENV] = _own_metrics_dir
+
+
+def child_exit(server: Any, worker: Any) -> None:
+    """Drop a dead worker's live gauges (event streams, leadership), which would otherwise
+    be summed in as if it still held them; its counters stay, so totals never go back."""
+    if os.environ.get(_METRICS_ENV):
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(worker.pid)
+
+
+def on_exit(server: Any) -> None:
+    """Remove the metrics directory this master made."""
+    if _own_metrics_dir is not None:
+        shutil.rmtree(_own_metrics_dir, ignore_errors=True)

@@ -81,6 +81,18 @@ class RebuildingError(ServiceError):
         self.retry_after = retry_after
 
 
+class MaintenanceError(ServiceError):
+    """Maintenance mode is on: new creations are refused until it ends; what runs is left
+    alone. The message is the administrators'."""
+
+    status = 503
+    code = "maintenance"
+
+    def __init__(self, message: str, *, retry_after: int = 60) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
 class TooManyRequestsError(ServiceError):
     """Past a limit (a lab's or a worker's open event streams, a lab's spawns and deletes
     or a group's creations in a minute): try again after Retry-After seconds."""

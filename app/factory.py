@@ -14,6 +14,7 @@ from app.extensions import (
     redis_ext,
 )
 from app.log import configure_logging
+from app.web import request_id
 from app.web.errors import register_error_handlers
 
 
@@ -25,13 +26,14 @@ def build_app(config: Config | None = None) -> Flask:
     """
     if config is None:
         config = load_config()
-    configure_logging(config.log_level)
+    configure_logging(config.log_level, config.log_format)
 
     app = Flask(__name__)
     app.config["SPAWNER"] = config
     # Werkzeug refuses a larger body with 413 before anything reads it.
     app.config["MAX_CONTENT_LENGTH"] = config.limits.max_body_bytes
     app.json.sort_keys = False  # type: ignore[attr-defined]
+    request_id.init_app(app)
 
     redis_ext.init_app(app, config.redis)
     kubernetes_ext.init_app(app, config.kubernetes)
@@ -49,10 +51,22 @@ def build_app(config: Config | None = None) -> Flask:
     from blueprints.docs import docs
     from blueprints.health import health
     from blueprints.kernels import kernels
+    from blueprints.metrics import metrics_bp
     from blueprints.prepull import prepull
     from blueprints.scaler import scaler
     from blueprints.spawner import spawner
 
-    for blueprint in (health, spawner, clusters, kernels, apps, scaler, prepull, admin, docs):
+    for blueprint in (
+        health,
+        metrics_bp,
+        spawner,
+        clusters,
+        kernels,
+        apps,
+        scaler,
+        prepull,
+        admin,
+        docs,
+    ):
         api_ext.register_blueprint(app, blueprint)
     return app

@@ -1,4 +1,5 @@
-"""Routes for administrators: the service's own state, and its live feed."""
+"""Routes for administrators: the service's own state, its live feed, and the actions an
+on-call administrator takes without ``kubectl`` (each one recorded in the audit log)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,40 @@ from typing import Any
 
 from flask import Response, stream_with_context
 
-from app.errors import TooManyRequestsError
+from app.errors import (
+    InvalidRequestError,
+    NotFoundError,
+    RebuildingError,
+    TooManyRequestsError,
+)
 from app.extensions import labs_ext, limits_ext, redis_ext
-from app.schemas.admin import LeaderSchema, OperationStatusSchema
-from app.services.admin import follow_feed, leaders, operations_in_progress
+from app.schemas.admin import (
+    AuditEntrySchema,
+    AuditQuerySchema,
+    ForceDeleteSchema,
+    LeaderSchema,
+    MaintenanceRequestSchema,
+    MaintenanceSchema,
+    OperationStatusSchema,
+    ProvisionedResetSchema,
+    ReconcileSchema,
+)
+from app.services.admin import (
+    follow_feed,
+    leaders,
+    maintenance_state,
+    operations_in_progress,
+    reconcile_now,
+    reset_provisioned,
+    turn_maintenance_off,
+    turn_maintenance_on,
+)
 from app.services.auth import ADMIN
+from app.services.labs import LabService
 from app.web.api import ApiBlueprint, raises
-from app.web.auth import requires
+from app.web.audit import audited
+from app.web.auth import current_caller, requires
+from app.web.bodies import load_body, load_query
 
 admin = ApiBlueprint("admin", __name__, url_prefix="/spawner/v1")
 
@@ -106,3 +134,94 @@ class _CountedFeed:
                 close()
         finally:
             self._release()
+
+
+_audit_query = AuditQuerySchema()
+_maintenance_request = MaintenanceRequestSchema()
+
+
+@admin.get("/admin/audit")
+@admin.doc(
+    parameters=[
+        {
+            "in": "query",
+            "name": "limit",
+            "description": "How many entries, newest first (default 100, at most 1000).",
+            "schema": {"type": "integer", "minimum": 1, "maximum": 1000},
+        }
+    ]
+)
+@admin.response(200, AuditEntrySchema(many=True))
+@raises(InvalidRequestError)
+@requires(ADMIN)
+def audit_log() -> list[dict[str, Any]]:
+    """Administrators' actions, newest first: who did what to what, when, and the answer."""
+    limit = load_query(_audit_query)["limit"]
+    return [vars(entry) for entry in labs_ext.machinery.audit.entries(limit=limit)]
+
+
+@admin.get("/admin/maintenance")
+@admin.response(200, MaintenanceSchema)
+@requires(ADMIN)
+def maintenance() -> dict[str, Any]:
+    """Whether maintenance mode is on, with its message."""
+    return maintenance_state(labs_ext.machinery.maintenance)
+
+
+@admin.put("/admin/maintenance")
+@admin.request_body(MaintenanceRequestSchema)
+@admin.response(200, MaintenanceSchema)
+@raises(InvalidRequestError)
+@requires(ADMIN)
+@audited("maintenance.on")
+def maintenance_on() -> dict[str, Any]:
+    """Turn maintenance mode on (or change its message): new spawns, clusters, kernels and
+    apps are refused with 503 `maintenance` and the message, which the spawn form shows;
+    running workloads are left alone, and deletes go on."""
+    message = load_body(_maintenance_request)["message"]
+    by = current_caller().username
+    return turn_maintenance_on(labs_ext.machinery.maintenance, message=message, by=by)
+
+
+@admin.delete("/admin/maintenance")
+@admin.response(200, MaintenanceSchema)
+@requires(ADMIN)
+@audited("maintenance.off")
+def maintenance_off() -> dict[str, Any]:
+    """Turn maintenance mode off: creations are taken again."""
+    return turn_maintenance_off(labs_ext.machinery.maintenance)
+
+
+@admin.post("/admin/reconcile")
+@admin.response(200, ReconcileSchema, description="The reconcile ran.")
+@admin.alt_response(
+    202, schema=ReconcileSchema, description="Asked for; it did not end within 30 s."
+)
+@requires(ADMIN)
+@audited("reconcile")
+def reconcile() -> tuple[dict[str, Any], int]:
+    """Reconcile Redis with Kubernetes now, in the elected watcher wherever it leads, rather
+    than at its next turn; waits up to 30 s for it to end."""
+    return reconcile_now(labs_ext.machinery.watcher.requests)
+
+
+@admin.delete("/admin/labs/<username>/provisioned")
+@admin.response(200, ProvisionedResetSchema)
+@requires(ADMIN)
+@audited("provisioned.reset")
+def reset_provisioned_flag(username: str) -> dict[str, Any]:
+    """Forget that the user was provisioned: their next spawn runs the provisioning init
+    containers again."""
+    return reset_provisioned(labs_ext.context.labs, username)
+
+
+@admin.post("/admin/labs/<username>/force-delete")
+@admin.response(202, ForceDeleteSchema)
+@raises(NotFoundError, RebuildingError)
+@requires(ADMIN)
+@audited("lab.force-delete", status=202)
+def force_delete_lab(username: str) -> dict[str, Any]:
+    """Delete a lab stuck terminating: its deletion is started if none is under way, and
+    its pod removed without a grace period (its node may never confirm it stopped)."""
+    LabService(labs_ext.context, labs_ext.engine).force_delete(username)
+    return {"username": username, "status": "terminating", "detail": "pod removed at once"}

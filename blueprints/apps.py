@@ -7,9 +7,6 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from flask import request
-from marshmallow import Schema, ValidationError
-
 from app.builders.app import app_url
 from app.config.models import AppTemplate
 from app.errors import (
@@ -37,7 +34,7 @@ from app.services.apps import AppChange, AppRequest, AppService
 from app.services.auth import ADMIN, ADMIN_SCOPE, ANY_USER
 from app.web.api import ApiBlueprint, raises
 from app.web.auth import current_caller, current_user, requires
-from app.web.bodies import load_body
+from app.web.bodies import load_body, load_query
 
 apps = ApiBlueprint("apps", __name__, url_prefix="/spawner/v1")
 
@@ -78,16 +75,6 @@ def _template(template: AppTemplate) -> dict[str, Any]:
             for v in template.variables
         ],
     }
-
-
-def _query(schema: Schema) -> dict[str, Any]:
-    try:
-        result: dict[str, Any] = schema.load(request.args.to_dict())
-    except ValidationError as exc:
-        field, messages = next(iter(exc.normalized_messages().items()))
-        message = messages[0] if isinstance(messages, list) else str(messages)
-        raise InvalidRequestError(f"{field}: {message}", field=field) from None
-    return result
 
 
 def _count(kind: str = "app") -> None:
@@ -140,7 +127,7 @@ def create_app() -> tuple[dict[str, Any], int]:
 @requires(ANY_USER, ADMIN, with_user=True)
 def list_apps() -> list[dict[str, Any]]:
     """The apps of the caller's groups (of every group, for an administrator), oldest first."""
-    group = _query(_list_query)["group"]
+    group = load_query(_list_query)["group"]
     return [_body(r) for r in _service().apps(current_user(), group)]
 
 
@@ -205,7 +192,7 @@ def start_app(app_id: str) -> tuple[dict[str, Any], int]:
 @requires(ANY_USER, ADMIN, with_user=True)
 def app_logs(app_id: str) -> dict[str, Any]:
     """The last lines the app's pod wrote, through the Kubernetes API."""
-    tail = _query(_logs_query)["tail"]
+    tail = load_query(_logs_query)["tail"]
     logs = _service().logs(current_user(), app_id, tail=tail)
     return {"pod": logs.pod, "lines": logs.lines}
 

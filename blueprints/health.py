@@ -44,10 +44,12 @@ def readyz() -> tuple[Response, int]:
     every image list has been read once."""
     report = check_readiness()
     if report.ready:
-        return jsonify(ReadySchema().dump({"status": "ready", "checks": report.checks})), 200
+        body = {"status": "ready", "checks": report.checks, "maintenance": report.maintenance}
+        return jsonify(ReadySchema().dump(body)), 200
     body = {
         "code": "not_ready",
         "message": f"not ready: {report.problems}",
         "checks": report.checks,
+        "maintenance": report.maintenance,
     }
     return jsonify(NotReadySchema().dump(body)), 503

@@ -18,6 +18,7 @@ from app.services.auth import ADMIN
 from app.services.image_lifecycle import ImageLifecycle
 from app.services.prepuller import prepull_report
 from app.web.api import ApiBlueprint, raises
+from app.web.audit import audited
 from app.web.auth import current_user, requires
 from app.web.bodies import load_body
 
@@ -67,6 +68,7 @@ def image_record(digest: str) -> dict[str, Any]:
 @prepull.response(202, ImageRecordSchema, description="The digest, discovered again.")
 @raises(NotFoundError, ConflictError)
 @requires(ADMIN, with_user=True)
+@audited("image.revalidate", status=202, target="digest")
 def revalidate_image(digest: str) -> tuple[dict[str, Any], int]:
     """Validate the digest again; it is not offered until it passes."""
     return _record_body(_lifecycle().revalidate(digest, by=current_user().username)), 202
@@ -77,6 +79,7 @@ def revalidate_image(digest: str) -> tuple[dict[str, Any], int]:
 @prepull.response(200, ImageRecordSchema)
 @raises(InvalidRequestError, NotFoundError, ConflictError)
 @requires(ADMIN, with_user=True)
+@audited("image.approve", target="digest")
 def approve_image(digest: str) -> dict[str, Any]:
     """Validate the digest by hand: it is offered at once. Recorded with the caller's name."""
     return _decided(digest, ImageState.VALIDATED, "approved")
@@ -87,6 +90,7 @@ def approve_image(digest: str) -> dict[str, Any]:
 @prepull.response(200, ImageRecordSchema)
 @raises(InvalidRequestError, NotFoundError, ConflictError)
 @requires(ADMIN, with_user=True)
+@audited("image.reject", target="digest")
 def reject_image(digest: str) -> dict[str, Any]:
     """Reject the digest by hand: it is no longer offered. Recorded with the caller's name."""
     return _decided(digest, ImageState.REJECTED, "rejected")

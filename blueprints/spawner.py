@@ -187,7 +187,9 @@ def _delegated_identity(caller: Caller) -> tuple[str, UserInfo]:
 @requires(OWNER, with_user=True)
 def spawn_form(username: str) -> Response:
     """The spawn form for this user, an HTML fragment for JupyterHub's spawn page."""
-    form = build_spawn_form(current_user(), labs_ext.context.config, labs_ext.context.images)
+    ctx = labs_ext.context
+    maintenance = labs_ext.machinery.maintenance.current()
+    form = build_spawn_form(current_user(), ctx.config, ctx.images, maintenance)
     html = render_template("spawn_form.html", form=form)
     return Response(html, mimetype="text/html")
 

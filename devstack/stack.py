@@ -91,6 +91,9 @@ class StackOptions:
     extra_env: dict[str, str] = field(default_factory=dict)
     config_overrides: dict[str, Any] = field(default_factory=dict)
     """Merged into the service configuration, section by section."""
+    log_path: Path | None = None
+    """Where each replica's gunicorn output (the service's log, and the access log unless
+    ``SPAWNER_ACCESS_LOG`` names a file) is appended; None for this process's own."""
     real_labs: bool = False
     """Run each lab as a real Jupyter server (``devstack.images``) instead of the stand-in."""
     programs: Path = DEFAULT_PROGRAMS
@@ -221,6 +224,8 @@ class LocalStack:
         """
         raw: dict[str, Any] = yaml.safe_load(DEMO_CONFIG.read_text(encoding="utf-8"))
         raw["gafaelfawr"]["url"] = self.gafaelfawr.url
+        # Plain lines for a terminal; a test or a benchmark may override it.
+        raw["logFormat"] = "text"
         raw["redis"] = (
             self.sentinel.service_config() if self.sentinel is not None else {"url": self.redis_url}
         )
@@ -316,7 +321,13 @@ class LocalStack:
             del env["SPAWNER_REDIS_URL"]  # it would replace the sentinels in the config
         env.update(self.options.extra_env)
         command = [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "wsgi:app"]
-        replica.process = subprocess.Popen(launched(command), cwd=REPO_ROOT, env=env)
+        if self.options.log_path is None:
+            replica.process = subprocess.Popen(launched(command), cwd=REPO_ROOT, env=env)
+        else:
+            with self.options.log_path.open("ab") as log:
+                replica.process = subprocess.Popen(
+                    launched(command), cwd=REPO_ROOT, env=env, stdout=log, stderr=log
+                )
         if wait:
             self._await_ready(replica, 60.0)
 

@@ -28,6 +28,7 @@ def test_readyz_when_everything_answers(client: FlaskClient) -> None:
     assert response.get_json() == {
         "status": "ready",
         "checks": {"redis": "ok", "kubernetes": "ok", "state": "ok", "images": "ok"},
+        "maintenance": None,
     }
 
 

@@ -265,7 +265,7 @@ def test_authenticated_routes_document_security_and_auth_errors(
 
 
 def test_unauthenticated_routes(spec: dict[str, Any]) -> None:
-    for path in ("/healthz", "/readyz", "/spawner/v1/openapi.json", "/spawner/v1/docs"):
+    for path in ("/healthz", "/readyz", "/metrics", "/spawner/v1/openapi.json", "/spawner/v1/docs"):
         operation = spec["paths"][path]["get"]
         assert operation["security"] == []
         assert "401" not in operation["responses"]

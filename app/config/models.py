@@ -330,6 +330,13 @@ class AdmissionConfig:
 
 
 @dataclass(frozen=True)
+class AdminConfig:
+    """The administrators' tools: ``audit_length`` entries of the audit log are kept."""
+
+    audit_length: int = 1000
+
+
+@dataclass(frozen=True)
 class HardwareTier:
     """Resources and placement one pod of a compute cluster can be given, by name.
 
@@ -508,3 +515,6 @@ class Config:
     clusters: ClustersConfig
     budgets: BudgetsConfig
     apps: AppsConfig
+    admin: AdminConfig = AdminConfig()
+    log_format: str = "json"
+    """``json``: one JSON object per line (production); ``text``: plain lines (local stack)."""

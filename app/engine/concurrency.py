@@ -7,6 +7,7 @@ greenlets under gunicorn's gevent workers, so this is cheap.
 
 from __future__ import annotations
 
+import contextvars
 import threading
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -65,7 +66,12 @@ def concurrently(*calls: Callable[[], Any]) -> list[Any]:
         except BaseException as exc:  # handed to the caller below
             errors[index] = exc
 
-    tasks = [start_task(run, i, name="concurrent-call") for i in range(1, len(calls))]
+    # Each call runs in a copy of the caller's context: what it logs names the caller's
+    # request and operation (``app.log``). A new greenlet or thread starts without one.
+    tasks = [
+        start_task(contextvars.copy_context().run, run, i, name="concurrent-call")
+        for i in range(1, len(calls))
+    ]
     # The first call runs here: it goes out before the others, and needs no task of its own.
     run(0)
     for task in tasks:

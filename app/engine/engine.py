@@ -19,8 +19,11 @@ from app.engine.admission import Admission
 from app.engine.kind import WorkloadKind
 from app.engine.runner import HandOff, OperationRunner, Queued
 from app.engine.workload import Action, Operation, WorkloadRef
+from app.errors import MaintenanceError
+from app.log import current_request_id
 from app.storage.event_hub import EventHub, Following
 from app.storage.events import TERMINAL, EventStore, EventType, entry_order
+from app.storage.maintenance import MaintenanceStore
 from app.storage.workloads import DeleteQueued, LeaseRequest, SpawnQueued, WorkloadStore
 
 
@@ -42,8 +45,10 @@ class Engine:
         scan_seconds: float,
         max_concurrent: int,
         admission: Admission | None = None,
+        maintenance: MaintenanceStore | None = None,
     ) -> None:
         self.store = store
+        self.maintenance = maintenance
         self.events = events
         self._hub = hub
         self.kinds = {kind.name: kind for kind in kinds}
@@ -81,8 +86,13 @@ class Engine:
         With ``group``, a creation of an admitted kind counts against the group's rate (429
         past it) and, while admission is on, takes a place or waits in the queue for one
         (``SpawnQueued.position``; 503 ``queue_full`` when the queue is full). Without, it
-        starts at once: what frees resources (an app stopping) never waits."""
+        starts at once: what frees resources (an app stopping) never waits.
+
+        While maintenance mode is on, such creations (with ``group``, of an admitted kind)
+        are refused with 503 ``maintenance``; the platform's own work goes on."""
         operation = self._operation(ref, Action.SPAWN, spec)
+        if group is not None and self.kinds[ref.kind].admitted:
+            self._refuse_during_maintenance()
         admission = None
         if group is not None and self.admission is not None and self.kinds[ref.kind].admitted:
             self.admission.count(group)
@@ -120,6 +130,11 @@ class Engine:
         if queued.queue_full and self.admission is not None:
             raise self.admission.queue_full()
         return queued
+
+    def _refuse_during_maintenance(self) -> None:
+        current = self.maintenance.current() if self.maintenance is not None else None
+        if current is not None:
+            raise MaintenanceError(f"the platform is under maintenance: {current.message}")
 
     def queue_delete(
         self,
@@ -190,6 +205,7 @@ class Engine:
             started=now,
             deadline=now + self.kinds[ref.kind].timeout(action),
             spec=spec,
+            request_id=current_request_id(),
         )
 
     def start(self) -> None:

@@ -102,7 +102,7 @@ def _settled(
     verdict = judge(current, pod.noun)
     if verdict.failure:
         feed.poll()
-        raise StepFailed(verdict.failure)
+        raise StepFailed(verdict.failure, verdict.reason)
     if verdict.ready:
         return True
     if verdict.scheduled_on:

@@ -34,11 +34,17 @@ from dataclasses import dataclass, field
 from app.engine.reporter import Reporter
 from app.engine.tracking import PodTracking
 from app.engine.workload import Action, Operation
+from app.metrics import FailureReason
 from app.storage.events import EventType
 
 
 class StepFailed(Exception):
-    """The operation cannot succeed; the message says why in terms a user can act on."""
+    """The operation cannot succeed; the message says why in terms a user can act on, and
+    ``reason`` in one of a few words, for the metrics."""
+
+    def __init__(self, message: str, reason: FailureReason = FailureReason.OTHER) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from app.metrics import FailureReason
+
 _PULL_FAILURES = {"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"}
 _CONFIG_FAILURES = {"CreateContainerConfigError", "CreateContainerError", "RunContainerError"}
 
@@ -24,6 +26,8 @@ class PodVerdict:
     failure: str | None = None
     scheduled_on: str | None = None
     initialized: bool = False
+    reason: FailureReason = FailureReason.OTHER
+    """What kind of failure ``failure`` is."""
 
 
 def _condition(pod: dict[str, Any], kind: str) -> dict[str, Any] | None:
@@ -33,7 +37,9 @@ def _condition(pod: dict[str, Any], kind: str) -> dict[str, Any] | None:
     return None
 
 
-def _container_failure(statuses: list[dict[str, Any]], init: bool, noun: str) -> str | None:
+def _container_failure(
+    statuses: list[dict[str, Any]], init: bool, noun: str
+) -> tuple[str, FailureReason] | None:
     for status in statuses:
         name = status.get("name", "?")
         state = status.get("state") or {}
@@ -42,23 +48,27 @@ def _container_failure(statuses: list[dict[str, Any]], init: bool, noun: str) ->
         detail = waiting.get("message") or ""
         if reason in _PULL_FAILURES:
             image = status.get("image", "")
-            return f"cannot pull image {image}: {reason}" + (f": {detail}" if detail else "")
+            message = f"cannot pull image {image}: {reason}" + (f": {detail}" if detail else "")
+            return message, FailureReason.IMAGE_PULL
         if reason == "CrashLoopBackOff":
             what = "provisioning container" if init else f"{noun} container"
             last = (status.get("lastState") or {}).get("terminated") or {}
             code = f", last exit code {last['exitCode']}" if "exitCode" in last else ""
-            return f"the {what} {name} keeps crashing (CrashLoopBackOff{code})" + (
+            message = f"the {what} {name} keeps crashing (CrashLoopBackOff{code})" + (
                 f": {detail}" if detail else ""
             )
+            return message, FailureReason.CRASH
         if reason in _CONFIG_FAILURES:
-            return f"container {name} cannot start: {reason}" + (f": {detail}" if detail else "")
+            message = f"container {name} cannot start: {reason}" + (f": {detail}" if detail else "")
+            return message, FailureReason.CRASH
         terminated = state.get("terminated") or {}
         if init and terminated and terminated.get("exitCode", 0) != 0:
-            return (
+            message = (
                 f"provisioning container {name} failed with exit code "
                 f"{terminated.get('exitCode')}"
                 + (f": {terminated.get('message')}" if terminated.get("message") else "")
             )
+            return message, FailureReason.CRASH
     return None
 
 
@@ -70,16 +80,23 @@ def judge(pod: dict[str, Any], noun: str = "lab") -> PodVerdict:
     node = pod.get("spec", {}).get("nodeName")
     if phase in ("Failed", "Succeeded"):
         reason = status.get("reason") or status.get("message") or phase
-        return PodVerdict(failure=f"the {noun} pod stopped ({phase}): {reason}", scheduled_on=node)
+        return PodVerdict(
+            failure=f"the {noun} pod stopped ({phase}): {reason}",
+            scheduled_on=node,
+            reason=FailureReason.CRASH,
+        )
     scheduled = _condition(pod, "PodScheduled")
     unschedulable = scheduled and scheduled.get("status") == "False"
     if unschedulable and scheduled.get("reason") == "Unschedulable":  # type: ignore[union-attr]
         message = scheduled.get("message") or "no node can run it"  # type: ignore[union-attr]
-        return PodVerdict(failure=f"the {noun} cannot be scheduled: {message}")
+        return PodVerdict(
+            failure=f"the {noun} cannot be scheduled: {message}",
+            reason=FailureReason.UNSCHEDULABLE,
+        )
     failure = _container_failure(status.get("initContainerStatuses") or [], True, noun)
     failure = failure or _container_failure(status.get("containerStatuses") or [], False, noun)
     if failure:
-        return PodVerdict(failure=failure, scheduled_on=node)
+        return PodVerdict(failure=failure[0], scheduled_on=node, reason=failure[1])
     initialized = (_condition(pod, "Initialized") or {}).get("status") == "True"
     ready = phase == "Running" and (_condition(pod, "Ready") or {}).get("status") == "True"
     return PodVerdict(ready=ready, scheduled_on=node, initialized=initialized)

@@ -27,11 +27,14 @@ from typing import TypeVar
 
 import redis
 
+from app import metrics
 from app.engine.admission import Admission
 from app.engine.concurrency import start_task
 from app.engine.kind import Finished, Run, StepFailed, WorkloadKind
 from app.engine.reporter import DeadlineExceeded, HandedOver, Reporter, Superseded
 from app.engine.workload import Action, Operation, WorkloadRef
+from app.log import logging_context
+from app.metrics import FailureReason, Outcome
 from app.storage.events import EventStore, EventType
 from app.storage.kubernetes import KubernetesError
 from app.storage.leader import RedisLease, worker_identity
@@ -365,13 +368,20 @@ class OperationRunner:
     def _execute(
         self, operation: Operation, secret: str | None, handoff: HandOff | None, slot: _Slot
     ) -> None:
-        try:
-            self._execute_steps(operation, secret, handoff, slot)
-        finally:
-            if self._admits(operation):
-                # Its place goes back only if it ended (or was superseded): one that a
-                # stopping worker left to be resumed keeps it.
-                self.admit(ended=operation)
+        # Every log line and event of the run names the operation and the request that
+        # queued it, whichever worker of whichever replica runs it.
+        with logging_context(
+            request_id=operation.request_id,
+            operation=operation.id,
+            workload=operation.ref.key,
+        ):
+            try:
+                self._execute_steps(operation, secret, handoff, slot)
+            finally:
+                if self._admits(operation):
+                    # Its place goes back only if it ended (or was superseded): one that a
+                    # stopping worker left to be resumed keeps it.
+                    self.admit(ended=operation)
 
     def _execute_steps(
         self, operation: Operation, secret: str | None, handoff: HandOff | None, slot: _Slot
@@ -391,6 +401,7 @@ class OperationRunner:
             finished = steps(run)
         except Superseded:
             logger.info("operation %s of %s superseded", operation.id, operation.ref.key)
+            _observe(operation, Outcome.SUPERSEDED)
             return
         except HandedOver:
             # Its lease is released on the way out; another worker's scanner resumes it.
@@ -401,7 +412,7 @@ class OperationRunner:
             )
             return
         except (StepFailed, DeadlineExceeded, KubernetesError) as exc:
-            self._fail(kind, run, _failure_message(exc, operation.action, kind))
+            self._fail(kind, run, _failure_message(exc, operation.action, kind), _reason(exc))
             return
         self._succeed(run, finished)
 
@@ -410,15 +421,37 @@ class OperationRunner:
         announce = self._events.announcement(operation.ref.key, [*finished.events, *_COMPLETE])
         if self._store.finish(operation=operation, record=finished.record, events=announce):
             logger.info("%s of %s done", operation.action.value, operation.ref.key)
+            _observe(operation, Outcome.SUCCEEDED)
+        else:
+            _observe(operation, Outcome.SUPERSEDED)
 
-    def _fail(self, kind: WorkloadKind, run: Run, message: str) -> None:
+    def _fail(self, kind: WorkloadKind, run: Run, message: str, reason: FailureReason) -> None:
         operation = run.operation
         logger.warning("%s of %s failed: %s", operation.action.value, operation.ref.key, message)
         record = kind.failed_record(run, message)
         announce = self._events.announcement(
             operation.ref.key, [(EventType.ERROR, message), (EventType.FAILED, message)]
         )
-        self._store.finish(operation=operation, record=record, events=announce)
+        if self._store.finish(operation=operation, record=record, events=announce):
+            _observe(operation, Outcome.FAILED, reason)
+        else:
+            _observe(operation, Outcome.SUPERSEDED)
+
+
+def _observe(operation: Operation, outcome: Outcome, reason: FailureReason | None = None) -> None:
+    """Count the operation's end (once: only the run whose final write counted gets here
+    with that outcome; a superseded run's successor counts its own)."""
+    action = operation.action.value
+    metrics.observe_operation(operation.ref.kind, action, outcome, operation.started, reason)
+
+
+def _reason(exc: Exception) -> FailureReason:
+    """The failure's reason for the metrics: a step names its own."""
+    if isinstance(exc, DeadlineExceeded):
+        return FailureReason.TIMEOUT
+    if isinstance(exc, KubernetesError):
+        return FailureReason.KUBERNETES_ERROR
+    return exc.reason if isinstance(exc, StepFailed) else FailureReason.OTHER
 
 
 def _failure_message(exc: Exception, action: Action, kind: WorkloadKind) -> str:

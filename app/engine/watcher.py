@@ -35,6 +35,7 @@ from app.engine.workload import WorkloadRef
 from app.services.leadership import ElectedWorker, Tenure
 from app.storage.kubernetes import KubernetesError, KubernetesStorage, WatchExpired
 from app.storage.leader import LeadershipLease, LeadershipLost, worker_identity
+from app.storage.reconcile_requests import ReconcileRequests, ReconcileResult
 from app.storage.workloads import WorkloadStore
 
 logger = logging.getLogger(__name__)
@@ -82,6 +83,8 @@ class WorkloadWatcher:
         )
         self.lease_key = lease.key
         self._election = ElectedWorker(lease, self._lead, name=LEASE_NAME)
+        self.requests = ReconcileRequests(client, key_prefix)
+        """Administrators' requests for a reconcile now, which the leader answers."""
         self._count_lock = threading.Lock()
         self._reconciles = 0
 
@@ -261,7 +264,9 @@ class WorkloadWatcher:
         while not tenure.ended:
             wake.clear()
             try:
-                reconciler.run()
+                asked = self.requests.take()
+                complete = reconciler.run()
+                self.requests.answer(asked, ReconcileResult(time.time(), complete))
                 with self._count_lock:
                     self._reconciles += 1
             except LeadershipLost:
@@ -275,15 +280,16 @@ class WorkloadWatcher:
             self._await_next_reconcile(tenure, wake)
 
     def _await_next_reconcile(self, tenure: Tenure, wake: threading.Event) -> None:
-        """Until the next reconcile is due, or sooner: woken (a watch listed again), or
-        Redis no longer complete (it came back empty, and readers are told to wait)."""
+        """Until the next reconcile is due, or sooner: woken (a watch listed again), Redis
+        no longer complete (it came back empty, and readers are told to wait), or an
+        administrator asked for one (``POST /spawner/v1/admin/reconcile``)."""
         deadline = time.monotonic() + self._config.reconcile_seconds
         while not tenure.ended:
             left = deadline - time.monotonic()
             if left <= 0 or wake.wait(min(left, COMPLETENESS_CHECK_SECONDS)):
                 return
             try:
-                if not self._store.is_complete():
+                if not self._store.is_complete() or self.requests.waiting():
                     return
             except redis.RedisError:
                 return  # The reconcile reports it; the wait above paces the retries.

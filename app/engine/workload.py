@@ -52,9 +52,12 @@ class Operation:
     deadline: float
     spec: dict[str, Any] | None = None
     """What the kind needs to run the operation again from the top (never a secret)."""
+    request_id: str | None = None
+    """The id of the request that queued it, named in the log lines and events of its run
+    in whichever worker runs it (None when background work queued it)."""
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "id": self.id,
             "kind": self.ref.kind,
             "name": self.ref.name,
@@ -63,6 +66,9 @@ class Operation:
             "deadline": self.deadline,
             "spec": self.spec,
         }
+        if self.request_id is not None:
+            data["request_id"] = self.request_id
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Operation:
@@ -73,4 +79,5 @@ class Operation:
             started=float(data["started"]),
             deadline=float(data["deadline"]),
             spec=data.get("spec"),
+            request_id=data.get("request_id"),
         )

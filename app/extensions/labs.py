@@ -26,11 +26,13 @@ from app.services.prepuller import Prepuller
 from app.services.registries import RegistryDirectory
 from app.storage.admin_feed import AdminFeed
 from app.storage.admission import AdmissionStore
+from app.storage.audit import AuditLog
 from app.storage.event_hub import EventHub
 from app.storage.events import EventStore
 from app.storage.images import ImageStore
 from app.storage.kubernetes import KubernetesStorage
 from app.storage.labs import LabStore
+from app.storage.maintenance import MaintenanceStore
 from app.storage.prepull import PrepullStore
 from app.storage.rate_limits import RateLimits
 from app.workloads.app.kind import AppKind
@@ -55,6 +57,10 @@ class Machinery:
     images: ImageRefresher
     prepuller: Prepuller
     registries: RegistryDirectory
+    audit: AuditLog
+    """The administrators' audit log."""
+    maintenance: MaintenanceStore
+    """Maintenance mode's switch, which the engine reads before every user's creation."""
 
     def elections(self) -> list[ElectedWorker]:
         """This process's candidacies for the elected loops, one per loop."""
@@ -117,6 +123,7 @@ def build_machinery(app: Flask, config: Config) -> Machinery:
         AppKind(context),
         ImageKind(context),
     ]
+    maintenance = MaintenanceStore(redis_client, prefix)
     engine = Engine(
         store=labs.workloads,
         events=events,
@@ -125,6 +132,7 @@ def build_machinery(app: Flask, config: Config) -> Machinery:
         lease_seconds=operations.lease_seconds,
         scan_seconds=operations.scan_seconds,
         max_concurrent=operations.max_concurrent,
+        maintenance=maintenance,
         admission=Admission(
             AdmissionStore(
                 redis_client,
@@ -141,6 +149,8 @@ def build_machinery(app: Flask, config: Config) -> Machinery:
         context=context,
         engine=engine,
         hub=hub,
+        audit=AuditLog(redis_client, prefix, length=config.admin.audit_length),
+        maintenance=maintenance,
         watcher=WorkloadWatcher(
             store=labs.workloads,
             kube=kube,

@@ -23,6 +23,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 from redis.sentinel import Sentinel, SentinelConnectionPool, SentinelManagedConnection
 
+from app import metrics
 from app.config import RedisConfig
 
 NO_REPLICAS = "NOREPLICAS"
@@ -36,7 +37,69 @@ def _no_retry() -> Retry:
     return Retry(NoBackoff(), 0)
 
 
-class PrimaryConnection(SentinelManagedConnection):
+class CountedConnection(redis.connection.AbstractConnection):
+    """Counts each round trip (a command or a pipeline sent) and each that failed without
+    an answer, for the metrics: the one place every client of the process goes through,
+    whether it reaches Redis by URL or through Sentinel."""
+
+    def send_packed_command(self, *args: Any, **kwargs: Any) -> None:
+        metrics.REDIS_ROUND_TRIPS.inc()
+        try:
+            super().send_packed_command(*args, **kwargs)
+        except redis.RedisError as exc:
+            _count_error(exc)
+            raise
+
+    def read_response(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().read_response(*args, **kwargs)
+        except redis.RedisError as exc:
+            _count_error(exc)
+            raise
+
+    def connect(self) -> None:
+        # The pool connects before a command is sent: Redis down fails here.
+        try:
+            super().connect()
+        except redis.RedisError as exc:
+            _count_error(exc)
+            raise
+
+
+def _count_error(exc: redis.RedisError) -> None:
+    # An error reply (a script's, NOSCRIPT) is an answer: only a missing one counts, once
+    # (a connect inside a send fails both).
+    if getattr(exc, "_counted", False):
+        return
+    exc._counted = True  # type: ignore[attr-defined]
+    if isinstance(exc, redis.TimeoutError):
+        metrics.REDIS_ERRORS.labels("timeout").inc()
+    elif isinstance(exc, redis.ConnectionError):
+        metrics.REDIS_ERRORS.labels("connection").inc()
+
+
+class _TcpConnection(CountedConnection, redis.Connection):
+    pass
+
+
+class _SslConnection(CountedConnection, redis.SSLConnection):
+    pass
+
+
+class _UnixConnection(CountedConnection, redis.UnixDomainSocketConnection):
+    pass
+
+
+_COUNTED: dict[type, type] = {
+    redis.Connection: _TcpConnection,
+    redis.SSLConnection: _SslConnection,
+    redis.UnixDomainSocketConnection: _UnixConnection,
+}
+"""The counted class of each connection class a URL may choose (``redis://``, ``rediss://``,
+``unix://``)."""
+
+
+class PrimaryConnection(CountedConnection, SentinelManagedConnection):
     """A connection to the primary Sentinel names, which leaves a server that can no
     longer take our writes.
 
@@ -128,6 +191,7 @@ def _client(
     pool = redis.BlockingConnectionPool.from_url(
         config.url, max_connections=max_connections, timeout=pool_timeout, **options
     )
+    pool.connection_class = _COUNTED.get(pool.connection_class, pool.connection_class)
     return redis.Redis(connection_pool=pool)
 
 

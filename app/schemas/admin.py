@@ -64,3 +64,88 @@ class LeadershipSchema(Schema):
         required=True,
         metadata={"description": "Seconds until the lease expires unless its holder renews it."},
     )
+
+
+class AuditEntrySchema(Schema):
+    """One administrator's action."""
+
+    at = fields.Float(required=True, metadata={"description": "Unix time it ended."})
+    actor = fields.String(required=True, metadata={"description": "The administrator."})
+    action = fields.String(
+        required=True,
+        metadata={
+            "description": "`maintenance.on`, `maintenance.off`, `reconcile`, "
+            "`provisioned.reset`, `lab.force-delete`, `image.revalidate`, `image.approve`, "
+            "`image.reject`."
+        },
+    )
+    target = fields.String(
+        required=True,
+        metadata={"description": "What it acted on: a username, a digest, or `platform`."},
+    )
+    outcome = fields.String(
+        required=True, metadata={"description": "`ok`, or the error code it was answered with."}
+    )
+    status = fields.Integer(required=True, metadata={"description": "The HTTP status."})
+    detail = fields.String(required=True, metadata={"description": "What the action said."})
+
+
+class AuditQuerySchema(Schema):
+    limit = fields.Integer(
+        load_default=100,
+        validate=validate.Range(min=1, max=1000),
+        metadata={"description": "Entries to return, newest first."},
+    )
+
+
+class MaintenanceSchema(Schema):
+    """Maintenance mode: while on, new creations are refused with 503 `maintenance`."""
+
+    enabled = fields.Boolean(required=True)
+    message = fields.String(allow_none=True, required=True)
+    since = fields.Float(
+        allow_none=True, required=True, metadata={"description": "Unix time it was turned on."}
+    )
+    by = fields.String(
+        allow_none=True, required=True, metadata={"description": "Who turned it on."}
+    )
+    detail = fields.String(metadata={"description": "What the change did."})
+
+
+class MaintenanceRequestSchema(Schema):
+    message = fields.String(
+        required=True,
+        validate=validate.Length(min=1, max=500),
+        metadata={"description": "Shown to users on the spawn form and in refusals."},
+    )
+
+
+class ReconcileSchema(Schema):
+    """A reconcile asked for now, and how it ended if it ended in time."""
+
+    request = fields.String(required=True, metadata={"description": "The request's id."})
+    finished = fields.Float(
+        allow_none=True,
+        required=True,
+        metadata={"description": "Unix time the reconcile ended; null if still under way."},
+    )
+    complete = fields.Boolean(
+        allow_none=True,
+        required=True,
+        metadata={"description": "Whether Redis was declared complete after it."},
+    )
+    detail = fields.String(metadata={"description": "What happened."})
+
+
+class ProvisionedResetSchema(Schema):
+    username = fields.String(required=True)
+    was_provisioned = fields.Boolean(
+        required=True, metadata={"description": "Whether the flag was set before."}
+    )
+    detail = fields.String(metadata={"description": "What the reset did."})
+
+
+class ForceDeleteSchema(Schema):
+    username = fields.String(required=True)
+    status = fields.String(required=True, metadata={"description": "Always `terminating`."})
+    detail = fields.String(metadata={"description": "What the force-delete did."})

@@ -17,6 +17,7 @@ from marshmallow import (
 )
 
 from app.config.models import (
+    AdminConfig,
     AdmissionConfig,
     Budget,
     BudgetsConfig,
@@ -629,6 +630,14 @@ class AdmissionSchema(StrictCamelCaseSchema):
         )
 
 
+class AdminSchema(StrictCamelCaseSchema):
+    audit_length = fields.Integer(load_default=1000, validate=validate.Range(min=1, max=100000))
+
+    @post_load
+    def _build(self, data: dict[str, Any], **_: Any) -> AdminConfig:
+        return AdminConfig(audit_length=data["audit_length"])
+
+
 _LABEL_VALUE = validate.And(
     validate.Length(min=1, max=63),
     validate.Regexp(
@@ -760,6 +769,7 @@ class ConfigSchema(StrictCamelCaseSchema):
         load_default="INFO",
         validate=validate.OneOf(["DEBUG", "INFO", "WARNING", "ERROR"]),
     )
+    log_format = fields.String(load_default="json", validate=validate.OneOf(["json", "text"]))
     namespace_prefix = fields.String(load_default="nublado", validate=_DNS_LABEL)
     gafaelfawr = fields.Nested(GafaelfawrSchema, required=True)
     redis = fields.Nested(RedisSchema, load_default=lambda: RedisSchema().load({}))
@@ -777,6 +787,7 @@ class ConfigSchema(StrictCamelCaseSchema):
     clusters = fields.Nested(ClustersSchema, load_default=lambda: ClustersSchema().load({}))
     budgets = fields.Nested(BudgetsSchema, load_default=lambda: BudgetsSchema().load({}))
     apps = fields.Nested(AppsSchema, load_default=lambda: AppsSchema().load({}))
+    admin = fields.Nested(AdminSchema, load_default=lambda: AdminSchema().load({}))
 
     @validates_schema
     def _unique_prepull_names(self, data: dict[str, Any], **_: Any) -> None:

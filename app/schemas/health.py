@@ -23,11 +23,22 @@ class ReadySchema(Schema):
         required=True,
         metadata={"description": "Each check (`redis`, `kubernetes`, `state`, `images`): `ok`."},
     )
+    maintenance = fields.String(
+        allow_none=True,
+        metadata={
+            "description": "Maintenance mode's message while it is on (new creations are "
+            "refused; the service is ready all the same), else null."
+        },
+    )
 
 
 class NotReadySchema(ErrorSchema):
     """``GET /readyz`` when a dependency is down or the state is being rebuilt: the usual
     error body plus each check."""
+
+    maintenance = fields.String(
+        allow_none=True, metadata={"description": "Maintenance mode's message, else null."}
+    )
 
     checks = fields.Dict(
         keys=fields.String(),

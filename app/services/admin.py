@@ -1,7 +1,9 @@
-"""What administrators see of the service's own work."""
+"""What administrators see of the service's own work, and what they may do to it."""
 
 from __future__ import annotations
 
+import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import asdict
 from typing import Any
@@ -9,8 +11,12 @@ from typing import Any
 import redis
 
 from app.extensions.redis import feed_events
+from app.models.admin import Maintenance
 from app.services.leadership import ElectedWorker
+from app.storage.labs import LabStore
 from app.storage.leader import read_leaderships
+from app.storage.maintenance import MaintenanceStore
+from app.storage.reconcile_requests import ReconcileRequests
 from app.storage.workloads import WorkloadStore
 
 
@@ -69,3 +75,70 @@ def leaders(client: redis.Redis, elections: list[ElectedWorker]) -> list[dict[st
             }
         result.append({"loop": election.loop, "leader": leader})
     return result
+
+
+def maintenance_state(store: MaintenanceStore, *, detail: str = "") -> dict[str, Any]:
+    """Maintenance mode as the routes answer it."""
+    current = store.current()
+    state: dict[str, Any] = {
+        "enabled": current is not None,
+        "message": current.message if current else None,
+        "since": current.since if current else None,
+        "by": current.by if current else None,
+    }
+    if detail:
+        state["detail"] = detail
+    return state
+
+
+def turn_maintenance_on(store: MaintenanceStore, *, message: str, by: str) -> dict[str, Any]:
+    """New creations are refused from now on, in every worker of every replica."""
+    store.turn_on(Maintenance(message=message, since=time.time(), by=by))
+    return maintenance_state(store, detail=f"on: {message}")
+
+
+def turn_maintenance_off(store: MaintenanceStore) -> dict[str, Any]:
+    was = store.turn_off()
+    return maintenance_state(store, detail="off" if was else "was already off")
+
+
+RECONCILE_WAIT_SECONDS = 30.0
+"""How long ``POST /spawner/v1/admin/reconcile`` waits for the reconcile it asked for."""
+
+
+def reconcile_now(
+    requests: ReconcileRequests, *, wait_seconds: float = RECONCILE_WAIT_SECONDS
+) -> tuple[dict[str, Any], int]:
+    """Ask the elected watcher, wherever it leads, for a reconcile now; wait for it up to
+    ``wait_seconds``: 200 with how it ended, or 202 while it has not (it still runs)."""
+    request_id = uuid.uuid4().hex
+    requests.ask(request_id)
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        result = requests.result(request_id)
+        if result is not None:
+            detail = "complete" if result.complete else "Redis was emptied meanwhile"
+            return {
+                "request": request_id,
+                "finished": result.finished,
+                "complete": result.complete,
+                "detail": f"reconciled: {detail}",
+            }, 200
+        if time.monotonic() >= deadline:
+            return {
+                "request": request_id,
+                "finished": None,
+                "complete": None,
+                "detail": "requested; not finished in time",
+            }, 202
+        time.sleep(0.2)
+
+
+def reset_provisioned(labs: LabStore, username: str) -> dict[str, Any]:
+    """The user's next spawn runs the provisioning init containers again."""
+    was = labs.unmark_provisioned(username)
+    return {
+        "username": username,
+        "was_provisioned": was,
+        "detail": "provisioned flag cleared" if was else "was not provisioned",
+    }

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.config import Config
+from app.models.admin import Maintenance
 from app.models.identity import UserInfo
 from app.models.images import KnownImage
 from app.schemas.labs import USE_DROPDOWN
@@ -37,7 +38,12 @@ class SpawnForm:
     dropdown_value: str = USE_DROPDOWN
 
 
-def build_spawn_form(user: UserInfo, config: Config, images: ImageService) -> SpawnForm:
+def build_spawn_form(
+    user: UserInfo, config: Config, images: ImageService, maintenance: Maintenance | None = None
+) -> SpawnForm:
+    """The form for ``user``; while ``maintenance`` is on, only its message."""
+    if maintenance is not None:
+        return _refused(f"Labs cannot be started now: {maintenance.message}")
     refusal = spawn_refusal(user)
     if refusal is not None:
         return _refused(f"You cannot start a lab: {refusal}.")

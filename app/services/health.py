@@ -19,6 +19,7 @@ from urllib3.exceptions import HTTPError
 from app.engine.concurrency import concurrently
 from app.extensions import kubernetes_ext, labs_ext, redis_ext
 from app.extensions.redis import PROBE_TIMEOUT
+from app.models.admin import Maintenance
 from app.services.images import ImageService
 
 logger = logging.getLogger(__name__)
@@ -31,6 +32,9 @@ UNKNOWN = "unknown"
 @dataclass(frozen=True)
 class Readiness:
     checks: dict[str, str]
+    maintenance: str | None = None
+    """Maintenance mode's message while it is on: reported, never a reason to be unready
+    (running labs are served as ever)."""
 
     @property
     def ready(self) -> bool:
@@ -46,15 +50,22 @@ class Readiness:
         )
 
 
-def _check_redis(probe: redis.Redis, complete_key: str) -> tuple[str, str]:
-    """Redis's state, and whether it holds every workload (``rebuilding`` after it came
-    back empty, until the rebuild from Kubernetes is done)."""
+def _check_redis(
+    probe: redis.Redis, complete_key: str, maintenance_key: str
+) -> tuple[str, str, str | None]:
+    """Redis's state, whether it holds every workload (``rebuilding`` after it came back
+    empty, until the rebuild from Kubernetes is done), and maintenance mode's message, in
+    one round trip."""
     try:
-        complete = probe.exists(complete_key)
+        pipeline = probe.pipeline(transaction=False)
+        pipeline.exists(complete_key)
+        pipeline.get(maintenance_key)
+        complete, maintenance = pipeline.execute()
     except redis.RedisError as exc:
         logger.warning("readiness: Redis unavailable: %s", type(exc).__name__)
-        return f"error: {type(exc).__name__}", UNKNOWN
-    return OK, OK if complete else REBUILDING
+        return f"error: {type(exc).__name__}", UNKNOWN, None
+    message = Maintenance.from_json(str(maintenance)).message if maintenance else None
+    return OK, OK if complete else REBUILDING, message
 
 
 def _check_kubernetes(api: k8s.ApiClient) -> str:
@@ -79,12 +90,14 @@ def _check_images(images: ImageService) -> str:
 def check_readiness() -> Readiness:
     # Clients are looked up here, in the request's context; the checks run beside it.
     probe, complete_key = redis_ext.probe, labs_ext.engine.store.complete_key
+    maintenance_key = labs_ext.machinery.maintenance.key
     api = kubernetes_ext.api_client
-    (redis_state, state), kubernetes = concurrently(
-        lambda: _check_redis(probe, complete_key), lambda: _check_kubernetes(api)
+    (redis_state, state, maintenance), kubernetes = concurrently(
+        lambda: _check_redis(probe, complete_key, maintenance_key),
+        lambda: _check_kubernetes(api),
     )
     # Only once Redis has just answered: the image lists are read from it, on the service's
     # own connections, whose deadline is longer than the probe's.
     images = _check_images(labs_ext.context.images) if redis_state == OK else UNKNOWN
     checks = {"redis": redis_state, "kubernetes": kubernetes, "state": state, "images": images}
-    return Readiness(checks=checks)
+    return Readiness(checks=checks, maintenance=maintenance)

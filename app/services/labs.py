@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import NoReturn
 
+from app.builders import names
 from app.builders.env import reserved_env_problem
 from app.engine.engine import Engine, UnknownEventId
 from app.errors import (
@@ -171,6 +172,20 @@ class LabService:
         if result is DeleteQueued.MISSING:
             self._missing(username, "no lab")
         KernelService(self._ctx, self._engine).delete_all(username)
+
+    def force_delete(self, username: str) -> None:
+        """Delete the lab now, however its pod stopped answering: start its deletion if none
+        is under way, and remove its pod without a grace period, as ``kubectl delete
+        --force`` does. For a lab stuck terminating (its node gone or hung), whose pod would
+        otherwise wait for a kubelet that never confirms; 404 if there is no lab."""
+        record = self._ctx.labs.get(username)
+        if record is None:
+            self._missing(username, "no lab")
+        if record.status is not LabStatus.TERMINATING:
+            self.delete(username)
+        namespace = names.lab_namespace(self._ctx.config.namespace_prefix, username)
+        pod = names.object_name(username, names.LAB_SUFFIX)
+        self._ctx.kube.delete_pod_with_grace(namespace, pod, grace_seconds=0)
 
     def _missing(self, username: str, what: str) -> NoReturn:
         """404 for a lab Redis does not have, or 503 while Redis may not have it yet."""

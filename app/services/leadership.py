@@ -23,6 +23,7 @@ from collections.abc import Callable
 
 import redis
 
+from app import metrics
 from app.storage.leader import Fence, LeadershipLease
 
 logger = logging.getLogger(__name__)
@@ -164,6 +165,7 @@ class ElectedWorker:
         tenure = Tenure(self._lease.fence)
         with self._lock:
             self._tenure = tenure
+        metrics.LEADER.labels(self.loop).set(1)
         logger.info("%s: %s now leads", self._name, self.owner)
         heartbeat = threading.Thread(
             target=self._heartbeat,
@@ -182,6 +184,7 @@ class ElectedWorker:
             heartbeat.join()
             with self._lock:
                 self._tenure = None
+            metrics.LEADER.labels(self.loop).set(0)
             self._release()
             logger.info("%s: %s no longer leads", self._name, self.owner)
 

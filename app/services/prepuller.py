@@ -164,7 +164,13 @@ class Prepuller:
         report.missing = len(needed)
         report.in_flight = len(in_flight)
         status, everywhere = _status(sets, placements, nodes, failures, in_flight, now)
-        self._store.save_status(status, everywhere)
+        progress = {
+            "images": report.images,
+            "nodes": report.eligible,
+            "missing": report.missing,
+            "running": report.in_flight,
+        }
+        self._store.save_status(status, everywhere, progress)
         if report.started or report.finished or report.failed:
             self._announce(report)
             logger.info(

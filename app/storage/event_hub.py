@@ -28,6 +28,7 @@ from typing import Protocol, cast
 
 import redis
 
+from app import metrics
 from app.storage.events import TERMINAL, Event, EventStore, entry_order, parse_message
 
 logger = logging.getLogger(__name__)
@@ -307,8 +308,10 @@ class EventHub:
             if sweeper is None:
                 sweeper = self._sweepers[idle_seconds] = _Sweeper(idle_seconds, self._stopping)
         sweeper.add(waiter)
+        metrics.EVENT_STREAMS.inc()
 
         def release() -> None:
+            metrics.EVENT_STREAMS.dec()
             sweeper.discard(waiter)
             with self._lock:
                 waiting = self._waiters.get(subject)

@@ -1,8 +1,10 @@
 """Per-workload event streams in Redis Streams.
 
-One stream per workload holds the events of its current operation. Entry IDs serve as the
-server-sent events' ``id`` so a client resumes with ``Last-Event-ID``; any worker of any
-replica serves any stream, and a late subscriber replays from the operation's start.
+One stream per workload holds the events of its current operation, each entry with the
+id of the request behind it (a field ``request``, absent for events of background work).
+Entry IDs serve as the server-sent events' ``id`` so a client resumes with
+``Last-Event-ID``; any worker of any replica serves any stream, and a late subscriber
+replays from the operation's start.
 
 Every append is a Lua script (``lua/add_events.lua``) that adds the entry and publishes it,
 whole, on one channel, in the same atomic step: subscribers (``EventHub``) get each event in
@@ -17,6 +19,7 @@ from typing import Any, NamedTuple, cast
 import redis
 from redis.client import Pipeline
 
+from app.log import current_request_id
 from app.storage import scripts
 
 TERMINAL_TTL_SECONDS = 24 * 3600
@@ -86,7 +89,10 @@ class EventStore:
         return Announcement(self.key(subject), self._args(subject, events))
 
     def _args(self, subject: str, events: list[tuple[EventType, str]]) -> list[str | int]:
-        args: list[str | int] = [self.channel, subject]
+        # The request behind the events (the one being served, or the one that queued the
+        # operation being run) is kept in each entry: one spawn is followed by its id from
+        # the POST's log line to its run's lines and its events.
+        args: list[str | int] = [self.channel, subject, current_request_id() or ""]
         for type_, data in events:
             args += [type_.value, data, TERMINAL_TTL_SECONDS if type_ in TERMINAL else 0]
         return args

@@ -20,6 +20,7 @@ import json
 import logging
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +29,7 @@ import urllib3
 from marshmallow import Schema, ValidationError
 from urllib3.util.retry import Retry
 
+from app import metrics
 from app.config import GafaelfawrConfig
 from app.engine.concurrency import concurrently
 from app.errors import AuthenticationError, DependencyUnavailableError
@@ -54,9 +56,25 @@ class _Kind:
     path: str
     schema: Schema
 
+    @property
+    def metric(self) -> str:
+        """The answer's name as a metric label (``token_info``, ``user_info``)."""
+        return self.name.replace("-", "_")
+
 
 _TOKEN_INFO = _Kind("token-info", "/auth/api/v1/token-info", TokenInfoSchema())
 _USER_INFO = _Kind("user-info", "/auth/api/v1/user-info", UserInfoSchema())
+
+
+def _count_lookups(kinds: tuple[_Kind, ...], indexes: Iterable[int], source: str) -> None:
+    """Count where each of these answers was found (``memory``, ``redis``, ``gafaelfawr``)."""
+    for i in indexes:
+        metrics.GAFAELFAWR_LOOKUPS.labels(kinds[i].metric, source).inc()
+
+
+def _count_request(kind: _Kind, status: int, began: float) -> None:
+    metrics.GAFAELFAWR_REQUESTS.labels(kind.metric, str(status)).inc()
+    metrics.GAFAELFAWR_REQUEST_DURATION.labels(kind.metric).observe(time.monotonic() - began)
 
 
 class GafaelfawrClient:
@@ -104,14 +122,18 @@ class GafaelfawrClient:
         keys = [f"{self._prefix}{kind.name}:{digest}" for kind in kinds]
         found = [self._local_get(key) for key in keys]
         if all(value is not None for value in found):
+            _count_lookups(kinds, range(len(kinds)), "memory")
             return found
         with self._stripes[int(digest[:8], 16) % _STRIPES]:
             found = [self._local_get(key) for key in keys]
             missing = [i for i, value in enumerate(found) if value is None]
+            _count_lookups(kinds, (i for i in range(len(kinds)) if i not in missing), "memory")
             if not missing:
                 return found
             cached = self._cache_get([keys[i] for i in missing])
             unasked = [i for i, text in zip(missing, cached, strict=True) if text is None]
+            _count_lookups(kinds, (i for i in missing if i not in unasked), "redis")
+            _count_lookups(kinds, unasked, "gafaelfawr")
             asks = [functools.partial(self._ask, kinds[i], token) for i in unasked]
             asked = concurrently(*asks) if asks else []
             answers = dict(zip(unasked, asked, strict=True))
@@ -141,6 +163,7 @@ class GafaelfawrClient:
     def _ask(self, kind: _Kind, token: str) -> Any:
         """Gafaelfawr's own answer, or the error it means for our caller."""
         timeout = self._config.timeout
+        began = time.monotonic()
         try:
             response = self._http.request(
                 "GET",
@@ -150,10 +173,12 @@ class GafaelfawrClient:
                 pool_timeout=timeout,
             )
         except urllib3.exceptions.HTTPError as exc:
+            _count_request(kind, 0, began)
             logger.warning("Gafaelfawr %s request failed: %s", kind.name, type(exc).__name__)
             raise DependencyUnavailableError(
                 "cannot verify the token: the authentication service is unavailable"
             ) from None
+        _count_request(kind, response.status, began)
         if response.status in (401, 403):
             raise AuthenticationError("the token is invalid or expired")
         if response.status != 200:

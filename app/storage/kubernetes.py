@@ -26,6 +26,7 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
+from app import metrics
 from app.builders.names import MANAGED_BY, MANAGED_BY_LABEL
 
 logger = logging.getLogger(__name__)
@@ -149,10 +150,17 @@ def send(
     headers = {"Accept": "application/json"}
     if body is not None:
         headers["Content-Type"] = content_type
+    verb, resource = metrics.kubernetes_verb(method, path, query), metrics.kubernetes_resource(path)
     method, url, headers, _, post_params = api.param_serialize(
         method, path, query_params=query, header_params=headers, auth_settings=["BearerToken"]
     )
-    response = api.call_api(method, url, headers, body, post_params, _request_timeout=timeout)
+    began = time.monotonic()
+    try:
+        response = api.call_api(method, url, headers, body, post_params, _request_timeout=timeout)
+    except BaseException:
+        metrics.observe_kubernetes(verb, resource, 0, time.monotonic() - began)
+        raise
+    metrics.observe_kubernetes(verb, resource, response.status, time.monotonic() - began)
     if not 200 <= response.status <= 299:
         response.read()
         raise ApiException.from_response(http_resp=response, body=None, data=None)

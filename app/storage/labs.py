@@ -108,3 +108,8 @@ class LabStore:
 
     def mark_provisioned(self, username: str) -> None:
         self._redis.sadd(self._provisioned, username)
+
+    def unmark_provisioned(self, username: str) -> bool:
+        """Forget that the user was provisioned (their next spawn provisions again); whether
+        they were."""
+        return bool(self._redis.srem(self._provisioned, username))

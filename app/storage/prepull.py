@@ -55,13 +55,24 @@ class PrepullStore:
         self._status_key = f"{prefix}prepull:status"
         self._failures_key = f"{prefix}prepull:failures"
         self._everywhere_key = f"{prefix}prepull:everywhere"
+        self._progress_key = f"{prefix}prepull:progress"
 
-    def save_status(self, status: dict[str, Any], everywhere: list[str]) -> None:
+    def save_status(
+        self,
+        status: dict[str, Any],
+        everywhere: list[str],
+        progress: dict[str, int] | None = None,
+    ) -> None:
         """The full report, and apart from it the references cached on every eligible node:
-        the spawn form reads that short list on every render, never the whole report."""
+        the spawn form reads that short list on every render, never the whole report; and
+        the pass's counts (``progress``: images, nodes, missing, running), which the metrics
+        read without parsing the report."""
         pipe = self._redis.pipeline(transaction=True)
         pipe.set(self._status_key, json.dumps(status))
         pipe.set(self._everywhere_key, json.dumps(everywhere))
+        if progress is not None:
+            pipe.delete(self._progress_key)
+            pipe.hset(self._progress_key, mapping=progress)  # type: ignore[arg-type]
         pipe.execute()
 
     def status(self) -> dict[str, Any] | None:

@@ -9,16 +9,34 @@ The service's routes take few query parameters, so most query strings are a call
 mistake, and a common one is a token sent as ``?token=...``. Such a request is refused, but
 the access log would still keep the token. Every query value is replaced here but those of the
 routes' own parameters (``SHOWN_PARAMETERS``, none of them secret), and names are kept so the
-mistake can be seen. This module imports nothing of the app: gunicorn's arbiter
+mistake can be seen. This module imports nothing of the app but ``app.log`` (the standard
+library only), and the configuration when gunicorn sets its logger up: gunicorn's arbiter
 loads it before forking workers, where the network libraries must not be imported yet.
+
+With ``logFormat: json`` the line is a JSON object (:func:`access_entry`) with the request id
+and, once authenticated, the user, both left in the WSGI environ by the app
+(``app.web.request_id``); in text it ends with ``request=<id>`` and ``user=<name>``.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import os
+import time
 from typing import Any
 
 from gunicorn.glogging import Logger
+
+from app.log import (
+    ENVIRON_REQUEST_ID,
+    ENVIRON_ROUTE,
+    ENVIRON_USER,
+    format_gunicorn_log,
+    iso_time,
+    json_line,
+    json_lines,
+    redact,
+)
 
 REDACTED = "[redacted]"
 SHOWN_PARAMETERS = frozenset({"grace_seconds", "started_at"})
@@ -37,26 +55,86 @@ def redact_query(query: str) -> str:
 
 
 def access_line(resp: Any, environ: dict[str, Any], request_time: dt.timedelta) -> str:
-    """``127.0.0.1 "GET /spawner/v1/labs/rachel HTTP/1.1" 200 312 1ms``."""
+    """``127.0.0.1 "GET /spawner/v1/labs/rachel HTTP/1.1" 200 312 1ms request=<id>
+    user=rachel``."""
     path = environ.get("PATH_INFO") or ""
     query = environ.get("QUERY_STRING") or ""
     target = f"{path}?{redact_query(query)}" if query else path
-    status = str(resp.status).split(None, 1)[0]
     sent = getattr(resp, "sent", None)
-    milliseconds = request_time.seconds * 1000 + request_time.microseconds // 1000
-    return (
+    line = (
         f"{environ.get('REMOTE_ADDR', '-')} "
         f'"{environ.get("REQUEST_METHOD")} {target} {environ.get("SERVER_PROTOCOL")}" '
-        f"{status} {'-' if sent is None else sent} {milliseconds}ms"
+        f"{_status(resp)} {'-' if sent is None else sent} {_milliseconds(request_time)}ms"
+    )
+    for name, key in (("request", ENVIRON_REQUEST_ID), ("user", ENVIRON_USER)):
+        if environ.get(key):
+            line += f" {name}={environ[key]}"
+    return redact(line)
+
+
+def access_entry(
+    resp: Any, environ: dict[str, Any], request_time: dt.timedelta, *, pid: int
+) -> dict[str, Any]:
+    """The JSON access line's fields (see the operators' page on logs)."""
+    method = environ.get("REQUEST_METHOD") or ""
+    path = environ.get("PATH_INFO") or ""
+    status = _status(resp)
+    entry: dict[str, Any] = {
+        "time": iso_time(time.time()),
+        "level": "INFO",
+        "logger": "access",
+        "pid": pid,
+        "message": f"{method} {path} {status}",
+        "request_id": environ.get(ENVIRON_REQUEST_ID),
+        "user": environ.get(ENVIRON_USER),
+        "method": method,
+        "path": path,
+        "query": redact_query(environ.get("QUERY_STRING") or "") or None,
+        "route": environ.get(ENVIRON_ROUTE),
+        "status": int(status) if status.isdigit() else status,
+        "size": getattr(resp, "sent", None),
+        "duration_ms": _milliseconds(request_time),
+        "client": environ.get("REMOTE_ADDR"),
+        "protocol": environ.get("SERVER_PROTOCOL"),
+    }
+    return {name: value for name, value in entry.items() if value is not None}
+
+
+def _status(resp: Any) -> str:
+    return str(resp.status).split(None, 1)[0]
+
+
+def _milliseconds(request_time: dt.timedelta) -> int:
+    return (
+        request_time.days * 86_400_000
+        + request_time.seconds * 1000
+        + (request_time.microseconds // 1000)
     )
 
 
 class AccessLogger(Logger):
-    """gunicorn's logger, writing :func:`access_line` for each request."""
+    """gunicorn's logger, writing :func:`access_line` (or, in JSON, :func:`access_entry`)
+    for each request, and gunicorn's own lines in the service's format from the first."""
+
+    def setup(self, cfg: Any) -> None:
+        super().setup(cfg)
+        # gunicorn logs its banner before any hook runs, so the format is read here; the
+        # arbiter's ``on_starting`` reads the configuration again and reports a bad one.
+        from app.config import load_config
+
+        try:
+            log_format = load_config().log_format
+        except Exception:
+            return
+        format_gunicorn_log(log_format)
 
     def access(
         self, resp: Any, req: Any, environ: dict[str, Any], request_time: dt.timedelta
     ) -> None:
         if not self.access_log_enabled:
             return
-        self.access_log.info("%s", access_line(resp, environ, request_time))
+        if json_lines():
+            line = json_line(access_entry(resp, environ, request_time, pid=os.getpid()))
+        else:
+            line = access_line(resp, environ, request_time)
+        self.access_log.info("%s", line)

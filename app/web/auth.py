@@ -11,6 +11,7 @@ from flask import g, request
 from app.extensions import gafaelfawr_ext
 from app.models.identity import Caller, UserInfo
 from app.services.auth import AuthService, Grant
+from app.web.request_id import note_user
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -30,6 +31,7 @@ def requires(
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             service = AuthService(gafaelfawr_ext.client)
             caller = service.authenticate(request.headers, with_user=with_user)
+            note_user(caller.username)
             service.authorize(caller, grants, kwargs.get(user_arg))
             g.caller = caller
             return view(*args, **kwargs)

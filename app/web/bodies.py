@@ -77,3 +77,15 @@ def load_body(schema: Schema) -> dict[str, Any]:
         field, message = _first_problem(exc.messages)
         raise InvalidRequestError(f"{field}: {message}", field=field) from None
     return result
+
+
+def load_query(schema: Schema) -> dict[str, Any]:
+    """The request's query parameters validated by ``schema``; a 422 naming the parameter
+    otherwise."""
+    try:
+        result: dict[str, Any] = schema.load(request.args.to_dict())
+    except ValidationError as exc:
+        field, messages = next(iter(exc.normalized_messages().items()))
+        message = messages[0] if isinstance(messages, list) else str(messages)
+        raise InvalidRequestError(f"{field}: {message}", field=field) from None
+    return result

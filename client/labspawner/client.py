@@ -188,6 +188,37 @@ class LabSpawnerClient:
         None for a loop nobody leads while an election is due (``admin:notebook``)."""
         return {entry["loop"]: entry["leader"] for entry in self._json("GET", "/leaders")}
 
+    # Administrators' actions (``admin:notebook``; each one is in the audit log) ---------
+
+    def audit(self, limit: int = 100) -> list[dict[str, Any]]:
+        """The newest ``limit`` entries of the audit log, newest first."""
+        return list(self._request("GET", "/admin/audit", params={"limit": limit}).json())
+
+    def maintenance(self) -> dict[str, Any]:
+        """Whether maintenance mode is on, with its message."""
+        return dict(self._json("GET", "/admin/maintenance"))
+
+    def start_maintenance(self, message: str) -> dict[str, Any]:
+        """Refuse new spawns, clusters, kernels and apps with ``message`` until
+        ``end_maintenance``; running workloads are left alone."""
+        return dict(self._request("PUT", "/admin/maintenance", json={"message": message}).json())
+
+    def end_maintenance(self) -> dict[str, Any]:
+        return dict(self._json("DELETE", "/admin/maintenance"))
+
+    def reconcile(self) -> dict[str, Any]:
+        """Reconcile Redis with Kubernetes now; how it ended (``finished`` is None if it did
+        not end within the service's wait)."""
+        return dict(self._json("POST", "/admin/reconcile"))
+
+    def reset_provisioned(self, username: str) -> dict[str, Any]:
+        """Make the user's next spawn run the provisioning init containers again."""
+        return dict(self._json("DELETE", f"/admin/labs/{username}/provisioned"))
+
+    def force_delete(self, username: str) -> dict[str, Any]:
+        """Delete a lab stuck terminating: its pod is removed without a grace period."""
+        return dict(self._json("POST", f"/admin/labs/{username}/force-delete"))
+
     # Events ---------------------------------------------------------------------------
 
     def events(

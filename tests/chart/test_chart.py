@@ -449,10 +449,15 @@ EXPECTED_SCOPES = {
     ("GET", "/spawner/v1/operations"): {"all": ["admin:notebook"]},
     ("GET", "/spawner/v1/leaders"): {"all": ["admin:notebook"]},
     ("GET", "/spawner/v1/admin/stream"): {"all": ["admin:notebook"]},
+    ("PUT", "/spawner/v1/admin/maintenance"): {"all": ["admin:notebook"]},
+    ("POST", "/spawner/v1/admin/reconcile"): {"all": ["admin:notebook"]},
+    ("GET", "/spawner/v1/admin/audit"): {"all": ["admin:notebook"]},
+    ("DELETE", "/spawner/v1/admin/labs/rachel/provisioned"): {"all": ["admin:notebook"]},
+    ("POST", "/spawner/v1/admin/labs/rachel/force-delete"): {"all": ["admin:notebook"]},
     ("GET", "/spawner/v1/openapi.json"): {"anonymous": True},
     ("GET", "/spawner/v1/docs"): {"anonymous": True},
 }
-NOT_ROUTED = {"/healthz", "/readyz"}
+NOT_ROUTED = {"/healthz", "/readyz", "/metrics"}
 
 
 def _matches(path_rule: dict[str, Any], path: str) -> bool:

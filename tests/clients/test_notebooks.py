@@ -132,6 +132,10 @@ def test_admin_notebook_lists_reports_and_deletes(
     for loop in ("image-refresher", "lab-watcher", "prepuller"):
         assert re.search(rf"^{loop}\s+\S+ \(pid \d+\), worker \d+, ", leaders, re.M), leaders
 
+    audited = printed(executed, "admin.audit(")
+    assert audited.startswith("Maintenance mode is off.\n"), audited
+    assert re.search(r"^\d+ recent administrator action\(s\)$", audited, re.M), audited
+
     images = printed(executed, "admin.images()")
     for name in image_configs:
         assert re.search(rf"^{re.escape(name)} \(", images, re.MULTILINE)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import itertools
 import time
 from collections.abc import Callable, Iterator
@@ -157,3 +158,18 @@ def admin_headers(tokens: dict[str, str]) -> dict[str, str]:
 def config_of(app: Flask) -> Config:
     config: Config = app.config["SPAWNER"]
     return config
+
+
+MakeApp = Callable[..., Flask]
+
+
+@pytest.fixture
+def watcher_app(lab_raw_config: dict[str, Any], make_app: Callable[[Config], Flask]) -> MakeApp:
+    """Build an app whose watcher uses the given settings (camelCase config keys)."""
+
+    def make(raw: dict[str, Any] | None = None, **watcher: float) -> Flask:
+        config = copy.deepcopy(raw if raw is not None else lab_raw_config)
+        config["watcher"] = {"leaseSeconds": 1, "watchSeconds": 2, **watcher}
+        return make_app(parse_config(config))
+
+    return make

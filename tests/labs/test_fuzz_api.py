@@ -76,7 +76,13 @@ def _schema(app: Flask, token: str, usernames: list[str]) -> Any:
         return {**(headers or {}), **bearer(token)}
 
     # The administrators' live feed never ends: a generated request would wait forever.
-    return schema.exclude(path="/spawner/v1/admin/stream")
+    # Maintenance mode refuses every spawn after it with 503 until it is turned off, and a
+    # reconcile asked for waits for the elected watcher: both are tested on their own.
+    return (
+        schema.exclude(path="/spawner/v1/admin/stream")
+        .exclude(method="PUT", path="/spawner/v1/admin/maintenance")
+        .exclude(method="POST", path="/spawner/v1/admin/reconcile")
+    )
 
 
 @pytest.fixture
@@ -119,12 +125,8 @@ def _fuzz(schema: Any) -> list[str]:
         def run(case: Any) -> None:
             case.call_and_validate(checks=CHECKS)
 
-        import time as _t
-
-        _s = _t.monotonic()
         try:
             run()
-            print("TIMING", operation.method, operation.path, round(_t.monotonic() - _s, 2))
         except Exception as exc:  # every operation is tried; the failures are reported
             failures.append(f"{operation.method.upper()} {operation.path}: {exc}")
     assert operations >= 13

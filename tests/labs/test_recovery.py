@@ -20,7 +20,6 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from app.builders.names import MANAGED_BY, MANAGED_BY_LABEL, USER_LABEL
-from app.config import Config, parse_config
 from app.engine.reconcile import Reconciler
 from app.engine.watcher import WorkloadWatcher
 from app.extensions.labs import machinery_of, stop_background
@@ -28,27 +27,20 @@ from app.models.lab import LabRecord, LabStatus, PodState
 from app.services.context import LabContext
 from devstack.gafaelfawr import GafaelfawrEmulator, GroupSpec
 from devstack.kube import KubernetesEmulator
-from tests.labs.conftest import LabUser, lab_config, read_events, spawn_body, wait_for
+from tests.labs.conftest import (
+    LabUser,
+    MakeApp,
+    lab_config,
+    read_events,
+    spawn_body,
+    wait_for,
+)
 from tests.support.redis_server import RedisServer
 
 NEVER = 3600.0
 """A reconcile interval no test reaches: only the reconcile at the start of a tenure runs."""
 
 DELETED = "the lab pod was deleted outside the spawner"
-
-MakeApp = Callable[..., Flask]
-
-
-@pytest.fixture
-def watcher_app(lab_raw_config: dict[str, Any], make_app: Callable[[Config], Flask]) -> MakeApp:
-    """Build an app whose watcher uses the given settings (camelCase config keys)."""
-
-    def make(raw: dict[str, Any] | None = None, **watcher: float) -> Flask:
-        config = copy.deepcopy(raw if raw is not None else lab_raw_config)
-        config["watcher"] = {"leaseSeconds": 1, "watchSeconds": 2, **watcher}
-        return make_app(parse_config(config))
-
-    return make
 
 
 def watcher_of(app: Flask) -> WorkloadWatcher:

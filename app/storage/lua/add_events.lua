@@ -3,14 +3,22 @@
 -- add_events(stream, first, last) appends events to ``stream`` and publishes each, whole,
 -- on the events channel in the same atomic step, so subscribers receive every event in
 -- stream order without reading the stream. ARGV[first] is the channel, ARGV[first + 1]
--- the stream's subject, then (type, data, expire-seconds or 0) for each event up to ARGV[last]
--- (the end of ARGV by default). A published message is "subject\nid\ntype\ndata".
--- Returns the last entry's id (false when there was none).
+-- the stream's subject, ARGV[first + 2] the id of the request behind the events ("": none),
+-- then (type, data, expire-seconds or 0) for each event up to ARGV[last] (the end of ARGV
+-- by default). A published message is "subject\nid\ntype\ndata"; the request id is kept
+-- in the entry only (a field "request"), so the message and the event stream's format
+-- stay as they were. Returns the last entry's id (false when there was none).
 --
--- add_event(stream, channel, subject, kind, data, ttl) appends and publishes one event
--- given as values, for scripts whose events are not in ARGV (fair admission's positions).
-local function add_event(stream, channel, subject, kind, data, ttl)
-  local id = redis.call('XADD', stream, '*', 'type', kind, 'data', data)
+-- add_event(stream, channel, subject, kind, data, ttl, request) appends and publishes one
+-- event given as values, for scripts whose events are not in ARGV (fair admission's
+-- positions, without a request).
+local function add_event(stream, channel, subject, kind, data, ttl, request)
+  local id
+  if request and request ~= '' then
+    id = redis.call('XADD', stream, '*', 'type', kind, 'data', data, 'request', request)
+  else
+    id = redis.call('XADD', stream, '*', 'type', kind, 'data', data)
+  end
   if ttl > 0 then
     redis.call('EXPIRE', stream, ttl)
   end
@@ -19,9 +27,9 @@ local function add_event(stream, channel, subject, kind, data, ttl)
 end
 
 local function add_events(stream, first, last)
-  local channel, subject, id = ARGV[first], ARGV[first + 1], false
-  for i = first + 2, last or #ARGV, 3 do
-    id = add_event(stream, channel, subject, ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]))
+  local channel, subject, request, id = ARGV[first], ARGV[first + 1], ARGV[first + 2], false
+  for i = first + 3, last or #ARGV, 3 do
+    id = add_event(stream, channel, subject, ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), request)
   end
   return id
 end

@@ -23,6 +23,7 @@ from app.engine.pods import judge
 from app.engine.reporter import Reporter
 from app.engine.waiting import wait_namespace_gone, wait_pod_gone
 from app.errors import ServiceError
+from app.metrics import FailureReason
 from app.models.identity import user_from_json
 from app.models.images import image_from_json
 from app.models.lab import LabOptions, LabRecord, LabSpec, LabStatus, PodState
@@ -281,5 +282,7 @@ def _create_pod(
                 existing = ctx.kube.read_pod(namespace, name)
                 if existing is not None and _made_by(existing, reporter):
                     return
-                raise StepFailed(f"Kubernetes refused the lab: {exc.message}") from None
+                raise StepFailed(
+                    f"Kubernetes refused the lab: {exc.message}", FailureReason.QUOTA
+                ) from None
             raise

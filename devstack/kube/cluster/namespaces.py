@@ -2,7 +2,9 @@
 
 Deleting a namespace in a real cluster is not instant: it stays ``Terminating`` while its
 contents are removed, and creating into it meanwhile fails. A spawner that deletes and
-recreates a user's namespace must cope with that, so the delay is simulated.
+recreates a user's namespace must cope with that, so the delay is simulated; and while the
+kubelet is set to take time stopping pods, the namespace waits for its pods as a real one
+does.
 """
 
 from __future__ import annotations
@@ -10,12 +12,16 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 
 from .cache import Obj, ObjectCache
 from .reactor import Reactor, Timer
 from .serviceaccounts import default_service_account, root_ca_config_map
 from .settings import ClusterSettings
 from .writer import StoreWriter
+
+POD_RECHECK_SECONDS = 0.2
+"""How often a terminating namespace looks whether its pods are gone yet."""
 
 
 class NamespaceController:
@@ -82,12 +88,23 @@ class NamespaceController:
             self._writer.create("configmaps", root_ca_config_map(name))
 
     def _finalize(self, name: str) -> None:
-        """Delete everything in the namespace, pods first, then the namespace itself."""
+        """Delete everything in the namespace, pods first, then the namespace itself.
+
+        While the kubelet takes time to stop pods (``pod_termination_seconds``), pods get
+        their grace period as on a real cluster, and the namespace stays until they are
+        gone: a pod whose node never confirms it stopped holds its namespace until it is
+        deleted with no grace period. Otherwise they go at once, with everything else.
+        """
         self._finalizing.pop(name, None)
         namespace = self._cache.get("namespaces", None, name)
         if namespace is None or not namespace["metadata"].get("deletionTimestamp"):
             return
         store = self._writer.store
+        if self._settings.pod_termination_seconds > 0 and self._pods_stopping(name):
+            self._finalizing[name] = self._reactor.call_later(
+                POD_RECHECK_SECONDS, lambda: self._finalize(name)
+            )
+            return
         for resource in self._ordered_resources():
             for obj in store.list(resource, name):
                 self._writer.delete(
@@ -95,6 +112,25 @@ class NamespaceController:
                 )
         self._writer.delete("namespaces", None, name, uid=namespace["metadata"].get("uid"))
         self.removed.append((name, time.time()))
+
+    def _pods_stopping(self, name: str) -> bool:
+        """Start the graceful deletion of the namespace's pods not yet stopping; whether
+        any pod is left."""
+        pods = self._writer.store.list("pods", name)
+        for pod in pods:
+            meta = pod["metadata"]
+            if meta.get("deletionTimestamp"):
+                continue
+            grace = int((pod.get("spec") or {}).get("terminationGracePeriodSeconds", 30))
+            deadline = (datetime.now(UTC) + timedelta(seconds=grace)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+            def mark(obj: Obj, deadline: str = deadline, grace: int = grace) -> bool:
+                obj["metadata"]["deletionTimestamp"] = deadline
+                obj["metadata"]["deletionGracePeriodSeconds"] = grace
+                return True
+
+            self._writer.mutate("pods", name, meta["name"], mark, uid=meta.get("uid"))
+        return bool(pods)
 
     def _ordered_resources(self) -> list[str]:
         resources = [r for r in self._namespaced_resources() if r != "namespaces"]
