@@ -8,7 +8,7 @@ building the app starts no thread and opens no connection.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import cast
 
 from flask import Flask, current_app
@@ -17,6 +17,7 @@ from app.config import Config
 from app.engine.admission import Admission
 from app.engine.engine import Engine
 from app.engine.watcher import WorkloadWatcher
+from app.metrics import HotCounterFlusher
 from app.services.context import LabContext
 from app.services.image_lifecycle import ImageLifecycle
 from app.services.image_refresh import ImageRefresher
@@ -61,12 +62,15 @@ class Machinery:
     """The administrators' audit log."""
     maintenance: MaintenanceStore
     """Maintenance mode's switch, which the engine reads before every user's creation."""
+    metrics_flusher: HotCounterFlusher = field(default_factory=HotCounterFlusher)
+    """Writes the counters every request bumps to the shared samples once a second."""
 
     def elections(self) -> list[ElectedWorker]:
         """This process's candidacies for the elected loops, one per loop."""
         return [self.watcher.election, self.images.election, self.prepuller.election]
 
     def start(self) -> None:
+        self.metrics_flusher.start()
         self.hub.start()
         self.engine.start()
         self.watcher.start()
@@ -91,6 +95,7 @@ class Machinery:
         self.engine.stop()
         self.hub.stop()
         self.registries.close()
+        self.metrics_flusher.stop()
 
 
 def build_machinery(app: Flask, config: Config) -> Machinery:

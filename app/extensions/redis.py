@@ -43,7 +43,7 @@ class CountedConnection(redis.connection.AbstractConnection):
     whether it reaches Redis by URL or through Sentinel."""
 
     def send_packed_command(self, *args: Any, **kwargs: Any) -> None:
-        metrics.REDIS_ROUND_TRIPS.inc()
+        metrics.REDIS_ROUND_TRIPS_HOT.inc()
         try:
             super().send_packed_command(*args, **kwargs)
         except redis.RedisError as exc:

@@ -69,7 +69,7 @@ _USER_INFO = _Kind("user-info", "/auth/api/v1/user-info", UserInfoSchema())
 def _count_lookups(kinds: tuple[_Kind, ...], indexes: Iterable[int], source: str) -> None:
     """Count where each of these answers was found (``memory``, ``redis``, ``gafaelfawr``)."""
     for i in indexes:
-        metrics.GAFAELFAWR_LOOKUPS.labels(kinds[i].metric, source).inc()
+        metrics.GAFAELFAWR_LOOKUPS_HOT.inc(kinds[i].metric, source)
 
 
 def _count_request(kind: _Kind, status: int, began: float) -> None:
