@@ -114,11 +114,25 @@ class Reconciler:
     def _run_kind(self, kind: str, tracking: PodTracking, busy: set[str]) -> None:
         # Redis first, then Kubernetes (see the module docstring).
         records = self._store.records(kind)
-        (pods, _), namespaces = concurrently(
-            lambda: self._kube.list_tracked(tracking.resource, tracking.selector),
-            lambda: self._kube.list_lab_namespaces() if tracking.owns_namespaces else [],
-        )
+        try:
+            (pods, _), namespaces, _ = concurrently(
+                lambda: self._kube.list_tracked(tracking.resource, tracking.selector),
+                lambda: self._kube.list_lab_namespaces() if tracking.owns_namespaces else [],
+                tracking.prepare,
+            )
+            self._judge_kind(kind, tracking, busy, records, pods, namespaces)
+        finally:
+            tracking.release()
 
+    def _judge_kind(
+        self,
+        kind: str,
+        tracking: PodTracking,
+        busy: set[str],
+        records: dict[str, str],
+        pods: list[dict[str, Any]],
+        namespaces: list[dict[str, Any]],
+    ) -> None:
         pods_by_name: dict[str, dict[str, Any]] = {}
         for pod in pods:
             name = tracking.owner(pod)

@@ -52,6 +52,16 @@ class PodTracking(ABC):
         """A record from the pod alone, for a workload Redis has forgotten; None when the
         pod cannot tell (or is going away anyway)."""
 
+    def prepare(self) -> None:
+        """Called by the reconcile before it judges the kind's pods: a kind that needs more
+        than a pod to judge or rebuild its workload (a lab's Service address) reads it here,
+        for every workload in one call, rather than once per workload."""
+        return None
+
+    def release(self) -> None:
+        """Called when the reconcile is through: forget what ``prepare`` read."""
+        return None
+
     def orphaned(self, pod: dict[str, Any]) -> bool:
         """Whether the pod serves no one any more (what used it is gone), so the reconcile
         deletes it. Only asked about pods no operation is working on."""

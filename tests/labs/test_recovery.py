@@ -232,6 +232,41 @@ def test_watcher_relists_after_410_and_catches_what_it_missed(
 # The reconcile -------------------------------------------------------------------------
 
 
+def test_a_rebuild_reads_the_labs_services_in_one_list_when_urls_name_their_address(
+    watcher_app: MakeApp,
+    lab_raw_config: dict[str, Any],
+    new_user: Callable[..., LabUser],
+    admin_headers: dict[str, str],
+    redis_client: redis.Redis,
+    kube: KubernetesEmulator,
+) -> None:
+    """With ``lab.internalUrl`` naming ``{cluster_ip}``, a rebuilt record needs its Service:
+    the reconcile lists every lab's Service once instead of reading each one."""
+    raw = copy.deepcopy(lab_raw_config)
+    raw["lab"]["internalUrl"] = "http://{cluster_ip}:{port}"
+    app = watcher_app(raw, reconcileSeconds=NEVER)
+    client = app.test_client()
+    watcher = leading(app)
+    users = [new_user() for _ in range(3)]
+    for user in users:
+        spawn_running(client, user)
+    expected = {u.username: status_of(client, u.username, admin_headers) for u in users}
+    for username, status in expected.items():
+        service = kube.store.get("services", f"nublado-{username}", f"nb-{username}-lab")
+        assert service is not None
+        port = app.config["SPAWNER"].lab.port
+        assert status["internal_url"] == f"http://{service['spec']['clusterIP']}:{port}"
+    reconciles = watcher.reconciles
+    kube.audit.clear()
+
+    redis_client.flushall()
+    wait_for(lambda: watcher.reconciles > reconciles and watcher.is_leader)
+    for username, before in expected.items():
+        assert wait_for(lambda u=username: status_of(client, u, admin_headers)) == before
+    assert kube.audit.entries(verb="get", resource="services") == []
+    assert kube.audit.entries(verb="list", resource="services")
+
+
 def test_flushall_restores_every_lab_in_one_reconcile(
     watcher_app: MakeApp,
     new_user: Callable[..., LabUser],
