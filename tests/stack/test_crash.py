@@ -30,8 +30,10 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
         start_seconds=1.0,
         config_overrides={
             "operations": {"leaseSeconds": 2, "scanSeconds": 0.5},
-            # A killed service's leadership passes to its successor within seconds.
-            "watcher": {"leaseSeconds": 2},
+            # A killed service's leadership passes to its successor within seconds, and the
+            # reconcile runs again every few seconds after the one that starts its tenure:
+            # what the API server finishes after that one (a held call let go) is seen too.
+            "watcher": {"leaseSeconds": 2, "reconcileSeconds": 3},
             "limits": {"mutationsPerMinute": 1000},
         },
     )
