@@ -181,3 +181,10 @@ class HeadPodNotFoundError(ServiceError):
 
     status = 404
     code = "head_pod_not_found"
+
+
+class NotConfiguredError(ServiceError):
+    """The deployment has not configured what the request needs; the message names the setting."""
+
+    status = 409
+    code = "not_configured"

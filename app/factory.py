@@ -46,6 +46,7 @@ def build_app(config: Config | None = None) -> Flask:
     register_error_handlers(app)
 
     from blueprints.admin import admin
+    from blueprints.admin_pod import admin_pod
     from blueprints.apps import apps
     from blueprints.clusters import clusters
     from blueprints.docs import docs
@@ -66,6 +67,7 @@ def build_app(config: Config | None = None) -> Flask:
         scaler,
         prepull,
         admin,
+        admin_pod,
         docs,
     ):
         api_ext.register_blueprint(app, blueprint)

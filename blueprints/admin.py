@@ -16,10 +16,14 @@ from app.errors import (
 )
 from app.extensions import labs_ext, limits_ext, redis_ext
 from app.schemas.admin import (
+    MAX_LIMIT,
     AuditEntrySchema,
-    AuditQuerySchema,
+    DropFailedQuerySchema,
+    DroppedLabsSchema,
+    FailedLabSchema,
     ForceDeleteSchema,
     LeaderSchema,
+    LimitQuerySchema,
     MaintenanceRequestSchema,
     MaintenanceSchema,
     OperationStatusSchema,
@@ -136,27 +140,28 @@ class _CountedFeed:
             self._release()
 
 
-_audit_query = AuditQuerySchema()
+_limit_query = LimitQuerySchema()
 _maintenance_request = MaintenanceRequestSchema()
 
 
+def _limit_parameter(what: str) -> dict[str, Any]:
+    """The ``limit`` query parameter of a listing of ``what``, as the API document shows it."""
+    return {
+        "in": "query",
+        "name": "limit",
+        "description": f"How many {what} (default 100, at most {MAX_LIMIT}).",
+        "schema": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
+    }
+
+
 @admin.get("/admin/audit")
-@admin.doc(
-    parameters=[
-        {
-            "in": "query",
-            "name": "limit",
-            "description": "How many entries, newest first (default 100, at most 1000).",
-            "schema": {"type": "integer", "minimum": 1, "maximum": 1000},
-        }
-    ]
-)
+@admin.doc(parameters=[_limit_parameter("entries, newest first")])
 @admin.response(200, AuditEntrySchema(many=True))
 @raises(InvalidRequestError)
 @requires(ADMIN)
 def audit_log() -> list[dict[str, Any]]:
     """Administrators' actions, newest first: who did what to what, when, and the answer."""
-    limit = load_query(_audit_query)["limit"]
+    limit = load_query(_limit_query)["limit"]
     return [vars(entry) for entry in labs_ext.machinery.audit.entries(limit=limit)]
 
 
@@ -225,3 +230,57 @@ def force_delete_lab(username: str) -> dict[str, Any]:
     its pod removed without a grace period (its node may never confirm it stopped)."""
     LabService(labs_ext.context, labs_ext.engine).force_delete(username)
     return {"username": username, "status": "terminating", "detail": "pod removed at once"}
+
+
+_drop_query = DropFailedQuerySchema()
+
+
+@admin.get("/admin/failed-labs")
+@admin.doc(parameters=[_limit_parameter("labs, oldest failure first")])
+@admin.response(200, FailedLabSchema(many=True))
+@raises(InvalidRequestError)
+@requires(ADMIN)
+def failed_labs() -> list[dict[str, Any]]:
+    """Labs whose spawn failed or whose pod stopped for good, with when each failed: they
+    keep their record until their user spawns again, or they are dropped."""
+    limit = load_query(_limit_query)["limit"]
+    service = LabService(labs_ext.context, labs_ext.engine)
+    return [{"username": f.name, "failed_at": f.failed_at} for f in service.failed(limit=limit)]
+
+
+@admin.delete("/admin/failed-labs")
+@admin.doc(
+    parameters=[
+        {
+            "in": "query",
+            "name": "older_than_seconds",
+            "description": "Drop labs that failed longer ago than this (0: every failed "
+            "lab); required when `admin.dropFailedLabsAfterSeconds` is 0, its default "
+            "otherwise.",
+            "schema": {"type": "number", "minimum": 0},
+        }
+    ]
+)
+@admin.response(202, DroppedLabsSchema)
+@raises(InvalidRequestError)
+@requires(ADMIN)
+@audited("failed-labs.drop", status=202)
+def drop_failed_labs() -> dict[str, Any]:
+    """Delete the labs that failed longer ago than the given age, as the elected watcher
+    does by itself after each reconcile: each an ordinary deletion, namespace included,
+    unless its user is spawning again."""
+    older_than = load_query(_drop_query)["older_than_seconds"]
+    if older_than is None:
+        older_than = labs_ext.context.config.admin.drop_failed_labs_after_seconds
+        if older_than <= 0:
+            raise InvalidRequestError(
+                "older_than_seconds: required, as admin.dropFailedLabsAfterSeconds is 0",
+                field="older_than_seconds",
+            )
+    service = LabService(labs_ext.context, labs_ext.engine)
+    dropped = service.drop_failed(older_than_seconds=older_than)
+    return {
+        "older_than_seconds": older_than,
+        "dropped": [{"username": f.name, "failed_at": f.failed_at} for f in dropped],
+        "detail": f"deleting {len(dropped)} failed labs older than {older_than:g} s",
+    }

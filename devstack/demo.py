@@ -10,8 +10,9 @@ developer sees the same users, tokens and tags everywhere.
   ``rachel-readonly``, ``admin-user``); their values are derived from :data:`DEMO_SEED`
   so they are the same on every run and can be pasted into a browser or notebook;
 * :func:`demo_registry_repositories` — ``{repository: {tag: image_id}}`` with
-  SQR-059-style tags in :data:`LAB_REPOSITORY`, a small :data:`SIMPLE_REPOSITORY`, and the
-  group app image :data:`DEMO_APP_REPOSITORY`;
+  SQR-059-style tags in :data:`LAB_REPOSITORY`, a small :data:`SIMPLE_REPOSITORY`, the
+  group app image :data:`DEMO_APP_REPOSITORY` and the maintenance pod's
+  :data:`FSADMIN_REPOSITORY`;
 * :func:`demo_gafaelfawr` and :func:`demo_registry` — emulators loaded with the above.
 """
 
@@ -30,12 +31,14 @@ from devstack.gafaelfawr import (
 from devstack.registry import RegistryEmulator
 
 __all__ = [
+    "ADMIN_POD_SCOPE",
     "ADMIN_SCOPE",
     "APP_SCOPE",
     "DEMO_APP_REPOSITORY",
     "DEMO_CREATED",
     "DEMO_SEED",
     "EXEC_SCOPE",
+    "FSADMIN_REPOSITORY",
     "HUB_USERNAME",
     "IMAGE_SCOPE",
     "LAB_REPOSITORY",
@@ -59,12 +62,16 @@ DEMO_CREATED = 1730419200
 ADMIN_SCOPE = "admin:notebook"
 EXEC_SCOPE = "exec:notebook"
 IMAGE_SCOPE = "read:image"
+ADMIN_POD_SCOPE = "admin:lab-pods"
+"""The maintenance pod's scope (``admin.pod.scope``'s default): a person's, not the hub's."""
 
 HUB_USERNAME = "jupyterhub"
 """The service identity whose token JupyterHub uses for admin calls."""
 
 LAB_REPOSITORY = "lsstsqre/sciplat-lab"
 SIMPLE_REPOSITORY = "lsstsqre/simple-lab"
+FSADMIN_REPOSITORY = "lsstsqre/fsadmin"
+"""The maintenance pod's image: ``devstack/images/fsadmin.py``, which lists its mounts."""
 PROVISIONER_REPOSITORY = "lsstsqre/provision-home"
 """The init container's image: never a lab, so the local stack never runs it as a process
 (its command prepares home directories as root, on the machine it runs on)."""
@@ -90,7 +97,7 @@ _DEMO_TOKENS = (
     DemoToken("rachel", "rachel", (EXEC_SCOPE, IMAGE_SCOPE), "notebook"),
     DemoToken("wile", "wile", (EXEC_SCOPE, IMAGE_SCOPE), "notebook"),
     DemoToken("rachel-readonly", "rachel", (IMAGE_SCOPE,), "user"),
-    DemoToken("admin-user", "admin-user", (ADMIN_SCOPE, IMAGE_SCOPE), "session"),
+    DemoToken("admin-user", "admin-user", (ADMIN_SCOPE, ADMIN_POD_SCOPE, IMAGE_SCOPE), "session"),
 )
 
 
@@ -191,12 +198,14 @@ def demo_registry_repositories() -> dict[str, dict[str, str]]:
     }
     simple["latest"] = simple["2.0"]
     provisioner = {"1.0": f"{PROVISIONER_REPOSITORY}:1.0"}
+    fsadmin = {"1.0": f"{FSADMIN_REPOSITORY}:1.0"}
     app = {"1.0": f"{DEMO_APP_REPOSITORY}:1.0", "1.1": f"{DEMO_APP_REPOSITORY}:1.1"}
     app["latest"] = app["1.1"]
     return {
         LAB_REPOSITORY: lab,
         SIMPLE_REPOSITORY: simple,
         PROVISIONER_REPOSITORY: provisioner,
+        FSADMIN_REPOSITORY: fsadmin,
         DEMO_APP_REPOSITORY: app,
     }
 

@@ -245,6 +245,9 @@ class LocalStack:
         raw["clusters"]["reachBy"] = "clusterIP"
         for container in raw["lab"].get("initContainers", []):
             container["image"] = self._local_reference(container["image"])
+        admin_pod = raw.get("admin", {}).get("pod", {})
+        if admin_pod.get("image"):
+            admin_pod["image"] = self._local_reference(admin_pod["image"])
         for key, value in self.options.config_overrides.items():
             if isinstance(value, dict) and isinstance(raw.get(key), dict):
                 raw[key] = {**raw[key], **value}

@@ -245,7 +245,12 @@ def test_authenticated_routes_document_security_and_auth_errors(
             authenticated += 1
             assert operation["security"] == [{SECURITY_SCHEME: []}]
             assert operation["x-required-grants"] == [
-                {"scope": g.scope, "sameUser": g.same_user} for g in grants
+                {
+                    "scope": g.scope,
+                    "sameUser": g.same_user,
+                    **({"setting": g.setting} if g.setting else {}),
+                }
+                for g in grants
             ]
             for grant in grants:
                 assert f"`{grant.scope}`" in operation["description"]

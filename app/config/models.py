@@ -330,10 +330,36 @@ class AdmissionConfig:
 
 
 @dataclass(frozen=True)
+class AdminPodConfig:
+    """The privileged maintenance pod an administrator may start (at most one): a root shell
+    with every configured volume (or those named in ``volumes``) mounted whole under
+    ``mount_prefix``, for repairs no lab may make. No ``image``: the routes refuse to start
+    one. Only holders of ``scope`` may start, read or delete it."""
+
+    image: str | None = None
+    scope: str = "admin:lab-pods"
+    namespace: str = "fsadmin"
+    name: str = "fsadmin"
+    mount_prefix: str = "/mnt"
+    volumes: tuple[str, ...] = ()
+    """Names of ``lab.volumes`` to mount; empty: all of them."""
+    command: tuple[str, ...] = ()
+    args: tuple[str, ...] = ()
+    cpu: float = 1.0
+    memory: int = 2 * 2**30
+    node_selector: dict[str, str] = field(default_factory=dict)
+    tolerations: tuple[Toleration, ...] = ()
+
+
+@dataclass(frozen=True)
 class AdminConfig:
-    """The administrators' tools: ``audit_length`` entries of the audit log are kept."""
+    """The administrators' tools: ``audit_length`` entries of the audit log are kept; labs
+    whose spawn failed are deleted ``drop_failed_labs_after_seconds`` after they failed (0:
+    only when an administrator asks); the privileged maintenance pod is ``pod``."""
 
     audit_length: int = 1000
+    drop_failed_labs_after_seconds: float = 7 * 86400
+    pod: AdminPodConfig = AdminPodConfig()
 
 
 @dataclass(frozen=True)

@@ -143,11 +143,13 @@ class Engine:
         terminating: Callable[[str], str],
         first_events: list[tuple[EventType, str]],
         spec: dict[str, Any] | None = None,
+        failed_only: bool = False,
     ) -> DeleteQueued:
         """Start deleting ``ref``, superseding a spawn under way: its record becomes
         ``terminating(record)``; ``spec`` is what the kind's delete steps need beyond the
         record (a kernel's grace period). Retried while another writer changes the record
-        between the read and the write."""
+        between the read and the write. ``failed_only``: only a failed workload nobody is
+        spawning again (else ``NOT_FAILED``), for sweeps that must not cancel a new spawn."""
         operation = self._operation(ref, Action.DELETE, spec)
         announce = self.events.announcement(ref.key, first_events)
         while True:
@@ -159,6 +161,7 @@ class Engine:
                 expect=current,
                 record=terminating(current),
                 events=announce,
+                failed_only=failed_only,
             )
             if result is not DeleteQueued.CHANGED:
                 break

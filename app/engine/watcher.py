@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,8 +69,12 @@ class WorkloadWatcher:
         client: redis.Redis,
         key_prefix: str,
         owner: str | None = None,
+        housekeeping: Sequence[Callable[[], object]] = (),
     ) -> None:
+        """``housekeeping``: what the leader does after each reconcile, once across every
+        replica (dropping labs that failed long ago); a failure is logged, never fatal."""
         self._store = store
+        self._housekeeping = tuple(housekeeping)
         self._kube = kube
         self._kinds = list(kinds)
         self._config = config
@@ -269,6 +273,7 @@ class WorkloadWatcher:
                 self.requests.answer(asked, ReconcileResult(time.time(), complete))
                 with self._count_lock:
                     self._reconciles += 1
+                self._keep_house(tenure)
             except LeadershipLost:
                 logger.warning("reconcile stopped: another worker leads")
                 tenure.end()
@@ -278,6 +283,17 @@ class WorkloadWatcher:
             except Exception:
                 logger.exception("reconcile failed")
             self._await_next_reconcile(tenure, wake)
+
+    def _keep_house(self, tenure: Tenure) -> None:
+        for chore in self._housekeeping:
+            if tenure.ended:
+                return
+            try:
+                chore()
+            except (KubernetesError, redis.RedisError) as exc:
+                logger.warning("housekeeping skipped: %s", exc)
+            except Exception:
+                logger.exception("housekeeping failed")
 
     def _await_next_reconcile(self, tenure: Tenure, wake: threading.Event) -> None:
         """Until the next reconcile is due, or sooner: woken (a watch listed again), Redis

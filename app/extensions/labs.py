@@ -8,6 +8,7 @@ building the app starts no thread and opens no connection.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -22,6 +23,7 @@ from app.services.context import LabContext
 from app.services.image_lifecycle import ImageLifecycle
 from app.services.image_refresh import ImageRefresher
 from app.services.images import ImageService
+from app.services.labs import LabService
 from app.services.leadership import ElectedWorker
 from app.services.prepuller import Prepuller
 from app.services.registries import RegistryDirectory
@@ -163,6 +165,7 @@ def build_machinery(app: Flask, config: Config) -> Machinery:
             config=config.watcher,
             client=redis_client,
             key_prefix=prefix,
+            housekeeping=_housekeeping(config, context, engine),
         ),
         images=ImageRefresher(
             config,
@@ -181,6 +184,16 @@ def build_machinery(app: Flask, config: Config) -> Machinery:
         ),
         registries=registries,
     )
+
+
+def _housekeeping(
+    config: Config, context: LabContext, engine: Engine
+) -> list[Callable[[], object]]:
+    """What the elected watcher does after each reconcile."""
+    age = config.admin.drop_failed_labs_after_seconds
+    if age <= 0:
+        return []
+    return [lambda: LabService(context, engine).drop_failed(older_than_seconds=age)]
 
 
 def machinery_of(app: Flask) -> Machinery:

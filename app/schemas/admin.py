@@ -90,11 +90,17 @@ class AuditEntrySchema(Schema):
     detail = fields.String(required=True, metadata={"description": "What the action said."})
 
 
-class AuditQuerySchema(Schema):
+MAX_LIMIT = 1000
+"""The most entries a listing with ``limit`` returns at once."""
+
+
+class LimitQuerySchema(Schema):
+    """A listing's one query parameter: how many entries (the audit log, failed labs)."""
+
     limit = fields.Integer(
         load_default=100,
-        validate=validate.Range(min=1, max=1000),
-        metadata={"description": "Entries to return, newest first."},
+        validate=validate.Range(min=1, max=MAX_LIMIT),
+        metadata={"description": "Entries to return."},
     )
 
 
@@ -149,3 +155,31 @@ class ForceDeleteSchema(Schema):
     username = fields.String(required=True)
     status = fields.String(required=True, metadata={"description": "Always `terminating`."})
     detail = fields.String(metadata={"description": "What the force-delete did."})
+
+
+class FailedLabSchema(Schema):
+    """A lab whose spawn failed (or whose pod stopped for good), and since when."""
+
+    username = fields.String(required=True)
+    failed_at = fields.Float(
+        required=True, metadata={"description": "Unix time its record became failed."}
+    )
+
+
+class DropFailedQuerySchema(Schema):
+    older_than_seconds = fields.Float(
+        load_default=None,
+        validate=validate.Range(min=0),
+        metadata={
+            "description": "Drop labs that failed longer ago than this (0: every failed "
+            "lab); default `admin.dropFailedLabsAfterSeconds`, unless that is 0."
+        },
+    )
+
+
+class DroppedLabsSchema(Schema):
+    """Failed labs whose deletion started."""
+
+    older_than_seconds = fields.Float(required=True)
+    dropped = fields.List(fields.Nested(FailedLabSchema), required=True)
+    detail = fields.String(metadata={"description": "What the drop did."})

@@ -18,6 +18,7 @@ from marshmallow import (
 
 from app.config.models import (
     AdminConfig,
+    AdminPodConfig,
     AdmissionConfig,
     Budget,
     BudgetsConfig,
@@ -630,12 +631,46 @@ class AdmissionSchema(StrictCamelCaseSchema):
         )
 
 
+_SCOPE = validate.Regexp(r"^[a-z]+:[a-z][-a-z]*$", error="must be a scope like admin:lab-pods")
+
+
+class AdminPodSchema(StrictCamelCaseSchema):
+    image = fields.String(load_default=None, validate=validate.Length(min=1))
+    scope = fields.String(load_default="admin:lab-pods", validate=_SCOPE)
+    namespace = fields.String(load_default="fsadmin", validate=_DNS_LABEL)
+    name = fields.String(load_default="fsadmin", validate=_DNS_LABEL)
+    mount_prefix = fields.String(load_default="/mnt", validate=_ABSOLUTE_PATH)
+    volumes = fields.List(fields.String(validate=_DNS_LABEL), load_default=list)
+    command = fields.List(fields.String(), load_default=list)
+    args = fields.List(fields.String(), load_default=list)
+    cpu = CpuField(load_default=1.0)
+    memory = MemoryField(load_default=2 * 2**30)
+    node_selector = fields.Dict(keys=fields.String(), values=fields.String(), load_default=dict)
+    tolerations = fields.List(fields.Nested(TolerationSchema), load_default=list)
+
+    @post_load
+    def _build(self, data: dict[str, Any], **_: Any) -> AdminPodConfig:
+        return AdminPodConfig(
+            **{
+                **data,
+                "volumes": tuple(data["volumes"]),
+                "command": tuple(data["command"]),
+                "args": tuple(data["args"]),
+                "tolerations": tuple(data["tolerations"]),
+            }
+        )
+
+
 class AdminSchema(StrictCamelCaseSchema):
     audit_length = fields.Integer(load_default=1000, validate=validate.Range(min=1, max=100000))
+    drop_failed_labs_after_seconds = fields.Float(
+        load_default=7 * 86400.0, validate=validate.Range(min=0)
+    )
+    pod = fields.Nested(AdminPodSchema, load_default=lambda: AdminPodSchema().load({}))
 
     @post_load
     def _build(self, data: dict[str, Any], **_: Any) -> AdminConfig:
-        return AdminConfig(audit_length=data["audit_length"])
+        return AdminConfig(**data)
 
 
 _LABEL_VALUE = validate.And(
@@ -810,6 +845,17 @@ class ConfigSchema(StrictCamelCaseSchema):
                     f"not a lab size or hardware tier; sizes are: {', '.join(sorted(known))}",
                     f"prepull.{index}.validation.size",
                 )
+
+    @validates_schema
+    def _admin_pod_volumes(self, data: dict[str, Any], **_: Any) -> None:
+        """The admin pod mounts lab volumes: checked here, where both are known."""
+        lab, admin = data.get("lab"), data.get("admin")
+        if lab is None or admin is None:
+            return
+        known = {v.name for v in lab.volumes}
+        unknown = sorted(set(admin.pod.volumes) - known)
+        if unknown:
+            raise ValidationError(f"not in lab.volumes: {', '.join(unknown)}", "admin.pod.volumes")
 
     @post_load
     def _build(self, data: dict[str, Any], **_: Any) -> Config:

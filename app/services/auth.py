@@ -7,9 +7,11 @@ header that no verified token backs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Protocol
+import re
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
 
+from app.config.models import AdminPodConfig
 from app.errors import AuthenticationError, PermissionDeniedError
 from app.models.identity import Caller
 from app.storage.gafaelfawr import GafaelfawrClient
@@ -33,15 +35,39 @@ class Headers(Protocol):
 
 @dataclass(frozen=True)
 class Grant:
-    """One way to be allowed: a scope, and whether the path's user must be the caller."""
+    """One way to be allowed: a scope, and whether the path's user must be the caller.
+
+    A grant with a ``setting`` takes its scope from that configuration key (dotted, as the
+    YAML spells it) when a request is checked; ``scope`` is then the key's default, which
+    the API document shows. Routes are declared at import time, before any configuration
+    is loaded, so the scope an operator chose can only be read per request.
+    """
 
     scope: str
     same_user: bool = False
+    setting: str | None = None
+
+    def resolved(self, config: object) -> Grant:
+        """This grant with its scope read from ``config`` when it has a setting."""
+        if self.setting is None:
+            return self
+        value: Any = config
+        for key in self.setting.split("."):
+            value = getattr(value, _snake_case(key))
+        return replace(self, scope=str(value), setting=None)
+
+
+def _snake_case(key: str) -> str:
+    """A YAML key (``mountPrefix``) as the config object's attribute (``mount_prefix``)."""
+    return re.sub(r"(?<!^)([A-Z])", r"_\1", key).lower()
 
 
 ADMIN = Grant(ADMIN_SCOPE)
 OWNER = Grant(EXEC_SCOPE, same_user=True)
 ANY_USER = Grant(EXEC_SCOPE)
+ADMIN_POD = Grant(AdminPodConfig.scope, setting="admin.pod.scope")
+"""Who may start, read and delete the maintenance pod: a narrower scope than ``ADMIN``'s by
+default (a root shell over every user's files), which a deployment may change."""
 
 
 def bearer_token(headers: Headers) -> str | None:

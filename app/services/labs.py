@@ -6,6 +6,7 @@ never turn that into Kubernetes API load.
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 from typing import NoReturn
 
@@ -28,10 +29,13 @@ from app.services.entitlements import allowed_sizes, size_refusal, spawn_refusal
 from app.services.kernels import KernelService
 from app.storage.event_hub import Following
 from app.storage.events import EventType
-from app.storage.labs import lab_ref, parse_record, record_json
-from app.storage.workloads import DeleteQueued
+from app.storage.labs import LAB_KIND, lab_ref, parse_record, record_json
+from app.storage.workloads import DeleteQueued, FailedWorkload
 from app.workloads.lab.records import lab_record
 from app.workloads.lab.spawn import starting_events
+
+DROP_BATCH = 500
+"""The most failed labs one sweep deletes; the next sweep takes the rest."""
 
 
 class LabService:
@@ -186,6 +190,35 @@ class LabService:
         namespace = names.lab_namespace(self._ctx.config.namespace_prefix, username)
         pod = names.object_name(username, names.LAB_SUFFIX)
         self._ctx.kube.delete_pod_with_grace(namespace, pod, grace_seconds=0)
+
+    def failed(self, *, limit: int) -> list[FailedWorkload]:
+        """The labs whose spawn failed (or whose pod stopped for good), oldest failure
+        first, with when each failed."""
+        return self._ctx.labs.workloads.failed(LAB_KIND, limit=limit)
+
+    def drop_failed(self, *, older_than_seconds: float) -> list[FailedWorkload]:
+        """Delete the labs that failed more than ``older_than_seconds`` ago, at most
+        ``DROP_BATCH`` of them, oldest first; the ones whose deletion started.
+
+        A failed lab keeps its record (and whatever its namespace still holds) until its
+        user spawns again or it is deleted; users who never come back would keep theirs for
+        ever. Each goes through an ordinary deletion, so its namespace goes too, and only
+        while it still says failed with no spawn queued: a user spawning again at that
+        moment wins."""
+        before = time.time() - older_than_seconds
+        dropped = []
+        for failed in self._ctx.labs.workloads.failed(LAB_KIND, before=before, limit=DROP_BATCH):
+            hours = (time.time() - failed.failed_at) / 3600
+            result = self._engine.queue_delete(
+                lab_ref(failed.name),
+                terminating=_terminating,
+                first_events=[(EventType.INFO, f"Deleting the lab that failed {hours:.1f} h ago")],
+                failed_only=True,
+            )
+            if result is DeleteQueued.QUEUED:
+                dropped.append(failed)
+                KernelService(self._ctx, self._engine).delete_all(failed.name)
+        return dropped
 
     def _missing(self, username: str, what: str) -> NoReturn:
         """404 for a lab Redis does not have, or 503 while Redis may not have it yet."""

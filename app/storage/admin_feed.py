@@ -8,7 +8,7 @@ they stay on Redis Streams.
 
 Messages are in flask-sse's wire format (a JSON object with ``type`` and ``data``), so its
 ``messages()`` reads them. Workload changes are published by the storage scripts that make
-them (``announce_state.lua``), in the same atomic step; other news goes through
+them (``record_changed.lua``), in the same atomic step; other news goes through
 ``AdminFeed.publish``, on the service's own Redis connection pool (flask-sse's ``publish``
 would open a client per message).
 """

@@ -2,7 +2,7 @@
 
 Each script's file starts with a comment naming its KEYS, ARGV and reply; the storage
 function that runs it takes keyword arguments and returns a dataclass or a plain value, so
-no caller assembles an argument list. Libraries (``add_events.lua``, ``announce_state.lua``)
+no caller assembles an argument list. Libraries (``add_events.lua``, ``record_changed.lua``)
 go in front of the scripts that use them: Redis has no ``require``, and one definition
 beats several copies.
 """
@@ -18,13 +18,13 @@ from redis.commands.core import Script
 _LIBRARIES: dict[str, tuple[str, ...]] = {
     "append_events": ("add_events",),
     "append_events_if_current": ("add_events",),
-    "queue_spawn": ("add_events", "announce_state", "admission"),
+    "queue_spawn": ("add_events", "record_changed", "admission"),
     "admit": ("add_events", "admission"),
-    "queue_delete": ("add_events", "announce_state"),
-    "finish_operation": ("add_events", "announce_state"),
-    "put_if_idle": ("fence", "announce_state"),
+    "queue_delete": ("add_events", "record_changed"),
+    "finish_operation": ("add_events", "record_changed"),
+    "put_if_idle": ("fence", "record_changed"),
     "mark_complete": ("fence",),
-    "put_if_current": ("announce_state",),
+    "put_if_current": ("record_changed",),
 }
 """The libraries (files defining functions for other scripts) each script uses."""
 

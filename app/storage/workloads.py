@@ -56,6 +56,14 @@ class SpawnQueued:
 
 
 @dataclass(frozen=True)
+class FailedWorkload:
+    """A workload whose record says ``failed``, and since when (Unix time, in seconds)."""
+
+    name: str
+    failed_at: float
+
+
+@dataclass(frozen=True)
 class LeaseRequest:
     """A lease to take with an operation, if nobody holds it: its holder and duration."""
 
@@ -73,6 +81,8 @@ class DeleteQueued(StrEnum):
     """It is terminating already."""
     CHANGED = "changed"
     """Its record changed since the caller read it: read again and retry."""
+    NOT_FAILED = "not_failed"
+    """Asked to delete it only if failed: it is not (or an operation is queued for it)."""
 
 
 @dataclass(frozen=True)
@@ -151,6 +161,11 @@ class WorkloadStore:
     def secret_key(self, ref: WorkloadRef) -> str:
         return f"{self._p}secret:{ref.key}"
 
+    def failed_key(self, kind: str) -> str:
+        """The kind's failure times: names by the Unix time their record became ``failed``
+        (kept by ``record_changed.lua`` with every record change)."""
+        return f"{self._p}failed:{kind}"
+
     @property
     def pending_key(self) -> str:
         return f"{self._p}ops"
@@ -214,6 +229,25 @@ class WorkloadStore:
         keys = [self.record_key(WorkloadRef(kind, name)) for name in names]
         raws = cast(list[str | None], self._redis.mget(keys))
         return {name: raw for name, raw in zip(names, raws, strict=True) if raw}
+
+    def failed(
+        self, kind: str, *, before: float | None = None, limit: int = 1000
+    ) -> list[FailedWorkload]:
+        """The workloads of ``kind`` whose record says ``failed``, with when it became so,
+        oldest first, at most ``limit``; with ``before`` (Unix time), only those that
+        failed before it."""
+        found = cast(
+            list[tuple[str, float]],
+            self._redis.zrangebyscore(
+                self.failed_key(kind),
+                "-inf",
+                f"({before}" if before is not None else "+inf",
+                start=0,
+                num=limit,
+                withscores=True,
+            ),
+        )
+        return [FailedWorkload(name=name, failed_at=float(at)) for name, at in found]
 
     def record_and_busy(self, ref: WorkloadRef) -> RecordAndBusy:
         """In one round trip: a watcher asks both for every change it sees."""
@@ -294,6 +328,7 @@ class WorkloadStore:
                     events.stream,
                     self.lease_key(ref),
                     self.complete_key,
+                    self.failed_key(ref.kind),
                     *(admission.keys if admission is not None else ()),
                 ],
                 args=[
@@ -327,11 +362,18 @@ class WorkloadStore:
         return SpawnQueued(queued=False, current=str(reply[1]) or None)
 
     def queue_delete(
-        self, *, operation: Operation, expect: str, record: str, events: Announcement
+        self,
+        *,
+        operation: Operation,
+        expect: str,
+        record: str,
+        events: Announcement,
+        failed_only: bool = False,
     ) -> DeleteQueued:
         """Replace the record read as ``expect`` with ``record`` (the kind's terminating
         record) and queue the deletion, superseding a spawn under way, with a new event
-        stream starting with ``events``."""
+        stream starting with ``events``. ``failed_only``: only while the record says
+        ``failed`` and no operation is queued (``NOT_FAILED`` otherwise)."""
         ref = operation.ref
         reply = self._queue_delete(
             keys=[
@@ -339,6 +381,7 @@ class WorkloadStore:
                 self.operation_key(ref),
                 self.pending_key,
                 events.stream,
+                self.failed_key(ref.kind),
             ],
             args=[
                 expect,
@@ -349,6 +392,7 @@ class WorkloadStore:
                 ref.key,
                 operation.started,
                 self.feed_channel,
+                "1" if failed_only else "0",
                 *events.args,
             ],
         )
@@ -370,6 +414,7 @@ class WorkloadStore:
             self.secret_key(ref),
             self.pending_key,
             events.stream if events is not None else "",
+            self.failed_key(ref.kind),
         ]
         args: list[str | int] = [
             operation.id,
@@ -386,7 +431,12 @@ class WorkloadStore:
         """Write ``record`` while ``operation`` is still the current one for its workload: a
         step saying how far it got. False, and nothing written, once it was superseded."""
         ref = operation.ref
-        keys = [self.operation_key(ref), self.record_key(ref), self.index_key(ref.kind)]
+        keys = [
+            self.operation_key(ref),
+            self.record_key(ref),
+            self.index_key(ref.kind),
+            self.failed_key(ref.kind),
+        ]
         args = [operation.id, record, ref.kind, ref.name, self.feed_channel]
         return bool(self._put_if_current(keys=keys, args=args))
 
@@ -417,7 +467,12 @@ class WorkloadStore:
     def _idle_write(self, write: IdleWrite, fence: Fence | None) -> tuple[list[str], list[str]]:
         """``put_if_idle.lua``'s keys and arguments for ``write``."""
         ref = write.ref
-        keys = [self.record_key(ref), self.operation_key(ref), self.index_key(ref.kind)]
+        keys = [
+            self.record_key(ref),
+            self.operation_key(ref),
+            self.index_key(ref.kind),
+            self.failed_key(ref.kind),
+        ]
         args = [write.record, write.expect or "", ref.kind, ref.name, self.feed_channel]
         if fence is not None:
             keys.append(fence.key)

@@ -110,11 +110,22 @@ def describe_grants(grants: Sequence[Grant], rule: str) -> str:
     user = "`{username}`" if "<username>" in rule else "the path's user"
     ways = []
     for grant in grants:
+        way = f"scope `{grant.scope}`"
+        if grant.setting:
+            way += f" (the default of `{grant.setting}`, which a deployment may change)"
         if grant.same_user:
-            ways.append(f"scope `{grant.scope}`, and {user} must be the caller's own username")
-        else:
-            ways.append(f"scope `{grant.scope}`")
+            way += f", and {user} must be the caller's own username"
+        ways.append(way)
     return "Requires " + "; or ".join(ways) + "."
+
+
+def grant_document(grant: Grant) -> dict[str, Any]:
+    """A grant as ``x-required-grants`` lists it; ``setting`` names the configuration key
+    that replaces a configurable grant's (default) scope."""
+    entry: dict[str, Any] = {"scope": grant.scope, "sameUser": grant.same_user}
+    if grant.setting:
+        entry["setting"] = grant.setting
+    return entry
 
 
 def _error_text(error: type[ServiceError]) -> str:
@@ -224,6 +235,6 @@ class ApiBlueprint(Blueprint):
             "responses": error_responses(declared_errors(view)),
         }
         if grants:
-            doc["x-required-grants"] = [{"scope": g.scope, "sameUser": g.same_user} for g in grants]
+            doc["x-required-grants"] = [grant_document(g) for g in grants]
         documented: F = self.doc(**doc)(view)
         return documented

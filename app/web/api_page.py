@@ -110,7 +110,9 @@ def _access(op: Mapping[str, Any]) -> str:
     if not grants:
         return "none"
     return " or ".join(
-        g["scope"] + (" (the path's user must be the caller)" if g["sameUser"] else "")
+        g["scope"]
+        + (f" (the default of {g['setting']})" if g.get("setting") else "")
+        + (" (the path's user must be the caller)" if g["sameUser"] else "")
         for g in grants
     )
 

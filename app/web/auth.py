@@ -6,7 +6,7 @@ import functools
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
-from flask import g, request
+from flask import current_app, g, request
 
 from app.extensions import gafaelfawr_ext
 from app.models.identity import Caller, UserInfo
@@ -32,7 +32,7 @@ def requires(
             service = AuthService(gafaelfawr_ext.client)
             caller = service.authenticate(request.headers, with_user=with_user)
             note_user(caller.username)
-            service.authorize(caller, grants, kwargs.get(user_arg))
+            service.authorize(caller, _resolved(grants), kwargs.get(user_arg))
             g.caller = caller
             return view(*args, **kwargs)
 
@@ -40,6 +40,14 @@ def requires(
         return cast(F, wrapper)
 
     return decorate
+
+
+def _resolved(grants: tuple[Grant, ...]) -> tuple[Grant, ...]:
+    """The grants with configurable scopes read from this app's configuration."""
+    if not any(grant.setting for grant in grants):
+        return grants
+    config = current_app.config["SPAWNER"]
+    return tuple(grant.resolved(config) for grant in grants)
 
 
 def current_caller() -> Caller:

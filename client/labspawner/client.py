@@ -29,7 +29,12 @@ from urllib3.util.retry import Retry
 
 from labspawner.apps import Apps
 from labspawner.clusters import Clusters
-from labspawner.errors import LabSpawnerError, ServiceUnavailableError, error_for
+from labspawner.errors import (
+    LabSpawnerError,
+    NotFoundError,
+    ServiceUnavailableError,
+    error_for,
+)
 from labspawner.events import EventStreamParser, LabEvent
 from labspawner.kernels.client import Kernels
 from labspawner.models import LabStatus
@@ -206,6 +211,25 @@ class LabSpawnerClient:
     def end_maintenance(self) -> dict[str, Any]:
         return dict(self._json("DELETE", "/admin/maintenance"))
 
+    def admin_pod(self) -> dict[str, Any] | None:
+        """The privileged maintenance pod's status (``phase``, ``ready``, ``node``,
+        ``mounts``...), or None when there is none. Needs ``admin.pod.scope``
+        (``admin:lab-pods`` unless the deployment chose another)."""
+        try:
+            return dict(self._json("GET", "/admin/pod"))
+        except NotFoundError:
+            return None
+
+    def start_admin_pod(self) -> dict[str, Any]:
+        """Start the maintenance pod (a root shell with every user's file system under its
+        mount prefix), or get the one already running; answers before it is ready: poll
+        ``admin_pod()`` until ``ready``, then ``kubectl exec`` into it."""
+        return dict(self._json("POST", "/admin/pod"))
+
+    def delete_admin_pod(self) -> dict[str, Any]:
+        """Delete the maintenance pod; :class:`NotFoundError` if there is none."""
+        return dict(self._json("DELETE", "/admin/pod"))
+
     def reconcile(self) -> dict[str, Any]:
         """Reconcile Redis with Kubernetes now; how it ended (``finished`` is None if it did
         not end within the service's wait)."""
@@ -218,6 +242,17 @@ class LabSpawnerClient:
     def force_delete(self, username: str) -> dict[str, Any]:
         """Delete a lab stuck terminating: its pod is removed without a grace period."""
         return dict(self._json("POST", f"/admin/labs/{username}/force-delete"))
+
+    def failed_labs(self, limit: int = 100) -> list[dict[str, Any]]:
+        """Labs whose spawn failed, oldest failure first, each with ``failed_at`` (Unix
+        time)."""
+        return list(self._request("GET", "/admin/failed-labs", params={"limit": limit}).json())
+
+    def drop_failed_labs(self, older_than_seconds: float | None = None) -> dict[str, Any]:
+        """Delete the labs that failed more than ``older_than_seconds`` ago (None: the
+        service's configured age); ``dropped`` lists those whose deletion started."""
+        params = {} if older_than_seconds is None else {"older_than_seconds": older_than_seconds}
+        return dict(self._request("DELETE", "/admin/failed-labs", params=params).json())
 
     # Events ---------------------------------------------------------------------------
 

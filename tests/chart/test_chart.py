@@ -117,7 +117,7 @@ def test_the_default_release() -> None:
         ["ConfigMap", "Deployment", "Service", "PodDisruptionBudget", "ServiceAccount"]
         + ["ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"]
         + ["PersistentVolumeClaim", "Deployment", "Service"]  # the in-chart Redis
-        + ["GafaelfawrIngress"] * 7
+        + ["GafaelfawrIngress"] * 8
     )
     server = _one(documents, "Deployment", "lab-spawner")
     spec = server["spec"]["template"]["spec"]
@@ -452,8 +452,12 @@ EXPECTED_SCOPES = {
     ("PUT", "/spawner/v1/admin/maintenance"): {"all": ["admin:notebook"]},
     ("POST", "/spawner/v1/admin/reconcile"): {"all": ["admin:notebook"]},
     ("GET", "/spawner/v1/admin/audit"): {"all": ["admin:notebook"]},
+    ("GET", "/spawner/v1/admin/failed-labs"): {"all": ["admin:notebook"]},
     ("DELETE", "/spawner/v1/admin/labs/rachel/provisioned"): {"all": ["admin:notebook"]},
     ("POST", "/spawner/v1/admin/labs/rachel/force-delete"): {"all": ["admin:notebook"]},
+    ("POST", "/spawner/v1/admin/pod"): {"all": ["admin:lab-pods"]},
+    ("GET", "/spawner/v1/admin/pod"): {"all": ["admin:lab-pods"]},
+    ("DELETE", "/spawner/v1/admin/pod"): {"all": ["admin:lab-pods"]},
     ("GET", "/spawner/v1/openapi.json"): {"anonymous": True},
     ("GET", "/spawner/v1/docs"): {"anonymous": True},
 }
@@ -499,6 +503,16 @@ def test_every_route_is_behind_the_ingress_with_its_scopes(app: Flask) -> None:
         assert (delegated == {"notebook": {}}) == path.endswith("/spawn"), path
     for path in NOT_ROUTED:
         assert _ingress_for(documents, path) == []
+
+
+def test_the_maintenance_pods_route_requires_the_configured_scope() -> None:
+    path = "/spawner/v1/admin/pod"
+    documents = _render({"config": {"admin": {"pod": {"scope": "admin:notebook"}}}})
+    (ingress,) = _ingress_for(documents, path)
+    assert ingress["config"]["scopes"] == {"all": ["admin:notebook"]}
+    assert ingress["metadata"]["name"].endswith("-admin-pod")
+    # Nothing else that route's prefix starts is sent through it.
+    assert _ingress_for(documents, path + "/extra") == []
 
 
 def test_a_path_prefix_moves_every_route() -> None:

@@ -20,6 +20,7 @@ from labspawner import (
 from devstack.redis_process import free_port
 from devstack.stack import LocalStack
 from tests.clients.conftest import delete_lab
+from tests.labs.conftest import wait_for
 from tests.support.proxy import FaultProxy
 
 USER = "wile"
@@ -239,3 +240,22 @@ def test_unreachable_and_silent_services_fail_within_the_timeouts(
     with pytest.raises(ServiceUnavailableError):
         silent.list_labs()
     assert time.monotonic() - started < 5
+
+
+def test_the_maintenance_pod_through_the_client(
+    stack: LocalStack, stack_tokens: dict[str, str], admin: LabSpawnerClient
+) -> None:
+    with LabSpawnerClient(stack.spawner_url, stack_tokens["admin-user"]) as pod_admin:
+        started = pod_admin.start_admin_pod()
+        assert started["image"].endswith("/lsstsqre/fsadmin:1.0")
+        assert [m["path"] for m in started["mounts"]] == ["/mnt/home"]
+        status = wait_for(lambda: (s := pod_admin.admin_pod()) and s["ready"] and s, timeout=30)
+        assert status["phase"] == "Running"
+        deleted = pod_admin.delete_admin_pod()
+        assert deleted["terminating"] is True
+        wait_for(lambda: pod_admin.admin_pod() is None, timeout=30)
+        with pytest.raises(NotFoundError):
+            pod_admin.delete_admin_pod()
+    # JupyterHub's token holds admin:notebook, not the maintenance pod's scope.
+    with pytest.raises(PermissionDeniedError):
+        admin.admin_pod()

@@ -27,6 +27,8 @@ ENV_NAMES = (
     "ACCESS_TOKEN",
     "JUPYTERHUB_USER",
     "LAB_TO_DELETE",
+    "DROP_FAILED_OLDER_THAN",
+    "ADMIN_POD_ACTION",
 )
 
 
@@ -114,6 +116,7 @@ def test_admin_notebook_lists_reports_and_deletes(
 ) -> None:
     notebook_env.setenv("LAB_SPAWNER_TOKEN", stack_tokens["admin"])
     notebook_env.setenv("LAB_TO_DELETE", USER)
+    notebook_env.setenv("DROP_FAILED_OLDER_THAN", "86400")
     prepull_configs = [c["name"] for c in admin.prepulls()["configs"]]
     image_configs = [c["name"] for c in admin.images()["configs"]]
     assert prepull_configs and image_configs
@@ -135,6 +138,16 @@ def test_admin_notebook_lists_reports_and_deletes(
     audited = printed(executed, "admin.audit(")
     assert audited.startswith("Maintenance mode is off.\n"), audited
     assert re.search(r"^\d+ recent administrator action\(s\)$", audited, re.M), audited
+
+    failed = printed(executed, "admin.failed_labs()")
+    assert re.search(r"^\d+ failed lab\(s\)$", failed, re.M), failed
+    # Nothing on the stack failed a day ago.
+    assert failed.endswith("Deleting 0 of them: deleting 0 failed labs older than 86400 s\n")
+
+    # JupyterHub's admin:notebook token is not one for the maintenance pod (admin:lab-pods).
+    pod_text = printed(executed, "admin.admin_pod()")
+    assert pod_text.startswith("The maintenance pod is not for this token: "), pod_text
+    assert "admin:lab-pods" in pod_text
 
     images = printed(executed, "admin.images()")
     for name in image_configs:

@@ -4,7 +4,8 @@
 -- KEYS[1]: record; KEYS[2]: operation; KEYS[3]: the kind's index of names;
 -- KEYS[4]: pending operations; KEYS[5]: the operation's secret; KEYS[6]: event stream;
 -- KEYS[7]: the workload's lease; KEYS[8]: the completeness marker (Redis holds every workload);
--- with admission, KEYS[9] to KEYS[13]: its places in progress, queue, waiting operations,
+-- KEYS[9]: the kind's failure times (see record_changed);
+-- with admission, KEYS[10] to KEYS[14]: its places in progress, queue, waiting operations,
 -- groups and state (see admission.lua).
 -- ARGV[1]: record JSON; ARGV[2]: operation JSON; ARGV[3]: the workload's kind;
 -- ARGV[4]: its name; ARGV[5]: pending member; ARGV[6]: queued-at score; ARGV[7]: secret
@@ -44,11 +45,11 @@ end
 local admission, waits = nil, false
 if ARGV[14] ~= '' then
   admission = {
-    running = KEYS[9],
-    queue = KEYS[10],
-    waiting = KEYS[11],
-    groups = KEYS[12],
-    state = KEYS[13],
+    running = KEYS[10],
+    queue = KEYS[11],
+    waiting = KEYS[12],
+    groups = KEYS[13],
+    state = KEYS[14],
     prefix = ARGV[18],
     channel = ARGV[20],
     position = ARGV[19],
@@ -85,7 +86,7 @@ if leased_events > 0 then
 else
   add_events(KEYS[6], 20)
 end
-announce_state(ARGV[9], ARGV[3], ARGV[4], ARGV[1])
+record_changed(ARGV[9], KEYS[9], ARGV[3], ARGV[4], ARGV[1])
 if waits then
   return {2, admission_enqueue(admission, ARGV[14], ARGV[5], ARGV[15])}
 end
