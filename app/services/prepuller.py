@@ -149,8 +149,11 @@ class Prepuller:
         pods = self._kube.list_pods(self._namespace, PREPULL_SELECTOR)
 
         needed = {(pull_reference(p.image), node) for p in placements for node in p.missing}
-        in_flight, per_node = self._settle(pods, needed, failures, now, report)
-        self._start_pulls(placements, in_flight, per_node, failures, now, report)
+        in_flight, per_node, arrived = self._settle(pods, needed, failures, now, report)
+        # The nodes were listed before the pods: an image a pull pod reports done is there,
+        # even if its node does not say so yet (pulling it again would count it twice).
+        needed -= arrived
+        self._start_pulls(placements, needed, in_flight, per_node, failures, now, report)
 
         # A failure whose pull is no longer needed (now cached, or dropped) is forgotten.
         stale = [key for key, f in failures.items() if (f.image, f.node) not in needed]
@@ -207,11 +210,13 @@ class Prepuller:
         failures: dict[str, PullFailure],
         now: float,
         report: PassReport,
-    ) -> tuple[dict[tuple[str, str], str], Counter[str]]:
+    ) -> tuple[dict[tuple[str, str], str], Counter[str], set[tuple[str, str]]]:
         """Deal with the pull pods that exist. Returns the (image, node) pulls still under
-        way (to the pod's name) and how many pull pods each node runs."""
+        way (to the pod's name), how many pull pods each node runs, and the (image, node)
+        pulls the pods report done."""
         in_flight: dict[tuple[str, str], str] = {}
         per_node: Counter[str] = Counter()
+        arrived: set[tuple[str, str]] = set()
         doomed: list[str] = []
         for pod in pods:
             meta = pod.get("metadata") or {}
@@ -223,6 +228,7 @@ class Prepuller:
                 per_node[node] += 1  # occupies its node's slot until it is gone
                 continue
             done = [image for image, state in progress if state == _DONE]
+            arrived.update((image, node) for image in done)
             problem = next(((i, s) for i, s in progress if s not in (_DONE, _PULLING)), None)
             if (
                 problem is None
@@ -262,24 +268,25 @@ class Prepuller:
                 report.failed.append((image, node, reason))
                 logger.warning("prepull of %s on %s failed: %s", image, node, reason)
         _at_once(self._remove, doomed)
-        return in_flight, per_node
+        return in_flight, per_node, arrived
 
     def _start_pulls(
         self,
         placements: list[Placement],
+        needed: set[tuple[str, str]],
         in_flight: dict[tuple[str, str], str],
         per_node: Counter[str],
         failures: dict[str, PullFailure],
         now: float,
         report: PassReport,
     ) -> None:
-        """Start pull pods for what is missing, within the bounds. A node's free slots share
+        """Start pull pods for what is ``needed``, within the bounds. A node's free slots share
         its missing images, so with one slot a node gets one pod pulling them all in turn."""
         wanted: dict[str, list[str]] = {}
         for placement in placements:
             image = pull_reference(placement.image)
             for node in placement.missing:
-                if (image, node) in in_flight:
+                if (image, node) in in_flight or (image, node) not in needed:
                     continue
                 failure = failures.get(failure_key(image, node))
                 if failure is not None and failure.retry_at > now:

@@ -394,3 +394,38 @@ def test_the_administrators_feed_hears_of_every_pull(
     assert sum(p["finished"] for p in passes) == 10
     assert sum(p["failed"] for p in passes) == 0
     assert passes[-1]["missing"] == 0 and passes[-1]["nodes"] == 2
+
+
+def test_an_image_a_pull_pod_reports_done_is_not_pulled_again_before_its_node_says_so(
+    prepull_raw_config: dict[str, Any],
+    make_app: Callable[[Config], Flask],
+    cluster: KubernetesEmulator,
+) -> None:
+    """A node's image list lags behind the pull pods (a kubelet reports it every few seconds,
+    and a pass lists nodes before pods): what a pod says it pulled counts as there."""
+    prepull_raw_config["prepuller"]["enabled"] = False  # the passes are this test's own
+    app = make_app(parse_config(prepull_raw_config))
+    machinery_of(app).images.refresh_all()
+    prepuller = machinery_of(app).prepuller
+    first = prepuller.run_pass()
+    assert first.started
+
+    def pods_done() -> bool:
+        pods = _prepull_pods(cluster)
+        return bool(pods) and all(p["status"].get("phase") == "Succeeded" for p in pods)
+
+    wait_for(pods_done, timeout=30)
+    pulled = {image for image, node in first.started if node == "lab-1"}
+    # lab-1's kubelet has not reported them yet.
+    node = cluster.store.get("nodes", None, "lab-1")
+    assert node is not None
+    node["status"]["images"] = [
+        entry
+        for entry in node["status"]["images"]
+        if not any(name.split("@")[0] in pulled or name in pulled for name in entry["names"])
+    ]
+    cluster.store.update("nodes", node)
+
+    second = prepuller.run_pass()
+    assert {image for image, node in second.finished if node == "lab-1"} == pulled
+    assert [(image, node) for image, node in second.started if node == "lab-1"] == []

@@ -455,7 +455,15 @@ def lease_owner(client: redis.Redis, key: str) -> str | None:
 
 @pytest.fixture
 def two_workers(watcher_app: MakeApp) -> Iterator[tuple[Flask, Flask]]:
-    yield watcher_app(reconcileSeconds=NEVER), watcher_app(reconcileSeconds=NEVER)
+    # Leases of 4 s: long enough that a handover is told apart from an expiry by a margin
+    # a busy machine keeps, short enough that candidates look every second.
+    yield (
+        watcher_app(reconcileSeconds=NEVER, leaseSeconds=HANDOVER_LEASE_SECONDS),
+        watcher_app(reconcileSeconds=NEVER, leaseSeconds=HANDOVER_LEASE_SECONDS),
+    )
+
+
+HANDOVER_LEASE_SECONDS = 4
 
 
 def test_two_workers_elect_one_watcher_and_hand_over_on_stop(
@@ -480,16 +488,18 @@ def test_two_workers_elect_one_watcher_and_hand_over_on_stop(
         last_ttl[0] = ttl
         return len(renewals) >= 2
 
-    wait_for(renewed_twice, timeout=5, interval=0.02)
+    wait_for(renewed_twice, timeout=5 * HANDOVER_LEASE_SECONDS, interval=0.02)
 
     index = next(i for i, w in enumerate(watchers) if w.is_leader)
     leader, other = watchers[index], watchers[1 - index]
     # Stop the whole app in the background: the handover is timed, not the app's shutdown.
     stopping = threading.Thread(target=stop_background, args=(apps[index],))
     started = time.monotonic()
+    unexpired = int(redis_client.pttl(key)) / 1000
     stopping.start()
-    wait_for(lambda: other.is_leader, timeout=1.0)
-    assert time.monotonic() - started < 1.0  # within one lease TTL
+    wait_for(lambda: other.is_leader, timeout=2 * HANDOVER_LEASE_SECONDS)
+    # The stopped leader gave its lease up: the other took it before it could have expired.
+    assert time.monotonic() - started < unexpired
     stopping.join()
     assert not leader.is_leader
     assert lease_owner(redis_client, key) == other.owner
