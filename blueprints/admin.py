@@ -61,8 +61,11 @@ ADMIN_FEED_TEXT = (
 @admin.response(200, OperationStatusSchema(many=True))
 @requires(ADMIN)
 def list_operations() -> list[dict[str, Any]]:
-    """Spawns and deletes in progress, with the worker running each."""
-    return operations_in_progress(labs_ext.engine.store)
+    """Spawns and deletes in progress, with the worker running each, then the creations
+    waiting for a place (fair admission) with their position."""
+    admission = labs_ext.engine.admission
+    queue = admission.store if admission is not None and admission.enabled else None
+    return operations_in_progress(labs_ext.engine.store, queue)
 
 
 @admin.get("/leaders")

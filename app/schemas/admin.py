@@ -6,9 +6,16 @@ from marshmallow import Schema, fields, validate
 
 
 class OperationStatusSchema(Schema):
-    """An operation in progress, and which worker runs it."""
+    """An operation in progress, and which worker runs it; or waiting for a place."""
 
-    username = fields.String(required=True)
+    username = fields.String(
+        required=True,
+        metadata={"description": "The workload's name: the username for a lab."},
+    )
+    workload = fields.String(
+        required=True,
+        metadata={"description": "Its kind: `lab`, `cluster`, `kernel`, `app`, `image`."},
+    )
     kind = fields.String(required=True, validate=validate.OneOf(["spawn", "delete"]))
     id = fields.String(required=True)
     started = fields.Float(required=True, metadata={"description": "Unix time."})
@@ -16,8 +23,15 @@ class OperationStatusSchema(Schema):
     worker = fields.String(
         allow_none=True,
         metadata={
-            "description": "The worker holding the lease (host:pid:id); null while orphaned."
+            "description": "The worker holding the lease (host:pid:id); null while orphaned "
+            "or waiting."
         },
+    )
+    position = fields.Integer(
+        metadata={"description": "Waiting for a place: its place in the admission queue."}
+    )
+    group = fields.String(
+        metadata={"description": "Waiting for a place: the admission group it waits with."}
     )
 
 

@@ -10,9 +10,11 @@ from typing import Any
 
 import redis
 
+from app.engine.workload import Operation, WorkloadRef
 from app.extensions.redis import feed_events
 from app.models.admin import Maintenance
 from app.services.leadership import ElectedWorker
+from app.storage.admission import AdmissionStore
 from app.storage.labs import LabStore
 from app.storage.leader import read_leaderships
 from app.storage.maintenance import MaintenanceStore
@@ -20,28 +22,41 @@ from app.storage.reconcile_requests import ReconcileRequests
 from app.storage.workloads import WorkloadStore
 
 
-def operations_in_progress(store: WorkloadStore) -> list[dict[str, Any]]:
-    """Every spawn or delete under way, oldest first, with the worker running it.
+def operations_in_progress(
+    store: WorkloadStore, admission: AdmissionStore | None = None
+) -> list[dict[str, Any]]:
+    """Every spawn or delete under way, oldest first, with the worker running it; then the
+    creations waiting for a place (fair admission), in the order they will be admitted.
 
     An operation whose ``worker`` is null has lost its worker and waits for another one to
-    resume it (within the lease time plus one scan).
+    resume it (within the lease time plus one scan), unless it has a ``position``: then it
+    waits in the admission queue, where no worker runs it yet.
     """
     result = []
     for ref in store.pending():
         operation = store.operation(ref)
-        if operation is None:
-            continue
-        result.append(
-            {
-                "username": ref.name,
-                "kind": operation.action.value,
-                "id": operation.id,
-                "started": operation.started,
-                "deadline": operation.deadline,
-                "worker": store.lease_holder(ref),
-            }
-        )
+        if operation is not None:
+            result.append(_operation_status(ref, operation, worker=store.lease_holder(ref)))
+    for waiting in admission.queue() if admission is not None else []:
+        operation = store.operation(waiting.ref)
+        if operation is not None and operation.id == waiting.operation_id:
+            status = _operation_status(waiting.ref, operation, worker=None)
+            result.append({**status, "position": waiting.position, "group": waiting.group})
     return result
+
+
+def _operation_status(
+    ref: WorkloadRef, operation: Operation, *, worker: str | None
+) -> dict[str, Any]:
+    return {
+        "username": ref.name,
+        "workload": ref.kind,
+        "kind": operation.action.value,
+        "id": operation.id,
+        "started": operation.started,
+        "deadline": operation.deadline,
+        "worker": worker,
+    }
 
 
 def follow_feed(store: WorkloadStore) -> Iterator[str]:

@@ -191,6 +191,15 @@ def test_a_kernel_waits_its_turn_in_the_same_queue(
     kernel_id = created.get_json()["kernel_id"]
     kernel = f"{user.username}/{kernel_id}"
     assert _queue(client) == [kernel]
+    operations = client.get("/spawner/v1/operations", headers=admin_headers).get_json()
+    (waiting,) = [o for o in operations if "position" in o]
+    assert waiting["username"] == kernel and waiting["workload"] == "kernel"
+    assert (waiting["kind"], waiting["position"], waiting["worker"]) == ("spawn", 1, None)
+    assert waiting["group"] == "g-kernels"
+    running = [o for o in operations if o["username"] == holder.username]
+    assert [(o["workload"], o["kind"], "position" in o) for o in running] == [
+        ("lab", "spawn", False)
+    ]
     _delete(client, holder, admin_headers)
     wait_for(lambda: admission_log.read() == [f"kernel:{kernel}"])
     url = f"/spawner/v1/labs/{user.username}/kernels/{kernel_id}"

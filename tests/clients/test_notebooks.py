@@ -129,7 +129,10 @@ def test_admin_notebook_lists_reports_and_deletes(
 
     operations = printed(executed, "admin.operations()")
     assert operations.strip()
-    assert not re.search(rf"^spawn\s+{USER}\b", operations, re.MULTILINE)
+    assert not re.search(rf"^spawn\s+lab\s+{USER}\b", operations, re.MULTILINE)
+    for line in operations.splitlines():
+        if line != "No spawn or delete in progress.":
+            assert re.match(r"^(spawn|delete)\s+\w+\s+\S+\s+\d+ s  (worker|waiting)", line), line
 
     leaders = printed(executed, "admin.leaders()")
     for loop in ("image-refresher", "lab-watcher", "prepuller"):
