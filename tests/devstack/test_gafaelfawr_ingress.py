@@ -155,6 +155,7 @@ def test_group_mapping_grants_a_groups_scope_to_its_members(
         timeout=5,
     ).json()
     assert info["scopes"] == [
+        "admin:lab-pods",
         "admin:notebook",
         "app:g-admins",
         "app:lsst-data",

@@ -97,8 +97,15 @@ def lab_client(lab_app: Flask) -> FlaskClient:
 
 
 @pytest.fixture
-def new_user(gafaelfawr: GafaelfawrEmulator) -> Callable[..., LabUser]:
-    """Register a user nobody else uses, so tests on the shared cluster never collide."""
+def new_user(
+    gafaelfawr: GafaelfawrEmulator, kube: KubernetesEmulator
+) -> Iterator[Callable[..., LabUser]]:
+    """Register a user nobody else uses, so tests on the shared cluster never collide.
+
+    After the test, the pods in its users' lab namespaces go: the session's three nodes
+    are shared by every test, and a lab a test left running (or a failed lab's pod that
+    was scheduled once its fault was cleared) would hold room later spawns need."""
+    made: list[str] = []
 
     def make(
         groups: tuple[GroupSpec, ...] | None = None, scopes: tuple[str, ...] = ("exec:notebook",)
@@ -111,9 +118,14 @@ def new_user(gafaelfawr: GafaelfawrEmulator) -> Callable[..., LabUser]:
             groups = (GroupSpec(username, gid), GroupSpec("science", 2002), GroupSpec("no-gid"))
         gafaelfawr.add_user(UserSpec(username=username, uid=uid, gid=gid, groups=groups))
         token = gafaelfawr.issue_token(username, list(scopes), token_type="notebook")
+        made.append(username)
         return LabUser(username, token, uid, gid)
 
-    return make
+    yield make
+    for username in made:
+        namespace = f"nublado-{username}"
+        for pod in kube.store.list("pods", namespace):
+            kube.store.delete("pods", namespace, pod["metadata"]["name"])
 
 
 def spawn_body(image: str = IMAGE, size: str = "small", **extra: Any) -> dict[str, Any]:

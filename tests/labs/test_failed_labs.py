@@ -137,6 +137,7 @@ def test_a_bad_age_or_a_users_token_drops_nothing(
     assert lab_client.get(f"{FAILED}?limit=0", headers=admin_headers).status_code == 422
     assert user.username in failed_labs(lab_client, admin_headers)
     assert status(lab_client, user.username, admin_headers)["status"] == "failed"
+    delete_lab(lab_client, user.username, admin_headers)
 
 
 def with_age(watcher_app: MakeApp, raw: dict[str, Any], age: float) -> Flask:
@@ -183,3 +184,4 @@ def test_without_a_configured_age_a_drop_must_name_one(
     assert refused.status_code == 422
     assert "admin.dropFailedLabsAfterSeconds is 0" in refused.get_json()["message"]
     assert status(client, user.username, admin_headers)["status"] == "failed"
+    delete_lab(client, user.username, admin_headers)
