@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,19 +48,10 @@ class StartResult:
 class AdminPodService:
     """The maintenance pod's three actions, against Kubernetes alone."""
 
-    def __init__(
-        self,
-        config: Config,
-        kube: KubernetesStorage,
-        *,
-        gone_timeout: float = GONE_TIMEOUT_SECONDS,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
+    def __init__(self, config: Config, kube: KubernetesStorage) -> None:
         self._config = config
         self._pod = config.admin.pod
         self._kube = kube
-        self._gone_timeout = gone_timeout
-        self._sleep = sleep
 
     def start(self) -> StartResult:
         """Create the pod (and its namespace when missing), or return the one already there.
@@ -127,14 +118,14 @@ class AdminPodService:
         namespace, name = self._pod.namespace, self._pod.name
         if not (pod.get("metadata") or {}).get("deletionTimestamp"):
             self._kube.delete_pod(namespace, name)
-        deadline = time.monotonic() + self._gone_timeout
+        deadline = time.monotonic() + GONE_TIMEOUT_SECONDS
         while self._kube.read_pod(namespace, name) is not None:
             if time.monotonic() >= deadline:
                 raise ConflictError(
                     f"the previous maintenance pod is still being deleted after "
-                    f"{self._gone_timeout:g} s; try again"
+                    f"{GONE_TIMEOUT_SECONDS:g} s; try again"
                 )
-            self._sleep(GONE_POLL_SECONDS)
+            time.sleep(GONE_POLL_SECONDS)
 
 
 def _is_over(pod: dict[str, Any]) -> bool:

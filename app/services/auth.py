@@ -7,9 +7,9 @@ header that no verified token backs.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from operator import attrgetter
+from typing import Protocol
 
 from app.config.models import AdminPodConfig
 from app.errors import AuthenticationError, PermissionDeniedError
@@ -37,10 +37,11 @@ class Headers(Protocol):
 class Grant:
     """One way to be allowed: a scope, and whether the path's user must be the caller.
 
-    A grant with a ``setting`` takes its scope from that configuration key (dotted, as the
-    YAML spells it) when a request is checked; ``scope`` is then the key's default, which
-    the API document shows. Routes are declared at import time, before any configuration
-    is loaded, so the scope an operator chose can only be read per request.
+    A grant with a ``setting`` takes its scope from that configuration key (a dotted path,
+    ``admin.pod.scope``, whose parts are the same in the YAML and the config objects) when a
+    request is checked; ``scope`` is then the key's default, which the API document shows.
+    Routes are declared at import time, before any configuration is loaded, so the scope an
+    operator chose can only be read per request.
     """
 
     scope: str
@@ -51,15 +52,7 @@ class Grant:
         """This grant with its scope read from ``config`` when it has a setting."""
         if self.setting is None:
             return self
-        value: Any = config
-        for key in self.setting.split("."):
-            value = getattr(value, _snake_case(key))
-        return replace(self, scope=str(value), setting=None)
-
-
-def _snake_case(key: str) -> str:
-    """A YAML key (``mountPrefix``) as the config object's attribute (``mount_prefix``)."""
-    return re.sub(r"(?<!^)([A-Z])", r"_\1", key).lower()
+        return replace(self, scope=str(attrgetter(self.setting)(config)), setting=None)
 
 
 ADMIN = Grant(ADMIN_SCOPE)
