@@ -55,6 +55,19 @@ class ConflictError(ServiceError):
     code = "conflict"
 
 
+class OperationInProgressError(ConflictError):
+    """A conflict with an operation under way (the lab is being deleted): the same 409
+    ``conflict``, told apart for clients that name it (nublado's ``operation_in_progress``)."""
+
+
+class DeleteFailedError(ServiceError):
+    """A deletion the caller waited for failed or did not end in time (nublado's answer to a
+    ``DELETE`` of a lab it created); the message says why."""
+
+    status = 500
+    code = "delete_failed"
+
+
 class QuotaExceededError(ServiceError):
     """The request would take its user past a limit of their budget; nothing was created."""
 

@@ -53,6 +53,7 @@ def build_app(config: Config | None = None) -> Flask:
     from blueprints.health import health
     from blueprints.kernels import kernels
     from blueprints.metrics import metrics_bp
+    from blueprints.nublado import nublado
     from blueprints.prepull import prepull
     from blueprints.scaler import scaler
     from blueprints.spawner import spawner
@@ -61,6 +62,7 @@ def build_app(config: Config | None = None) -> Flask:
         health,
         metrics_bp,
         spawner,
+        nublado,
         clusters,
         kernels,
         apps,

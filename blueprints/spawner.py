@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 
 from flask import Response, jsonify, render_template, request, url_for
 
 from app.errors import (
     ConflictError,
+    DeleteFailedError,
     InvalidRequestError,
     NotFoundError,
     PermissionDeniedError,
@@ -18,12 +20,13 @@ from app.errors import (
 )
 from app.extensions import gafaelfawr_ext, labs_ext, limits_ext
 from app.models.identity import Caller, UserInfo
+from app.models.lab import LabApi
 from app.schemas.labs import DeleteAcceptedSchema, LabStatusSchema, SpawnRequestSchema
 from app.services.auth import ADMIN, ADMIN_SCOPE, ANY_USER, OWNER, TOKEN_HEADER
 from app.services.form import build_spawn_form
 from app.services.labs import LabService
 from app.storage.event_hub import Following
-from app.storage.events import Event, EventType
+from app.storage.events import EventType
 from app.web.api import (
     USERNAME_MAX_LENGTH,
     USERNAME_PATTERN,
@@ -33,6 +36,7 @@ from app.web.api import (
 )
 from app.web.auth import current_caller, current_user, requires
 from app.web.bodies import load_body
+from app.web.event_frames import DmtnFrames, Frames, NubladoFrames
 
 spawner = ApiBlueprint("spawner", __name__, url_prefix="/spawner/v1")
 
@@ -69,6 +73,12 @@ EVENT_STREAM_TEXT = "\n".join(
         "",
         "Event types:",
         *(f"- `{kind.value}`: {text}" for kind, text in SSE_EVENTS.items()),
+        "",
+        "A lab created through nublado's `POST .../create` streams as nublado's controller "
+        "does, for nublado's JupyterHub spawner: every `data` is JSON "
+        '`{"message": ..., "progress": ...}` (the percentage an integer from 1 to 100, absent '
+        "until there is one), there are no `progress` events (the percentage rides on the next "
+        "message), and `ping` events keep the connection alive.",
     ]
 )
 
@@ -118,32 +128,46 @@ def user_status() -> Response:
     return Response(_service().status_json(current_caller().username), mimetype="application/json")
 
 
+LAB_LOCATION = {
+    "Location": {"description": "`/spawner/v1/labs/{username}`.", "schema": {"type": "string"}}
+}
+"""The ``Location`` header of an answer to a spawn: the lab's status."""
+
+DELEGATED_TOKEN = header_parameter(
+    TOKEN_HEADER,
+    "Gafaelfawr's delegated notebook token, added by the ingress; it becomes the lab's token "
+    "and must belong to the same user as the bearer token.",
+)
+
+SPAWN_ERRORS = (
+    InvalidRequestError,
+    ConflictError,
+    RebuildingError,
+    TooManyRequestsError,
+    QueueFullError,
+)
+"""What ``queue_spawn`` can refuse with."""
+
+
 @spawner.post("/labs/<username>/spawn")
 @spawner.request_body(SpawnRequestSchema)
 @spawner.response(
-    303,
-    description="Spawn queued; follow `Location` for the lab's status.",
-    headers={
-        "Location": {
-            "description": "`/spawner/v1/labs/{username}`.",
-            "schema": {"type": "string"},
-        }
-    },
+    303, description="Spawn queued; follow `Location` for the lab's status.", headers=LAB_LOCATION
 )
-@spawner.doc(
-    parameters=[
-        header_parameter(
-            TOKEN_HEADER,
-            "Gafaelfawr's delegated notebook token, added by the ingress; it becomes the "
-            "lab's token and must belong to the same user as the bearer token.",
-        )
-    ]
-)
-@raises(InvalidRequestError, ConflictError, RebuildingError, TooManyRequestsError)
-@raises(QueueFullError)
+@spawner.doc(parameters=[DELEGATED_TOKEN])
+@raises(*SPAWN_ERRORS)
 @requires(OWNER, with_user=True)
 def spawn(username: str) -> Response:
     """Queue a spawn; 303 to the lab's status."""
+    queue_spawn(username, LabApi.DMTN_222)
+    response = Response(status=303)
+    response.headers["Location"] = url_for("spawner.lab_status", username=username)
+    return response
+
+
+def queue_spawn(username: str, api: LabApi) -> None:
+    """The spawn request of this request, checked and queued: DMTN-222's route and nublado's
+    take the same body and the same tokens, and the lab remembers which ``api`` made it."""
     _check_username(username)
     limits_ext.limits.count_mutation(username)
     body = load_body(_spawn_request)
@@ -152,10 +176,7 @@ def spawn(username: str) -> Response:
     if user.username != username:
         raise PermissionDeniedError("the delegated token belongs to another user")
     admin = ADMIN_SCOPE in caller.data.scopes
-    _service().spawn(user, body["options"], body["env"], token, admin=admin)
-    response = Response(status=303)
-    response.headers["Location"] = url_for("spawner.lab_status", username=username)
-    return response
+    _service().spawn(user, body["options"], body["env"], token, admin=admin, api=api)
 
 
 def _delegated_identity(caller: Caller) -> tuple[str, UserInfo]:
@@ -187,21 +208,39 @@ def _delegated_identity(caller: Caller) -> tuple[str, UserInfo]:
 @requires(OWNER, with_user=True)
 def spawn_form(username: str) -> Response:
     """The spawn form for this user, an HTML fragment for JupyterHub's spawn page."""
+    return render_spawn_form(debug_field="debug")
+
+
+def render_spawn_form(*, debug_field: str) -> Response:
+    """The caller's spawn form, its debug switch named ``debug_field`` (the name differs
+    between DMTN-222's form and nublado's)."""
     ctx = labs_ext.context
     maintenance = labs_ext.machinery.maintenance.current()
     form = build_spawn_form(current_user(), ctx.config, ctx.images, maintenance)
-    html = render_template("spawn_form.html", form=form)
+    html = render_template("spawn_form.html", form=replace(form, debug_field=debug_field))
     return Response(html, mimetype="text/html")
 
 
 @spawner.delete("/labs/<username>")
 @spawner.response(202, DeleteAcceptedSchema)
-@raises(NotFoundError, RebuildingError, TooManyRequestsError)
+@spawner.alt_response(
+    204,
+    success=True,
+    description=(
+        "A lab created through nublado's `POST .../create` is gone: its `DELETE` answers, as "
+        "nublado's does, once the deletion has ended (within `lab.deleteTimeout`)."
+    ),
+)
+@raises(NotFoundError, RebuildingError, TooManyRequestsError, DeleteFailedError)
 @requires(ADMIN)
-def delete_lab(username: str) -> dict[str, str]:
-    """Start deleting the lab; 202, or 404 if there is none."""
+def delete_lab(username: str) -> Response | dict[str, str]:
+    """Start deleting the lab; 202, or 404 if there is none. A lab created through nublado's
+    route is waited for instead: 204 once it is gone."""
     limits_ext.limits.count_mutation(username)
-    _service().delete(username)
+    service = _service()
+    if service.delete(username) is LabApi.NUBLADO:
+        service.wait_deleted(username)
+        return Response(status=204)
     return {"username": username, "status": "terminating"}
 
 
@@ -214,7 +253,7 @@ def delete_lab(username: str) -> dict[str, str]:
         "required": ["id", "event", "data"],
         "properties": {
             "id": {"type": "string", "pattern": _EVENT_ID.pattern},
-            "event": {"type": "string", "enum": [kind.value for kind in SSE_EVENTS]},
+            "event": {"type": "string", "enum": [*(kind.value for kind in SSE_EVENTS), "ping"]},
             "data": {"type": "string"},
         },
     },
@@ -242,13 +281,22 @@ def lab_events(username: str) -> Response:
         raise InvalidRequestError("Last-Event-ID is not an event id", field="Last-Event-ID")
     release = limits_ext.limits.streams.acquire(username, retry_after=_STREAM_RETRY_SECONDS)
     try:
-        following = _service().follow_events(username, after)
+        service = _service()
+        following = service.follow_events(username, after)
+        frames: Frames = DmtnFrames()
+        if service.api(username) is LabApi.NUBLADO:
+            frames = nublado = NubladoFrames()
+            if after != "0-0":
+                for seen in service.events_until(username, after):
+                    nublado.see(seen)
     except BaseException:
         release()
         raise
     # Passed straight to the server: no per-chunk encoding and closing wrappers.
     response = Response(
-        _EventStreamBody(following, release), mimetype="text/event-stream", direct_passthrough=True
+        _EventStreamBody(following, release, frames),
+        mimetype="text/event-stream",
+        direct_passthrough=True,
     )
     response.headers["Cache-Control"] = "no-cache"
     response.headers["X-Accel-Buffering"] = "no"
@@ -261,14 +309,28 @@ class _EventStreamBody:
     stream). The server closes it when the response ends or the client goes, which ends
     the following even if the body was never iterated."""
 
-    def __init__(self, following: Following, release: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        following: Following,
+        release: Callable[[], None],
+        frames: Frames,
+    ) -> None:
         self._following = following
         self._release = release
+        self._frames = frames
 
     def __iter__(self) -> Iterator[bytes]:
         yield _OPENING
+        frame, keepalive = self._frames.frame, self._frames.keepalive
         for batch in self._following:
-            yield _KEEPALIVE if batch is None else b"".join(map(_format, batch))
+            if batch is None:
+                yield keepalive
+                continue
+            # Never an empty chunk: in a chunked response that is the end of the body. (A
+            # batch of nublado's frames is empty when it held only progress.)
+            chunk = b"".join(map(frame, batch))
+            if chunk:
+                yield chunk
 
     def close(self) -> None:
         try:
@@ -278,12 +340,3 @@ class _EventStreamBody:
 
 
 _OPENING = b": stream of lab events\n\n"
-_KEEPALIVE = b": keepalive\n\n"
-
-
-def _format(event: Event) -> bytes:
-    if "\n" in event.data:
-        data = "\n".join(f"data: {line}" for line in event.data.split("\n"))
-    else:
-        data = f"data: {event.data}"
-    return f"id: {event.id}\nevent: {event.type.value}\n{data}\n\n".encode()

@@ -61,17 +61,17 @@ def test_the_readme_links_to_pages_that_exist() -> None:
     assert [t for t in local if not (REPO / t).exists()] == []
 
 
-def test_every_reserved_env_name_is_in_the_user_docs() -> None:
+def test_every_screened_env_name_is_in_the_user_docs() -> None:
     from app.builders.env import (
-        PROVISIONING_ENV,
-        RESERVED_ENV_PREFIXES,
+        KUBERNETES_ENV_PREFIXES,
         SPAWNER_ENV,
         STARTUP_ENV,
+        STARTUP_ENV_PREFIXES,
         TOKEN_ENV,
     )
 
     text = (REFERENCE.parent.parent / "user" / "labs.md").read_text()
-    for name in (*SPAWNER_ENV, *PROVISIONING_ENV, *STARTUP_ENV, TOKEN_ENV):
+    for name in (*SPAWNER_ENV, *STARTUP_ENV, TOKEN_ENV):
         assert f"`{name}`" in text, name
-    for prefix in RESERVED_ENV_PREFIXES:
+    for prefix in (*STARTUP_ENV_PREFIXES, *KUBERNETES_ENV_PREFIXES):
         assert f"`{prefix}`" in text, prefix

@@ -29,9 +29,13 @@ Decisions, and why:
   is seen crash-looping, so the spawn fails fast with the reason instead of handing JupyterHub
   a URL that never answers. TCP rather than HTTP: the lab's paths depend on JupyterHub's base
   URL, which the service does not know.
-- Environment: everything comes from the env ConfigMap through ``envFrom``; ``env`` holds only
-  Secret references (``ACCESS_TOKEN`` and the configured copied secrets). Init containers also
-  get ``USER``, ``UID``, ``GID`` and ``HOME``, which provisioning scripts take as arguments.
+- Environment: the lab container's comes from the env ConfigMap through ``envFrom``; ``env``
+  holds only Secret references (``ACCESS_TOKEN`` and the configured copied secrets). Init
+  containers get an allow-list and nothing else: ``USER``, ``UID``, ``GID`` and ``HOME``, which
+  provisioning scripts take as arguments, and the variables their configuration names. They
+  never read the env ConfigMap, which holds what the spawn request sent: a root container
+  with the user's home mounted must not start under a request's ``GCONV_PATH`` or
+  ``LD_PRELOAD``.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.builders import names
+from app.builders.env import init_container_env
 from app.builders.metadata import object_meta
 from app.builders.nss import require_ids
 from app.builders.record import spec_annotation
@@ -146,21 +151,15 @@ def lab_container(spec: LabSpec, config: Config) -> dict[str, Any]:
 
 
 def init_container(container: InitContainer, spec: LabSpec, config: Config) -> dict[str, Any]:
-    """A provisioning container, told whom to provision through its environment."""
-    uid, gid = require_ids(spec.user)
-    env = {
-        "USER": spec.username,
-        "UID": str(uid),
-        "GID": str(gid),
-        "HOME": f"/home/{spec.username}",
-    }
+    """A provisioning container, told whom to provision through its environment, and given
+    nothing else of the lab's (see ``init_container_env``)."""
+    env = init_container_env(container, spec)
     security = root_security_context() if container.privileged else user_security_context()
     return {
         "name": container.name,
         "image": container.image,
         "imagePullPolicy": PULL_POLICY,
         **_command(container.command, container.args),
-        "envFrom": _env_from(spec),
         "env": [{"name": k, "value": v} for k, v in env.items()],
         "resources": container_resources(spec.size),
         "securityContext": security,

@@ -3,8 +3,10 @@
 Redis holds lab records, but Kubernetes is the truth about what exists: after Redis loses its data
 the service rebuilds each record from this annotation. It holds the options, the request's
 environment (without credentials), the user's uid, gid, name and groups, the quotas, the image's
-reference, digest and description, and the size. Not the token, nor the email address or notebook
-quota (not needed to describe a running lab). Keys are sorted so the text is deterministic.
+reference, digest and description, the size, and the API that created the lab (its events and
+its ``DELETE`` keep that API's manners after a rebuild too). Not the token, nor the email
+address or notebook quota (not needed to describe a running lab). Keys are sorted so the text
+is deterministic.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from app.builders.resource_quota import quotas
 from app.config.models import LabSize
 from app.models.identity import Group, UserInfo
 from app.models.images import LabImage
-from app.models.lab import LabOptions, LabSpec
+from app.models.lab import LabApi, LabOptions, LabSpec
 
 SPEC_VERSION = 1
 """Bumped when the annotation's shape changes, so a reader can tell old objects apart."""
@@ -42,6 +44,7 @@ def lab_record(spec: LabSpec) -> dict[str, Any]:
             "description": spec.image.name,
         },
         "size": spec.size.name,
+        "api": spec.api.value,
     }
 
 
@@ -86,6 +89,8 @@ def spec_from_annotation(value: str) -> LabSpec:
                 groups=(),
             ),
             env=dict(data["env"]),
+            # Labs from before the API was recorded were all DMTN-222's.
+            api=LabApi(data.get("api", LabApi.DMTN_222)),
         )
     except (KeyError, TypeError, AttributeError, json.JSONDecodeError) as exc:
         raise ValueError(f"unreadable spec annotation: {exc}") from None

@@ -126,6 +126,8 @@ class InitContainer:
     command: tuple[str, ...]
     args: tuple[str, ...]
     volume_mounts: tuple[LabVolumeMount, ...]
+    env: dict[str, str] = field(default_factory=dict)
+    """Configured variables; with whom it provisions, its whole environment."""
 
 
 @dataclass(frozen=True)
@@ -169,7 +171,13 @@ class LabConfig:
     network_policy: NetworkPolicyConfig
 
     def size(self, name: str) -> LabSize | None:
-        return next((s for s in self.sizes if s.name == name), None)
+        """The size called ``name``; matched regardless of case when no name is exactly it,
+        as nublado's form submits sizes title-cased."""
+        exact = next((s for s in self.sizes if s.name == name), None)
+        if exact is not None:
+            return exact
+        folded = name.casefold()
+        return next((s for s in self.sizes if s.name.casefold() == folded), None)
 
 
 class SourceType(StrEnum):

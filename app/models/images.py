@@ -96,6 +96,9 @@ class ImageSet:
     def find(self, reference: str) -> KnownImage | None:
         return self._by_reference.get(reference)
 
+    def find_tag(self, tag: str) -> KnownImage | None:
+        return next((image for image in self.images if image.tag == tag), None)
+
     def prepulled_images(self) -> list[KnownImage]:
         return [self._by_reference[r] for r in self.prepull if r in self._by_reference]
 
@@ -148,9 +151,11 @@ class ImageClass(StrEnum):
 
 @dataclass(frozen=True)
 class ImageChoice:
-    """How the spawn request chose its image: a reference, or a class (exactly one)."""
+    """How the spawn request chose its image: a reference, a class or a tag (exactly one)."""
 
     reference: str | None = None
     image_class: ImageClass | None = None
+    tag: str | None = None
+    """A tag of the images on offer (nublado's ``image_tag``)."""
     field: str = "options.image"
     """The request field the choice came from, for error messages."""

@@ -19,6 +19,18 @@ class LabStatus(StrEnum):
     FAILED = "failed"
 
 
+class LabApi(StrEnum):
+    """The API a lab was created through. It keeps that API's manners for the lab's life: how
+    its events read and how its ``DELETE`` answers (see ``docs/admin/nublado.md``)."""
+
+    DMTN_222 = "dmtn-222"
+    """``POST .../spawn``: DMTN-222's events (``progress`` carries the percentage, the
+    others plain text); ``DELETE`` answers 202 at once."""
+    NUBLADO = "nublado"
+    """``POST .../create``, as nublado's JupyterHub spawner calls it: events whose ``data``
+    is JSON ``{"message", "progress"}``; ``DELETE`` answers 204 once the lab is gone."""
+
+
 class PodState(StrEnum):
     """Whether the service believes the lab's pod exists."""
 
@@ -68,7 +80,9 @@ class LabSpec:
     image: LabImage
     size: LabSize
     env: dict[str, str] = field(default_factory=dict)
-    """The ``env`` of the spawn request (lowest precedence)."""
+    """The ``env`` of the spawn request (lowest precedence), screened: what reaches the lab
+    (and its credentials, which go to the Secret)."""
+    api: LabApi = LabApi.DMTN_222
 
     @property
     def username(self) -> str:
@@ -96,3 +110,4 @@ class LabRecord:
     quotas: dict[str, dict[str, float | int]]
     internal_url: str | None = None
     error: str | None = None
+    api: LabApi = LabApi.DMTN_222

@@ -254,6 +254,17 @@ class InitContainerSchema(StrictCamelCaseSchema):
     command = fields.List(fields.String(), load_default=list)
     args = fields.List(fields.String(), load_default=list)
     volume_mounts = fields.List(fields.Nested(LabVolumeMountSchema), load_default=list)
+    env = fields.Dict(
+        keys=fields.String(validate=_ENV_NAME),
+        values=fields.String(),
+        load_default=dict,
+        metadata={
+            "description": (
+                "Variables this container gets besides USER, UID, GID and HOME (which win). "
+                "It reads nothing of the lab's environment."
+            )
+        },
+    )
 
     @post_load
     def _build(self, data: dict[str, Any], **_: Any) -> InitContainer:
@@ -264,6 +275,7 @@ class InitContainerSchema(StrictCamelCaseSchema):
             command=tuple(data["command"]),
             args=tuple(data["args"]),
             volume_mounts=tuple(data["volume_mounts"]),
+            env=dict(data["env"]),
         )
 
 

@@ -16,7 +16,7 @@ from marshmallow import (
 )
 
 from app.models.images import ImageChoice, ImageClass
-from app.models.lab import SpawnChoices
+from app.models.lab import LabApi, SpawnChoices
 
 _ENV_NAME = validate.Regexp(
     r"^[A-Za-z_][A-Za-z0-9_]*$", error="must be an environment variable name"
@@ -113,8 +113,17 @@ class SpawnOptionsSchema(Schema):
         validate=validate.OneOf([c.value for c in ImageClass]),
         metadata={"description": "Current image of a class instead of a reference."},
     )
+    image_tag = FormString(
+        metadata={
+            "description": (
+                "A tag of the images on offer (`w_2024_42`), as nublado's bots choose; the "
+                "first source offering it wins."
+            )
+        }
+    )
     size = FormString(required=True, metadata={"description": "Name of a lab size."})
-    debug = FormBoolean(load_default=False, metadata={"description": "Verbose lab start-up."})
+    debug = FormBoolean(metadata={"description": "Verbose lab start-up."})
+    enable_debug = FormBoolean(metadata={"description": "nublado's name of `debug`."})
     reset_user_env = FormBoolean(
         load_default=False, metadata={"description": "Move the user's environment aside."}
     )
@@ -130,7 +139,9 @@ class SpawnOptionsSchema(Schema):
 
     @validates_schema
     def _one_image(self, data: dict[str, Any], **_: Any) -> None:
-        ways: list[str] = [k for k in ("image", "image_class") if k in data]
+        if "debug" in data and "enable_debug" in data:
+            raise ValidationError("give debug or enable_debug, not both", "enable_debug")
+        ways: list[str] = [k for k in ("image", "image_class", "image_tag") if k in data]
         if "image_list" in data or "image_dropdown" in data:
             ways.append("image_list")
         if len(ways) > 1:
@@ -138,7 +149,9 @@ class SpawnOptionsSchema(Schema):
                 f"choose the image one way only, not by {' and '.join(ways)}", ways[-1]
             )
         if not ways:
-            raise ValidationError("choose an image (image, image_list or image_class)", "image")
+            raise ValidationError(
+                "choose an image (image, image_list, image_class or image_tag)", "image"
+            )
         if data.get("image_list") == USE_DROPDOWN and "image_dropdown" not in data:
             raise ValidationError(f"required when image_list is {USE_DROPDOWN}", "image_dropdown")
 
@@ -148,6 +161,8 @@ class SpawnOptionsSchema(Schema):
             choice = ImageChoice(
                 image_class=ImageClass(data["image_class"]), field="options.image_class"
             )
+        elif "image_tag" in data:
+            choice = ImageChoice(tag=data["image_tag"], field="options.image_tag")
         elif "image" in data:
             choice = ImageChoice(reference=data["image"], field="options.image")
         elif data.get("image_list", USE_DROPDOWN) != USE_DROPDOWN:
@@ -157,7 +172,7 @@ class SpawnOptionsSchema(Schema):
         return SpawnChoices(
             image=choice,
             size=data["size"],
-            debug=data["debug"],
+            debug=data.get("debug", data.get("enable_debug", False)),
             reset_user_env=data["reset_user_env"],
             unvalidated_image=data["unvalidated_image"],
         )
@@ -178,8 +193,9 @@ class SpawnRequestSchema(Schema):
             "description": (
                 "Environment from JupyterHub (lowest precedence): at most "
                 f"{MAX_ENV_VARIABLES} variables, names of at most {MAX_ENV_NAME_LENGTH} "
-                f"characters, {MAX_ENV_JSON_BYTES} bytes in all as JSON. Names the platform "
-                "sets itself are refused."
+                f"characters, {MAX_ENV_JSON_BYTES} bytes in all as JSON. JupyterHub's "
+                "`Spawner.get_env()` as it is: names the platform sets are overridden, names "
+                "that change how the lab starts are dropped, and the spawn's events say which."
             )
         },
     )
@@ -252,6 +268,16 @@ class LabStatusSchema(Schema):
         allow_none=True, metadata={"description": "Where JupyterHub reaches the running lab."}
     )
     error = fields.String(allow_none=True, metadata={"description": "Why the lab failed."})
+    api = fields.String(
+        validate=validate.OneOf([api.value for api in LabApi]),
+        metadata={
+            "description": (
+                "The API that created the lab: `dmtn-222` (`POST .../spawn`) or `nublado` "
+                "(`POST .../create`). It decides how the lab's events read and how its "
+                "`DELETE` answers."
+            )
+        },
+    )
 
 
 class DeleteAcceptedSchema(Schema):

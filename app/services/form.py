@@ -36,6 +36,8 @@ class SpawnForm:
     sizes: list[SizeChoice]
     warning: str | None
     dropdown_value: str = USE_DROPDOWN
+    debug_field: str = "debug"
+    """The debug switch's field: DMTN-222's ``debug``, or nublado's ``enable_debug``."""
 
 
 def build_spawn_form(

@@ -147,6 +147,15 @@ class ImageService:
                     f"no {choice.image_class.value} image is available", field=choice.field
                 )
             return image.as_lab_image()
+        if choice.tag is not None:
+            for _, image_set in sets:
+                image = image_set.find_tag(choice.tag)
+                if image is not None:
+                    return self._with_known_digest(image)
+            raise InvalidRequestError(
+                f"no image with tag {choice.tag!r} is offered; choose one the spawn form offers",
+                field=choice.field,
+            )
         reference = choice.reference or ""
         for _, image_set in sets:
             image = image_set.find(reference)

@@ -11,24 +11,34 @@ from dataclasses import replace
 from typing import NoReturn
 
 from app.builders import names
-from app.builders.env import reserved_env_problem
+from app.builders.env import ScreenedEnv, screen_request_env
 from app.engine.engine import Engine, UnknownEventId
 from app.errors import (
     ConflictError,
+    DeleteFailedError,
     InvalidRequestError,
     NotFoundError,
+    OperationInProgressError,
     PermissionDeniedError,
     RebuildingError,
 )
 from app.models.identity import UserInfo, user_to_json
 from app.models.images import image_to_json
-from app.models.lab import LabOptions, LabRecord, LabSpec, LabStatus, PodState, SpawnChoices
+from app.models.lab import (
+    LabApi,
+    LabOptions,
+    LabRecord,
+    LabSpec,
+    LabStatus,
+    PodState,
+    SpawnChoices,
+)
 from app.services.admission import admission_group
 from app.services.context import LabContext
 from app.services.entitlements import allowed_sizes, size_refusal, spawn_refusal
 from app.services.kernels import KernelService
 from app.storage.event_hub import Following
-from app.storage.events import EventType
+from app.storage.events import Event, EventType, entry_order
 from app.storage.labs import LAB_KIND, lab_ref, parse_record, record_json
 from app.storage.workloads import DeleteQueued, FailedWorkload
 from app.workloads.lab.records import lab_record
@@ -36,6 +46,9 @@ from app.workloads.lab.spawn import starting_events
 
 DROP_BATCH = 500
 """The most failed labs one sweep deletes; the next sweep takes the rest."""
+DELETE_WAIT_MARGIN = 10.0
+"""Seconds a waiting ``DELETE`` gives a deletion past its deadline: the worker running it
+notices the deadline at its next check, then fails it."""
 
 
 class LabService:
@@ -76,22 +89,20 @@ class LabService:
         token: str,
         *,
         admin: bool = False,
+        api: LabApi = LabApi.DMTN_222,
     ) -> LabRecord:
         """Check the request against what this user may have, then queue the spawn.
 
         Everything is decided here, from Redis and the configuration, so a refusal is an
-        immediate 4xx naming the field; the operation only builds what was decided.
+        immediate 4xx naming the field; the operation only builds what was decided. The
+        environment is never a reason to refuse: it is screened (``screen_request_env``)
+        and the spawn's first events say what did not reach the lab as sent. ``api`` is
+        the API the request came through; the lab keeps its manners.
         """
         lab_config = self._ctx.config.lab
         refusal = spawn_refusal(user)
         if refusal is not None:
             raise PermissionDeniedError(refusal)
-        reserved = reserved_env_problem(env, self._ctx.config)
-        if reserved is not None:
-            raise InvalidRequestError(
-                f"env.{reserved}: set by the platform; a spawn request may not set it",
-                field=f"env.{reserved}",
-            )
         size = lab_config.size(choices.size)
         if size is None:
             names = ", ".join(s.name for s in allowed_sizes(user, lab_config.sizes))
@@ -114,7 +125,10 @@ class LabService:
             unvalidated_image=choices.unvalidated_image,
         )
 
-        spec = LabSpec(user=user, options=chosen, image=image, size=size, env=env)
+        screened = screen_request_env(env, self._ctx.config)
+        spec = LabSpec(
+            user=user, options=chosen, image=image, size=size, env=screened.kept, api=api
+        )
         record = lab_record(
             spec,
             self._ctx.config,
@@ -129,21 +143,38 @@ class LabService:
                 "user": user_to_json(user),
                 "options": chosen.as_dict(),
                 "image": image_to_json(image),
-                "env": env,
+                "env": spec.env,
+                "api": api.value,
             },
             secret=token,
-            first_events=[(EventType.INFO, "Lab creation requested")],
+            first_events=_requested_events(screened),
             start_events=starting_events(spec),
             group=admission_group(user, self._ctx.config.admission),
         )
         if queued.rebuilding:
             raise _rebuilding()
         if not queued.queued:
-            state = parse_record(queued.current).status.value if queued.current else "busy"
+            state = parse_record(queued.current).status if queued.current else None
+            if state in (None, LabStatus.TERMINATING):
+                raise OperationInProgressError(
+                    f"user {user.username}'s lab is {state or 'busy'}; wait for it to end"
+                )
             raise ConflictError(
                 f"user {user.username} already has a lab ({state}); delete it first"
             )
         return record
+
+    def api(self, username: str) -> LabApi:
+        """The API that created the user's lab (DMTN-222's when there is no lab any more:
+        its events are still there to read)."""
+        record = self._ctx.labs.get(username)
+        return record.api if record is not None else LabApi.DMTN_222
+
+    def events_until(self, username: str, after: str) -> list[Event]:
+        """The events of the lab's operation up to and including ``after``: what a client
+        resuming there has seen (a stream that folds progress into messages needs them)."""
+        events = self._engine.events.read(lab_ref(username).key)
+        return [event for event in events if event.order <= entry_order(after)]
 
     def follow_events(self, username: str, after: str) -> Following:
         """The events of the lab's current (or last) operation after ``after``; 404 when
@@ -165,9 +196,13 @@ class LabService:
 
     # Delete --------------------------------------------------------------------------
 
-    def delete(self, username: str) -> None:
+    def delete(self, username: str) -> LabApi:
         """Start deleting the lab (a spawn under way is superseded), and the user's kernels,
-        which serve only it; 404 if there is none."""
+        which serve only it; 404 if there is none. Returns the API that created the lab,
+        whose manners the answer keeps."""
+        record = self._ctx.labs.get(username)
+        if record is None:
+            self._missing(username, "no lab")
         result = self._engine.queue_delete(
             lab_ref(username),
             terminating=_terminating,
@@ -176,6 +211,37 @@ class LabService:
         if result is DeleteQueued.MISSING:
             self._missing(username, "no lab")
         KernelService(self._ctx, self._engine).delete_all(username)
+        return record.api
+
+    def wait_deleted(self, username: str) -> None:
+        """Return once the lab's deletion (just queued, or under way) has ended and the lab
+        is gone; ``DeleteFailedError`` with the reason if it failed or did not end within
+        the deletion's deadline (``lab.deleteTimeout``, and the time a worker takes to see
+        it passed)."""
+        deadline = time.monotonic() + self._ctx.config.lab.delete_timeout + DELETE_WAIT_MARGIN
+        following = self._engine.follow(
+            lab_ref(username),
+            after="0-0",
+            idle_seconds=self._ctx.config.operations.keepalive_seconds,
+        )
+        if following is None:
+            return  # Gone, with its events, already.
+        try:
+            for batch in following:
+                for event in batch or ():
+                    if event.type is EventType.COMPLETE:
+                        return
+                    if event.type is EventType.FAILED:
+                        raise DeleteFailedError(f"deleting {username}'s lab failed: {event.data}")
+                if time.monotonic() > deadline:
+                    break
+        finally:
+            following.close()
+        if self._ctx.labs.get(username) is None:
+            return
+        raise DeleteFailedError(
+            f"{username}'s lab was not gone within {self._ctx.config.lab.delete_timeout:g} s"
+        )
 
     def force_delete(self, username: str) -> None:
         """Delete the lab now, however its pod stopped answering: start its deletion if none
@@ -225,6 +291,16 @@ class LabService:
         if not self._ctx.labs.workloads.is_complete():
             raise _rebuilding()
         raise NotFoundError(f"user {username} has {what}")
+
+
+def _requested_events(screened: ScreenedEnv) -> list[tuple[EventType, str]]:
+    """The spawn's first events: the request, and what of its environment the lab will not
+    see as sent."""
+    events = [(EventType.INFO, "Lab creation requested")]
+    notice = screened.notice()
+    if notice is not None:
+        events.append((EventType.INFO, notice))
+    return events
 
 
 def _rebuilding() -> RebuildingError:

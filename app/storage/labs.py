@@ -12,7 +12,7 @@ import json
 import redis
 
 from app.engine.workload import WorkloadRef
-from app.models.lab import LabRecord, LabStatus, PodState
+from app.models.lab import LabApi, LabRecord, LabStatus, PodState
 from app.schemas.labs import LabStatusSchema
 from app.storage.workloads import StoredNames, StoredRecord, WorkloadStore
 
@@ -50,6 +50,7 @@ def parse_record(raw: str) -> LabRecord:
         quotas=dict(data.get("quotas") or {}),
         internal_url=data.get("internal_url"),
         error=data.get("error"),
+        api=LabApi(data.get("api") or LabApi.DMTN_222),
     )
 
 

@@ -21,6 +21,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from flask import Response, jsonify
 from flask_smorest import Blueprint
 
 from app.errors import (
@@ -31,6 +32,7 @@ from app.errors import (
 )
 from app.schemas.errors import ErrorSchema
 from app.services.auth import Grant
+from app.web.errors import ErrorBody, service_error_body, service_error_headers
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -136,8 +138,13 @@ def _error_text(error: type[ServiceError]) -> str:
     return " ".join((inspect.getdoc(error) or "").split("\n\n", 1)[0].split())
 
 
-def error_responses(errors: Sequence[type[ServiceError]]) -> dict[int, dict[str, Any]]:
-    """One response per status, listing the codes of every error class with that status.
+def error_responses(
+    errors: Sequence[type[ServiceError]],
+    schema: Any = ErrorSchema,
+    body: ErrorBody = service_error_body,
+) -> dict[int, dict[str, Any]]:
+    """One response per status, listing the codes of every error class with that status,
+    their bodies as ``body`` words them and described by ``schema``.
 
     Keyed by number, as flask-smorest keys the responses it documents, so a manual entry
     merges with the decorator's one for the same status rather than replacing it."""
@@ -149,12 +156,9 @@ def error_responses(errors: Sequence[type[ServiceError]]) -> dict[int, dict[str,
             "description": " ".join(f"`{c.code}`: {_error_text(c)}" for c in classes),
             "content": {
                 "application/json": {
-                    "schema": ErrorSchema,
+                    "schema": schema,
                     "examples": {
-                        c.code: {
-                            "summary": _error_text(c),
-                            "value": {"code": c.code, "message": _error_text(c)},
-                        }
+                        c.code: {"summary": _error_text(c), "value": body(c, _error_text(c), None)}
                         for c in classes
                     },
                 }
@@ -174,14 +178,35 @@ class ApiBlueprint(Blueprint):
     """A flask-smorest blueprint whose routes also document their access and their errors.
 
     ``description`` defaults to the first line of the module that defines the blueprint,
-    which names its area in the document's tags.
+    which names its area in the document's tags. A blueprint whose callers expect errors in
+    another shape (the routes named after nublado's) gives ``error_body`` and its
+    ``error_schema``: its errors are then answered and documented that way; every other
+    blueprint's get the service's one shape from the application's handlers.
     """
 
-    def __init__(self, name: str, import_name: str, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        name: str,
+        import_name: str,
+        *,
+        error_body: ErrorBody | None = None,
+        error_schema: Any = ErrorSchema,
+        **kwargs: Any,
+    ) -> None:
         if "description" not in kwargs:
             module = sys.modules.get(import_name)
             kwargs["description"] = (inspect.getdoc(module) or "").split("\n", 1)[0]
         super().__init__(name, import_name, **kwargs)
+        self._error_body = error_body or service_error_body
+        self._error_schema = error_schema
+        if error_body is not None:
+            self.register_error_handler(ServiceError, self._error_response)
+
+    def _error_response(self, error: ServiceError) -> Response:
+        response = jsonify(self._error_body(type(error), error.message, error.field))
+        response.status_code = error.status
+        response.headers.extend(service_error_headers(error))
+        return response
 
     def route(
         self,
@@ -232,7 +257,9 @@ class ApiBlueprint(Blueprint):
                 part for part in (details, describe_grants(grants, rule)) if part
             ),
             "security": [{SECURITY_SCHEME: []}] if grants else [],
-            "responses": error_responses(declared_errors(view)),
+            "responses": error_responses(
+                declared_errors(view), self._error_schema, self._error_body
+            ),
         }
         if grants:
             doc["x-required-grants"] = [grant_document(g) for g in grants]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from typing import Any
 
 import redis
 from flask import Flask, Response, current_app, jsonify
@@ -14,6 +16,20 @@ from app.errors import AuthenticationError, BodyTooLargeError, ServiceError
 logger = logging.getLogger(__name__)
 
 
+ErrorBody = Callable[[type[ServiceError], str, "str | None"], dict[str, Any]]
+"""How a blueprint words an error: its body from the class, the message and the field."""
+
+
+def service_error_body(
+    error: type[ServiceError], message: str, field: str | None = None
+) -> dict[str, Any]:
+    """The service's one error body (``ErrorSchema``)."""
+    body = {"code": error.code, "message": message}
+    if field is not None:
+        body["field"] = field
+    return body
+
+
 def error_response(status: int, code: str, message: str, field: str | None = None) -> Response:
     body: dict[str, str] = {"code": code, "message": message}
     if field is not None:
@@ -23,13 +39,21 @@ def error_response(status: int, code: str, message: str, field: str | None = Non
     return response
 
 
-def _service_error(exc: ServiceError) -> Response:
-    response = error_response(exc.status, exc.code, exc.message, exc.field)
+def service_error_headers(exc: ServiceError) -> dict[str, str]:
+    """The headers an error's answer carries, whatever shape its body has: how to
+    authenticate, and when to try again."""
+    headers = {}
     if isinstance(exc, AuthenticationError):
-        response.headers["WWW-Authenticate"] = 'Bearer realm="spawner"'
+        headers["WWW-Authenticate"] = 'Bearer realm="spawner"'
     retry_after = getattr(exc, "retry_after", None)
     if retry_after is not None:
-        response.headers["Retry-After"] = str(retry_after)
+        headers["Retry-After"] = str(retry_after)
+    return headers
+
+
+def _service_error(exc: ServiceError) -> Response:
+    response = error_response(exc.status, exc.code, exc.message, exc.field)
+    response.headers.extend(service_error_headers(exc))
     return response
 
 

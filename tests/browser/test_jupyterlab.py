@@ -21,6 +21,7 @@ from playwright.sync_api import Browser, Page, expect, sync_playwright
 from devstack.stack import REPO_ROOT, LocalStack
 from tests.labs.conftest import wait_for
 from tests.support.hub import Hub, make_hub
+from tests.support.notebooks import process_environment
 
 pytestmark = pytest.mark.slow
 
@@ -40,6 +41,8 @@ ARTIFACTS = REPO_ROOT / ".artifacts" / "browser"
 WAIT_MS = 90_000
 """How long a step may take: a lab's first start and its kernel's, on a busy 2-core machine."""
 CELL = 'import os; print(os.environ["JUPYTERHUB_USER"], os.environ["IMAGE_DIGEST"])'
+HUB_MEM_LIMIT = "1G"
+HUB_CPU_LIMIT = 0.5
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +59,17 @@ def tokens(stack: LocalStack) -> dict[str, str]:
 def hub(
     stack: LocalStack, tokens: dict[str, str], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Hub]:
-    hub = make_hub(stack, tokens["admin"], tmp_path_factory.mktemp("browser-hub"))
+    hub = make_hub(
+        stack,
+        tokens["admin"],
+        tmp_path_factory.mktemp("browser-hub"),
+        # A hub as many run it: limits of its own, and JupyterHub 4's env_keep, which
+        # forwards the hub's PATH. The spawner sends get_env() unchanged (DMTN-222).
+        f"c.Spawner.mem_limit = '{HUB_MEM_LIMIT}'\n"
+        f"c.Spawner.cpu_limit = {HUB_CPU_LIMIT}\n"
+        "c.Spawner.env_keep = ['PATH', 'PYTHONPATH', 'CONDA_ROOT', 'CONDA_DEFAULT_ENV',"
+        " 'VIRTUAL_ENV', 'LANG', 'LC_ALL', 'JUPYTERHUB_SINGLEUSER_APP']\n",
+    )
     hub.start()
     yield hub
     hub.stop()
@@ -141,6 +154,16 @@ def _walk_through(page: Page, steps: Steps, stack: LocalStack, hub: Hub, token: 
     uid = str(pod["metadata"]["uid"])  # type: ignore[index]
     pids = stack.kube.cluster.processes.running(uid)
     assert pids, "the lab pod runs a real process"
+    # The lab runs with the service's values, not the hub's, and without the hub's PATH.
+    config_map = stack.kube.store.get("configmaps", f"nublado-{USER}", f"nb-{USER}-env")
+    assert config_map is not None
+    given = config_map["data"]
+    assert "PATH" not in given and "JUPYTERHUB_API_TOKEN" not in given
+    lab_env = process_environment(pids[0])
+    assert lab_env["JUPYTERHUB_USER"] == USER
+    assert (lab_env["MEM_LIMIT"], lab_env["CPU_LIMIT"]) == (given["MEM_LIMIT"], given["CPU_LIMIT"])
+    assert lab_env["MEM_LIMIT"] != str(2**30) and lab_env["CPU_LIMIT"] != str(HUB_CPU_LIMIT)
+    assert lab_env["JUPYTERHUB_API_TOKEN"]  # from the lab's Secret
     service = stack.kube.store.get("services", f"nublado-{USER}", f"nb-{USER}-lab")
     assert service is not None
     address = (service["spec"]["clusterIP"], 8888)

@@ -85,6 +85,7 @@ FULL_LAB: dict[str, Any] = {
             "command": ["/provision"],
             "args": ["--home"],
             "volumeMounts": [{"volumeName": "home", "mountPath": "/home"}],
+            "env": {"PROVISION_MODE": "create", "USER": "overridden"},
         },
         {"name": "welcome", "image": "registry.test/welcome:1.0"},
     ],

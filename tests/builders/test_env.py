@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from app.builders import lab_env
 from app.builders.env import (
+    KUBERNETES_REASON,
+    PROVISIONING_ENV,
+    STARTUP_REASON,
     format_cores,
-    reserved_env_names,
-    reserved_env_problem,
+    init_container_env,
+    platform_env_names,
+    screen_request_env,
     spawner_env,
 )
 from app.builders.lab import build_lab
@@ -98,15 +102,94 @@ def test_env_config_map(full_config: Config) -> None:
     assert all("valueFrom" in e and "value" not in e for e in container["env"])
 
 
-def test_what_the_spawner_sets_is_reserved() -> None:
-    """Every name ``spawner_env`` can write, and those the Secret and the configuration set,
-    are refused in a request; names JupyterHub passes are not."""
+def test_the_platform_owns_what_the_spawner_the_secret_and_the_configuration_set() -> None:
     config = make_config(env={"SITE": "configured"})
     spec = make_spec(config, env={}, debug=True, reset_user_env=True)
-    reserved = reserved_env_names(config)
-    assert set(spawner_env(spec)) <= reserved
-    assert {"ACCESS_TOKEN", "SITE", "PATH", "LD_PRELOAD", "HOME"} <= reserved
-    request = {"JUPYTERHUB_API_URL": "x", "JUPYTERHUB_API_TOKEN": "y", "LANG": "C"}
-    assert reserved_env_problem(request, config) is None
-    assert reserved_env_problem({**request, "KUBERNETES_PORT": "1"}, config) == "KUBERNETES_PORT"
-    assert reserved_env_problem({"A": "1", "PATH": "/", "CPU_LIMIT": "9"}, config) == "CPU_LIMIT"
+    platform = platform_env_names(config)
+    assert set(spawner_env(spec)) <= platform
+    assert {"ACCESS_TOKEN", "SITE", "DEBUG", "RESET_USER_ENV"} <= platform
+    assert not {"PATH", "JUPYTERHUB_API_URL", "LANG"} & platform
+
+
+# JupyterHub 6's base Spawner.get_env() with mem_limit and cpu_limit set, and the env_keep
+# default of JupyterHub 4 (which forwards the hub's own PATH, PYTHONPATH and the like).
+HUB_ENV = {
+    "PATH": "/opt/hub/bin:/usr/bin",
+    "PYTHONPATH": "/opt/hub/lib",
+    "CONDA_DEFAULT_ENV": "hub",
+    "VIRTUAL_ENV": "/opt/hub",
+    "LANG": "C.UTF-8",
+    "LC_ALL": "C.UTF-8",
+    "JUPYTERHUB_API_TOKEN": "hub-token",
+    "JPY_API_TOKEN": "hub-token",
+    "JUPYTERHUB_API_URL": "http://hub:8081/hub/api",
+    "JUPYTERHUB_USER": "rachel",
+    "MEM_LIMIT": "1073741824",
+    "CPU_LIMIT": "0.5",
+}
+
+
+def test_a_hubs_default_environment_is_screened_not_refused() -> None:
+    config = make_config(env={"SITE": "configured"})
+    screened = screen_request_env({**HUB_ENV, "SITE": "from-request"}, config)
+    assert screened.overridden == ("CPU_LIMIT", "MEM_LIMIT", "SITE")
+    assert screened.dropped == {"PATH": STARTUP_REASON, "PYTHONPATH": STARTUP_REASON}
+    assert set(screened.kept) == set(HUB_ENV) - {"PATH", "PYTHONPATH", "MEM_LIMIT", "CPU_LIMIT"}
+    notice = screened.notice()
+    assert notice is not None
+    assert "the platform sets CPU_LIMIT, MEM_LIMIT, SITE" in notice
+    assert f"not passed to the lab: PATH, PYTHONPATH ({STARTUP_REASON})" in notice
+    assert screen_request_env({"LANG": "C"}, config).notice() is None
+
+
+def test_startup_and_kubernetes_names_never_reach_the_lab(minimal_config: Config) -> None:
+    request = {
+        "LD_PRELOAD": "/tmp/x.so",
+        "LD_AUDIT": "/tmp/a.so",
+        "GCONV_PATH": "/tmp/gconv",
+        "LOCPATH": "/tmp/locale",
+        "GLIBC_TUNABLES": "glibc.malloc.check=3",
+        "SHELLOPTS": "xtrace",
+        "BASHOPTS": "extdebug",
+        "PS4": "$(id)",
+        "NLSPATH": "/tmp/%N",
+        "BASH_ENV": "/tmp/rc",
+        "HOME": "/tmp",
+        "KUBERNETES_SERVICE_HOST": "10.0.0.1",
+        "KEPT": "yes",
+    }
+    screened = screen_request_env(request, minimal_config)
+    assert screened.kept == {"KEPT": "yes"}
+    assert screened.dropped["KUBERNETES_SERVICE_HOST"] == KUBERNETES_REASON
+    assert {r for n, r in screened.dropped.items() if n != "KUBERNETES_SERVICE_HOST"} == {
+        STARTUP_REASON
+    }
+    # Even a spec that was never screened (an older lab's) builds a ConfigMap without them.
+    env = lab_env(make_spec(minimal_config, env=request), minimal_config)
+    assert not set(request) - {"KEPT"} & set(env)
+    assert env["KEPT"] == "yes"
+
+
+def test_init_containers_get_an_allow_list_only(full_config: Config) -> None:
+    spec = make_spec(full_config, env={"GCONV_PATH": "/tmp/x", "USER": "mallory", "A": "1"})
+    configured, plain = full_config.lab.init_containers
+    env = init_container_env(configured, spec)
+    assert env == {
+        "PROVISION_MODE": "create",
+        "USER": "rachel",  # whom it provisions wins over the configuration
+        "UID": "1101",
+        "GID": "1101",
+        "HOME": "/home/rachel",
+    }
+    assert set(init_container_env(plain, spec)) == set(PROVISIONING_ENV)
+    objects = build_lab(
+        spec,
+        full_config,
+        token=TOKEN,
+        copied_secrets=COPIED,
+        pull_secret_data=PULL_DATA,
+        provision=True,
+    )
+    for container in objects.pod["spec"]["initContainers"]:
+        assert "envFrom" not in container
+        assert {e["name"] for e in container["env"]} <= set(PROVISIONING_ENV) | {"PROVISION_MODE"}

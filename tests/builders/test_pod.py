@@ -207,8 +207,8 @@ def test_init_containers_only_when_provisioning(full_config: Config) -> None:
         "imagePullPolicy": "IfNotPresent",
         "command": ["/provision"],
         "args": ["--home"],
-        "envFrom": [{"configMapRef": {"name": "nb-wile-env"}}],
-        "env": identity,
+        # No envFrom: the request's environment never reaches an init container.
+        "env": [{"name": "PROVISION_MODE", "value": "create"}, *identity],
         "resources": resources,
         "securityContext": {
             "allowPrivilegeEscalation": False,
@@ -223,7 +223,6 @@ def test_init_containers_only_when_provisioning(full_config: Config) -> None:
         "name": "welcome",
         "image": "registry.test/welcome:1.0",
         "imagePullPolicy": "IfNotPresent",
-        "envFrom": [{"configMapRef": {"name": "nb-wile-env"}}],
         "env": identity,
         "resources": resources,
         "securityContext": {

@@ -88,7 +88,7 @@ def _check_api_rules(objects: LabObjects) -> None:
             if ref is not None:
                 assert ref["name"] == objects.secret["metadata"]["name"]
                 assert ref["key"] in objects.secret["data"]
-        for source in container["envFrom"]:
+        for source in container.get("envFrom", []):
             assert source["configMapRef"]["name"] in config_maps
     for key in objects.env_config_map["data"]:
         assert _ENV_NAME.match(key)

@@ -408,6 +408,7 @@ EXPECTED_SCOPES = {
     ("GET", "/spawner/v1/labs/rachel"): {"all": ["admin:notebook"]},
     ("DELETE", "/spawner/v1/labs/rachel"): {"all": ["admin:notebook"]},
     ("POST", "/spawner/v1/labs/rachel/spawn"): {"all": ["exec:notebook"]},
+    ("POST", "/spawner/v1/labs/rachel/create"): {"all": ["exec:notebook"]},
     ("GET", "/spawner/v1/labs/rachel/events"): {"any": ["exec:notebook", "admin:notebook"]},
     ("GET", "/spawner/v1/labs/rachel/clusters"): {"any": ["exec:notebook", "admin:notebook"]},
     ("GET", "/spawner/v1/labs/rachel/clusters/rachel"): {
@@ -439,6 +440,7 @@ EXPECTED_SCOPES = {
     },
     ("GET", "/spawner/v1/user-status"): {"all": ["exec:notebook"]},
     ("GET", "/spawner/v1/spawn-form/rachel"): {"all": ["exec:notebook"]},
+    ("GET", "/spawner/v1/lab-form/rachel"): {"all": ["exec:notebook"]},
     ("GET", "/spawner/v1/images"): {"all": ["admin:notebook"]},
     ("GET", "/spawner/v1/images/records"): {"all": ["admin:notebook"]},
     ("GET", "/spawner/v1/images/records/rachel"): {"all": ["admin:notebook"]},
@@ -500,7 +502,8 @@ def test_every_route_is_behind_the_ingress_with_its_scopes(app: Flask) -> None:
         assert matching[0]["config"]["scopes"] == scopes, path
         assert matching[0]["config"]["baseUrl"] == "https://data.example.org"
         delegated = matching[0]["config"].get("delegate")
-        assert (delegated == {"notebook": {}}) == path.endswith("/spawn"), path
+        spawns = path.endswith(("/spawn", "/create"))
+        assert (delegated == {"notebook": {}}) == spawns, path
     for path in NOT_ROUTED:
         assert _ingress_for(documents, path) == []
 

@@ -43,7 +43,11 @@ def hub(
         # Ignored: the service decides resources and what runs.
         "c.Spawner.mem_limit = '1G'\n"
         "c.Spawner.cpu_limit = 0.5\n"
-        "c.Spawner.cmd = ['/bin/false']\n",
+        "c.Spawner.cmd = ['/bin/false']\n"
+        # JupyterHub 4's default, which forwards the hub's own PATH and the like: the
+        # spawner sends get_env() unchanged, and the service screens it.
+        "c.Spawner.env_keep = ['PATH', 'PYTHONPATH', 'CONDA_ROOT', 'CONDA_DEFAULT_ENV',"
+        " 'VIRTUAL_ENV', 'LANG', 'LC_ALL', 'JUPYTERHUB_SINGLEUSER_APP']\n",
     )
     hub.start()
     yield hub
@@ -152,11 +156,17 @@ def test_start_progress_ready_at_internal_url_stop_and_clean(
     # JupyterHub reports the server ready, at the URL the service gave.
     lab = admin.lab_status(USER)
     assert lab.status == "running" and lab.internal_url == stack.state()["lab_url"]
-    # The spawn carried JupyterHub's environment, without its limits or its API token.
+    # The spawn carried JupyterHub's environment as get_env() makes it; the service kept
+    # it, but for its limits (replaced by the lab's), the hub's PATH (dropped) and its API
+    # token (in the lab's Secret), and said so in the events JupyterHub showed.
     assert lab.env["JUPYTERHUB_USER"] == USER
     assert "JUPYTERHUB_API_TOKEN" not in lab.env
     assert "MEM_LIMIT" not in lab.env and "CPU_LIMIT" not in lab.env
+    assert "PATH" not in lab.env
     assert lab.quotas["limits"]["memory"] != 1024**3
+    notice = next(m for m in messages if "From the request's environment" in m)
+    assert "the platform sets CPU_LIMIT, MEM_LIMIT" in notice
+    assert "not passed to the lab: PATH" in notice
     server = wait_for(lambda: _ready_server(hub))
     assert server["state"]["internal_url"] == lab.internal_url
     assert server["user_options"]["size"] == ["small"]

@@ -65,12 +65,14 @@ def user_client(
 def remote_env(
     monkeypatch: pytest.MonkeyPatch, real_lab_stack: LocalStack, real_tokens: dict[str, str]
 ) -> None:
-    """The environment of rachel's lab, where the provisioner finds the service, her token
-    and her name."""
+    """The environment of rachel's lab as a plain API call spawned it, where the provisioner
+    finds the service and her token; whose kernel it is, the service says from the token
+    (nothing of JupyterHub's, such as JUPYTERHUB_USER, is there)."""
     monkeypatch.delenv("LAB_SPAWNER_TOKEN", raising=False)
+    monkeypatch.delenv("JUPYTERHUB_USER", raising=False)
     monkeypatch.setenv("LAB_SPAWNER_URL", real_lab_stack.spawner_url)
     monkeypatch.setenv("ACCESS_TOKEN", real_tokens[USER])
-    monkeypatch.setenv("JUPYTERHUB_USER", USER)
+    monkeypatch.setenv("LAB_OWNER", USER)
 
 
 def kernelspecs(
@@ -152,7 +154,7 @@ def test_a_remote_kernel_computes_is_interrupted_restarts_and_shuts_down(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    specs = kernelspecs(tmp_path, env={"GREETING": "hello ${JUPYTERHUB_USER}"})
+    specs = kernelspecs(tmp_path, env={"GREETING": "hello ${LAB_OWNER}"})
     monkeypatch.setenv("LAB_ONLY", "stays in the lab")
     manager = KernelManager(kernel_spec_manager=specs, kernel_name=NAME)
     # As Jupyter servers start kernels: their whole environment, plus the session's name.
@@ -356,14 +358,21 @@ def test_an_image_that_cannot_be_pulled_fails_the_launch_fast_naming_why(
         wait_for(no_kernels(real_lab_stack, user_client), timeout=30)
 
 
-def test_a_kernel_without_a_user_is_refused_before_the_service_is_asked(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+def test_a_token_whose_user_has_no_lab_gets_no_kernel_and_says_why(
+    monkeypatch: pytest.MonkeyPatch,
+    real_lab_stack: LocalStack,
+    real_tokens: dict[str, str],
+    tmp_path: Path,
 ) -> None:
+    """The service tells the provisioner whose token it has; a user without a lab gets a
+    clear refusal, and nothing is asked of the kernel routes."""
     monkeypatch.delenv("JUPYTERHUB_USER", raising=False)
-    monkeypatch.setenv("LAB_SPAWNER_URL", "http://127.0.0.1:9")  # nothing listens there
-    monkeypatch.setenv("ACCESS_TOKEN", "a-token")
+    monkeypatch.delenv("LAB_SPAWNER_TOKEN", raising=False)
+    monkeypatch.setenv("LAB_SPAWNER_URL", real_lab_stack.spawner_url)
+    monkeypatch.setenv("ACCESS_TOKEN", real_tokens["wile"])
     manager = KernelManager(kernel_spec_manager=kernelspecs(tmp_path), kernel_name=NAME)
-    with pytest.raises(ValueError, match="JUPYTERHUB_USER") as refused:
+    with pytest.raises(NotFoundError, match="has no lab: a remote kernel runs beside") as refused:
         manager.start_kernel()
-    assert "a-token" not in str(refused.value)
+    assert real_tokens["wile"] not in str(refused.value)
     assert not manager.has_kernel
+    assert not kernel_pods(real_lab_stack, "wile")

@@ -152,3 +152,97 @@ def test_objects_for_users_with_and_without_gids(
     mounts = {m["mountPath"] for m in container["volumeMounts"]}
     assert {"/etc/passwd", "/etc/group"} <= mounts
     assert container["resources"]["limits"] == {"cpu": "4", "memory": "16Gi"}
+
+
+# Each name that changes how a process starts or what code it loads, with a value that would
+# show wherever it landed; and one Kubernetes sets in every container.
+DROPPED_ENV = {
+    name: f"/tmp/planted-{name.lower()}"
+    for name in (
+        "PATH",
+        "PYTHONPATH",
+        "LD_PRELOAD",
+        "LD_LIBRARY_PATH",
+        "LD_AUDIT",
+        "GCONV_PATH",
+        "LOCPATH",
+        "GLIBC_TUNABLES",
+        "SHELLOPTS",
+        "BASHOPTS",
+        "PS4",
+        "NLSPATH",
+        "BASH_ENV",
+        "HOME",
+        "KUBERNETES_SERVICE_HOST",
+    )
+}
+
+
+def test_a_spawn_with_platform_and_startup_names_goes_on_and_says_what_it_dropped(
+    lab_raw_config: dict[str, Any],
+    make_app: Callable[[Config], Flask],
+    new_user: Callable[..., LabUser],
+    kube: KubernetesEmulator,
+) -> None:
+    """JupyterHub's environment (its limits, the hub's own PATH and PYTHONPATH) is screened,
+    not refused; no name of it reaches an init container, which reads only its allow-list."""
+    lab = lab_raw_config["lab"]
+    lab["env"] = {"SITE": "configured"}
+    lab["initContainers"] = [
+        {"name": "provision", "image": "registry.test/provision:1.0", "privileged": True},
+        {"name": "welcome", "image": "registry.test/welcome:1.0", "env": {"GREETING": "hi"}},
+    ]
+    client = make_app(parse_config(lab_raw_config)).test_client()
+    user = new_user()
+    env = {
+        **DROPPED_ENV,
+        "MEM_LIMIT": "1073741824",
+        "CPU_LIMIT": "0.5",
+        "SITE": "from-request",
+        "ACCESS_TOKEN": "not-the-token",
+        "LANG": "C.UTF-8",
+    }
+    body = {"options": {"image": "registry.test/lsstsqre/sciplat-lab:w_2024_42", "size": "small"}}
+    response = client.post(
+        f"/spawner/v1/labs/{user.username}/spawn", json={**body, "env": env}, headers=user.headers
+    )
+    assert response.status_code == 303, response.get_json()
+    events = read_events(client, user.username, user.headers)
+    assert events[-1].type == "complete"
+    assert events[0].data == "Lab creation requested"
+    notice = events[1].data
+    assert notice.startswith("From the request's environment: the platform sets ACCESS_TOKEN, ")
+    assert "CPU_LIMIT, MEM_LIMIT, SITE (the request's values are replaced)" in notice
+    dropped_startup = sorted(set(DROPPED_ENV) - {"KUBERNETES_SERVICE_HOST"})
+    assert f"not passed to the lab: {', '.join(dropped_startup)} (they change how" in notice
+    assert "KUBERNETES_SERVICE_HOST (Kubernetes sets them in every container)" in notice
+
+    namespace = f"nublado-{user.username}"
+    config_map = kube.store.get("configmaps", namespace, f"nb-{user.username}-env")
+    assert config_map is not None
+    data = config_map["data"]
+    assert data["LANG"] == "C.UTF-8"
+    assert (data["MEM_LIMIT"], data["CPU_LIMIT"], data["SITE"]) == (
+        str(4 * 2**30),
+        "1.0",
+        "configured",
+    )
+    assert not set(DROPPED_ENV) & set(data)
+    assert "ACCESS_TOKEN" not in data  # the Secret sets it, the request's value is nowhere
+
+    pod = kube.store.get("pods", namespace, f"nb-{user.username}-lab")
+    assert pod is not None
+    init = pod["spec"]["initContainers"]
+    assert [c["name"] for c in init] == ["provision", "welcome"]
+    for container in init:
+        assert "envFrom" not in container
+        names = {e["name"] for e in container["env"]}
+        assert names <= {"USER", "UID", "GID", "HOME", "GREETING"}
+        text = str(container)
+        for name, value in env.items():
+            assert value not in text, (container["name"], name)
+    assert {e["name"]: e["value"] for e in init[1]["env"]}["HOME"] == f"/home/{user.username}"
+
+    status = client.get("/spawner/v1/user-status", headers=user.headers).get_json()
+    assert status["env"] == {"LANG": "C.UTF-8"}
+    assert status["api"] == "dmtn-222"

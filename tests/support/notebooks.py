@@ -46,8 +46,10 @@ def python3_kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
         yield
 
 
-def execute(path: Path, workdir: Path) -> nbformat.NotebookNode:
-    """Run every cell (an error in one raises ``CellExecutionError``); the executed notebook."""
+def execute(path: Path, workdir: Path, env: dict[str, str] | None = None) -> nbformat.NotebookNode:
+    """Run every cell (an error in one raises ``CellExecutionError``); the executed notebook.
+    With ``env``, the kernel's process has exactly that environment (a lab's, say) rather
+    than the test's."""
     notebook = nbformat.read(path, as_version=4)
     client = NotebookClient(
         notebook,
@@ -55,8 +57,18 @@ def execute(path: Path, workdir: Path) -> nbformat.NotebookNode:
         kernel_name="python3",
         resources={"metadata": {"path": str(workdir)}},
     )
-    client.execute()
+    if env is None:
+        client.execute()
+    else:
+        client.execute(env=env)
     return notebook
+
+
+def process_environment(pid: int) -> dict[str, str]:
+    """A running process's environment, as it was started."""
+    raw = Path(f"/proc/{pid}/environ").read_bytes()
+    pairs = (entry.split(b"=", 1) for entry in raw.split(b"\0") if b"=" in entry)
+    return {name.decode(): value.decode() for name, value in pairs}
 
 
 def stdout(cell: nbformat.NotebookNode) -> str:

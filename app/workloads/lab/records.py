@@ -39,6 +39,7 @@ def lab_record(
         quotas=quotas(spec.size),
         internal_url=url,
         error=error,
+        api=spec.api,
     )
 
 

@@ -26,7 +26,7 @@ from app.errors import ServiceError
 from app.metrics import FailureReason
 from app.models.identity import user_from_json
 from app.models.images import image_from_json
-from app.models.lab import LabOptions, LabRecord, LabSpec, LabStatus, PodState
+from app.models.lab import LabApi, LabOptions, LabRecord, LabSpec, LabStatus, PodState
 from app.services.context import LabContext
 from app.services.registries import split_reference
 from app.storage.events import EventType
@@ -63,6 +63,7 @@ def spec_from_operation(ctx: LabContext, data: dict[str, Any]) -> LabSpec:
         image=image_from_json(data["image"]),
         size=size,
         env=dict(data.get("env") or {}),
+        api=LabApi(data.get("api", LabApi.DMTN_222)),
     )
 
 

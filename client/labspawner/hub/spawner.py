@@ -6,8 +6,10 @@ auth state (key ``token`` by default); status, delete and stop act with the hub'
 which has ``admin:notebook``.
 
 The service decides everything about the lab, so JupyterHub's ``mem_limit``, ``cpu_limit``,
-their guarantees, ``cmd`` and ``args`` are ignored (their variables are left out of the spawn
-environment, where they would only mislead).
+their guarantees, ``cmd`` and ``args`` are ignored. As DMTN-222 says, the spawn's ``env`` is
+``get_env()``, not overridden: the service replaces the variables of those limits with the
+lab's real ones and drops what the hub's ``env_keep`` forwards that would break the lab (its
+``PATH``, ``PYTHONPATH``), saying so in the spawn's events.
 """
 
 from __future__ import annotations
@@ -30,9 +32,6 @@ from labspawner.errors import (
 )
 from labspawner.hub.aio import AsyncLabSpawnerAPI
 from labspawner.hub.progress import ProgressTracker
-
-IGNORED_ENV = ("MEM_LIMIT", "MEM_GUARANTEE", "CPU_LIMIT", "CPU_GUARANTEE")
-"""Variables JupyterHub derives from its own limits; the service sets the real ones."""
 
 ACTIVE = frozenset({"starting", "running", "terminating"})
 
@@ -121,13 +120,6 @@ class LabSpawner(Spawner):
     def _default_admin_token(self) -> str:
         return os.environ.get("LAB_SPAWNER_ADMIN_TOKEN", "")
 
-    @default("env_keep")
-    def _default_env_keep(self) -> list[str]:
-        # JupyterHub's default passes the hub's own PATH, PYTHONPATH and the like: they say
-        # nothing about the lab's image, and the service refuses the ones that change how a
-        # lab starts. What JupyterHub must pass (JUPYTERHUB_*) it adds by itself.
-        return ["JUPYTERHUB_SINGLEUSER_APP"]
-
     @default("options_form")
     def _default_options_form(self) -> Any:
         return LabSpawner._fetch_options_form
@@ -194,12 +186,6 @@ class LabSpawner(Spawner):
                 code="no_token",
             )
         return str(token)
-
-    def get_env(self) -> dict[str, str]:
-        env: dict[str, str] = super().get_env()
-        for name in IGNORED_ENV:
-            env.pop(name, None)
-        return env
 
     # The form -------------------------------------------------------------------------
 

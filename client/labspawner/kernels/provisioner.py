@@ -50,7 +50,6 @@ from labspawner.kernels.client import SIGNATURE_SCHEME, TRANSPORT, started
 from labspawner.kernels.launch import DEFAULT_PORTS, PORT_NAMES
 from labspawner.models import Kernel
 
-USER_ENV = "JUPYTERHUB_USER"
 KERNEL_ID_PATTERN = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
 """Kernel ids the service accepts (a uuid4, as Jupyter makes them, is one)."""
 RESERVED_ENV = re.compile(r"^(KERNEL_.*|POD_IP|PYTHONEXECUTABLE)$")
@@ -71,8 +70,8 @@ class LabKernelProvisioner(KernelProvisionerBase):
     Configured by the kernelspec's ``metadata.kernel_provisioner.config`` (``size``, and
     optionally ``image``, ``username``, ``service_url``, ``token``), or like any traitlets
     class (``c.LabKernelProvisioner.launch_timeout = 600``). Inside a lab the service's URL,
-    the token and the user come from the lab's environment (``LAB_SPAWNER_URL``,
-    ``LAB_SPAWNER_TOKEN`` or ``ACCESS_TOKEN``, ``JUPYTERHUB_USER``).
+    and the token come from the lab's environment (``LAB_SPAWNER_URL``, ``LAB_SPAWNER_TOKEN`` or
+    ``ACCESS_TOKEN``), and the user is the token's, as the service knows it.
     """
 
     size = Unicode("", config=True, help="The lab size or hardware tier the kernel gets.")
@@ -83,7 +82,7 @@ class LabKernelProvisioner(KernelProvisionerBase):
         None,
         allow_none=True,
         config=True,
-        help=f"Whose kernel it is (default: ${USER_ENV}, the lab's user).",
+        help="Whose kernel it is (default: the token's user, as the service knows it).",
     )
     service_url = Unicode(
         None, allow_none=True, config=True, help="The service's URL (default: $LAB_SPAWNER_URL)."
@@ -146,7 +145,7 @@ class LabKernelProvisioner(KernelProvisionerBase):
     async def pre_launch(self, **kwargs: Any) -> dict[str, Any]:
         """Check the configuration, choose the kernel's key and give it to the manager's
         session, and narrow the environment to what is sent to the pod. Starts nothing."""
-        owner = self._owner_name()
+        owner = self._owner or self.username or await self._whose_token()
         if not self.size:
             raise ValueError(
                 "the kernelspec's kernel_provisioner config must give a size "
@@ -421,12 +420,26 @@ class LabKernelProvisioner(KernelProvisionerBase):
     # Helpers ----------------------------------------------------------------------------
 
     def _owner_name(self) -> str:
-        name = self._owner or self.username or os.environ.get(USER_ENV, "").strip()
+        name = self._owner or self.username
         if not name:
-            raise ValueError(
-                f"whose kernel is it? set {USER_ENV} or the kernelspec's config username"
-            )
+            raise RuntimeError("the kernel's owner is known once pre_launch has run")
         return name
+
+    async def _whose_token(self) -> str:
+        """The user the service says the token is of: the owner of the lab it answers the
+        token's own status with. A lab is the service's whether JupyterHub or a plain API
+        call spawned it, so nothing of JupyterHub's environment (``JUPYTERHUB_USER``) is
+        needed, and a terminal with a user's token works the same."""
+        try:
+            status = await self._call(lambda s: s.user_status())
+        except NotFoundError:
+            raise NotFoundError(
+                "the token's user has no lab: a remote kernel runs beside a running lab "
+                "(or set the kernelspec's config username)",
+                code="not_found",
+                status=404,
+            ) from None
+        return status.username
 
     def _remote_id(self) -> str:
         kernel_id = self.kernel_id or ""
