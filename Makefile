@@ -9,6 +9,18 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test lint docs pytest setup redis-server haproxy chromium bench clean hub
 
+# Debian's packages, installed when missing. Another apt-get (a machine's first-boot upgrade,
+# say) may hold the package manager's locks: wait for them, up to five minutes, rather than
+# fail. `apt-get install` waits by itself (DPkg::Lock::Timeout); `apt-get update` does not wait
+# for the lists' lock, so it is tried again while that lock is held.
+APT_LOCK_SECONDS := 300
+APT_INSTALL = apt_update() { \
+	  for i in $$(seq 1 $$(( $(APT_LOCK_SECONDS) / 5 ))); do \
+	    out=$$(apt-get update -qq 2>&1) && return 0; \
+	    case "$$out" in *"Could not get lock"*) sleep 5;; *) echo "$$out" >&2; return 1;; esac; \
+	  done; echo "apt-get update: the package lists stayed locked" >&2; return 1; }; \
+	apt_update && apt-get -o DPkg::Lock::Timeout=$(APT_LOCK_SECONDS) install -y -qq
+
 $(STAMP): requirements.txt requirements-dev.txt client/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
@@ -19,21 +31,21 @@ $(STAMP): requirements.txt requirements-dev.txt client/pyproject.toml
 redis-server:
 	@command -v redis-server >/dev/null 2>&1 || { \
 	  echo "installing redis-server from Debian's packages"; \
-	  apt-get update -qq && apt-get install -y -qq redis-server >/dev/null; }
+	  $(APT_INSTALL) redis-server >/dev/null; }
 
 # Several replicas of the service (`SPAWNER_REPLICAS=3 make run`, and the scale-out tests) sit
 # behind HAProxy on loopback.
 haproxy:
 	@command -v haproxy >/dev/null 2>&1 || test -x /usr/sbin/haproxy || { \
 	  echo "installing haproxy from Debian's packages"; \
-	  apt-get update -qq && apt-get install -y -qq haproxy >/dev/null; }
+	  $(APT_INSTALL) haproxy >/dev/null; }
 
 # The browser test drives Debian's Chromium through Playwright (Playwright's own browser
 # downloads are not used).
 chromium:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  echo "installing chromium from Debian's packages"; \
-	  apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
+	  $(APT_INSTALL) chromium >/dev/null; }
 
 # configurable-http-proxy for JupyterHub (the end-to-end test and `make hub`), from npm.
 HUB_PROXY := hub/node_modules/.bin/configurable-http-proxy
@@ -50,7 +62,7 @@ GOWORK := $(VENV)/gopath
 $(HELM_RENDER): $(wildcard devstack/helmrender/*.go) | $(STAMP)
 	@{ command -v go >/dev/null 2>&1 && test -d $(GOSRC)/github.com/Masterminds/sprig; } || { \
 	  echo "installing Go and sprig from Debian's packages"; \
-	  apt-get update -qq && apt-get install -y -qq golang-go golang-github-masterminds-sprig-dev >/dev/null; }
+	  $(APT_INSTALL) golang-go golang-github-masterminds-sprig-dev >/dev/null; }
 	mkdir -p $(GOWORK)/src/github.com/Masterminds/sprig $(GOWORK)/src/github.com/Masterminds/semver
 	ln -sfn $(GOSRC)/github.com/Masterminds/sprig $(GOWORK)/src/github.com/Masterminds/sprig/v3
 	ln -sfn $(GOSRC)/github.com/Masterminds/semver $(GOWORK)/src/github.com/Masterminds/semver/v3
@@ -84,7 +96,7 @@ hub: setup
 # Benchmarks report figures (bench/RESULTS.md); they are not part of the test suite.
 # wrk drives the status benchmark (a Python load generator stands in without it).
 bench: setup
-	@command -v wrk >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq wrk >/dev/null; }
+	@command -v wrk >/dev/null 2>&1 || { $(APT_INSTALL) wrk >/dev/null; }
 	$(BIN)/python -m bench.run
 
 clean:

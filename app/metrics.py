@@ -178,6 +178,35 @@ LEADER = Gauge(
 )
 
 
+GAFAELFAWR_ANSWERS = ("token_info", "user_info")
+GAFAELFAWR_SOURCES = ("memory", "redis", "gafaelfawr")
+REDIS_ERROR_KINDS = ("connection", "timeout")
+
+
+def declare_series(*, kinds: list[str], actions: list[str], loops: list[str]) -> None:
+    """Give every series whose labels are known in advance its zero, so that each
+    documented metric is in the first scrape: a rate or an alert on failures has a series
+    to read before the first failure, and a loop nobody leads reads 0 rather than nothing.
+    Series whose labels only a call can give (Kubernetes' resources and statuses, Gafaelfawr's
+    other statuses) appear with that call; Gafaelfawr's 200s start at zero."""
+    for kind in kinds:
+        for action in actions:
+            for outcome in Outcome:
+                OPERATIONS.labels(kind, action, outcome.value)
+                OPERATION_DURATION.labels(kind, action, outcome.value)
+            for reason in FailureReason:
+                OPERATION_FAILURES.labels(kind, action, reason.value)
+    for error in REDIS_ERROR_KINDS:
+        REDIS_ERRORS.labels(error)
+    for answer in GAFAELFAWR_ANSWERS:
+        GAFAELFAWR_REQUESTS.labels(answer, "200")
+        GAFAELFAWR_REQUEST_DURATION.labels(answer)
+        for source in GAFAELFAWR_SOURCES:
+            GAFAELFAWR_LOOKUPS.labels(answer, source)
+    for loop in loops:
+        LEADER.labels(loop).inc(0)
+
+
 # Reading Kubernetes paths ------------------------------------------------------------------
 
 

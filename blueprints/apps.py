@@ -30,7 +30,7 @@ from app.schemas.apps import (
     AppTemplateSchema,
     LogsQuerySchema,
 )
-from app.services.apps import AppChange, AppRequest, AppService
+from app.services.apps import AppChange, AppRequest, AppService, Switched
 from app.services.auth import ADMIN, ADMIN_SCOPE, ANY_USER
 from app.web.api import ApiBlueprint, raises
 from app.web.auth import current_caller, current_user, requires
@@ -157,23 +157,35 @@ def update_app(app_id: str) -> tuple[dict[str, Any], int]:
 
 @apps.post("/apps/<app_id>/stop")
 @apps.response(202, AppSchema, description="The app, stopping.")
+@apps.alt_response(
+    200, schema=AppSchema, success=True, description="The app, stopped (or stopping) already."
+)
 @raises(NotFoundError, ConflictError, TooManyRequestsError, RebuildingError)
 @requires(ANY_USER, ADMIN, with_user=True)
 def stop_app(app_id: str) -> tuple[dict[str, Any], int]:
-    """Stop the app: its pod goes and it uses none of the group's quota; it keeps its data."""
+    """Stop the app: its pod goes and it uses none of the group's quota; it keeps its data.
+    A stop of an app stopped already changes nothing (200)."""
     _count()
-    return _body(_service().stop(current_user(), app_id)), 202
+    return _switched(_service().stop(current_user(), app_id))
 
 
 @apps.post("/apps/<app_id>/start")
 @apps.response(202, AppSchema, description="The app, starting.")
+@apps.alt_response(
+    200, schema=AppSchema, success=True, description="The app, running (or starting) already."
+)
 @raises(NotFoundError, ConflictError, QuotaExceededError, TooManyRequestsError)
 @raises(RebuildingError, DependencyUnavailableError, QueueFullError)
 @requires(ANY_USER, ADMIN, with_user=True)
 def start_app(app_id: str) -> tuple[dict[str, Any], int]:
-    """Start a stopped app again, within the group's quota."""
+    """Start a stopped app again, within the group's quota (or one in Error once more). A
+    start of an app that runs changes nothing (200)."""
     _count()
-    return _body(_service().start(current_user(), app_id)), 202
+    return _switched(_service().start(current_user(), app_id))
+
+
+def _switched(switched: Switched) -> tuple[dict[str, Any], int]:
+    return _body(switched.record), 202 if switched.queued else 200
 
 
 @apps.get("/apps/<app_id>/logs")

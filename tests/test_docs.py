@@ -75,3 +75,40 @@ def test_every_screened_env_name_is_in_the_user_docs() -> None:
         assert f"`{name}`" in text, name
     for prefix in (*STARTUP_ENV_PREFIXES, *KUBERNETES_ENV_PREFIXES):
         assert f"`{prefix}`" in text, prefix
+
+
+_TABLE_ROW = re.compile(r"^\|.*\|\s*$")
+_TABLE_RULE = re.compile(r"^\|(\s*:?-+:?\s*\|)+\s*$")
+
+
+def _markdown_table_rows(text: str) -> int:
+    """The rows of a page's Markdown tables as written: every line of a table but its rule
+    (header rows included). Lines inside fenced code are not tables."""
+    rows, fenced = 0, False
+    for line in text.splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        elif not fenced and _TABLE_ROW.match(line) and not _TABLE_RULE.match(line):
+            rows += 1
+    return rows
+
+
+def test_every_markdown_table_keeps_its_rows_when_rendered() -> None:
+    """A blank line or a stray character inside a table ends it: the rows after it render as
+    a paragraph of pipes. Each page, rendered as the docs site renders it, has a table row
+    for every row its Markdown writes."""
+    from docutils.core import publish_string
+    from myst_parser.docutils_ import Parser
+
+    pages = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+    pages = [p for p in pages if "_build" not in p.parts]
+    assert len(pages) > 20
+    for page in pages:
+        text = page.read_text()
+        html = publish_string(
+            text,
+            parser=Parser(),
+            writer_name="html5",
+            settings_overrides={"report_level": 5, "myst_heading_anchors": 3},
+        ).decode()
+        assert html.count("<tr") == _markdown_table_rows(text), page.relative_to(REPO)

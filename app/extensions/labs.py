@@ -14,10 +14,12 @@ from typing import cast
 
 from flask import Flask, current_app
 
+from app import metrics
 from app.config import Config
 from app.engine.admission import Admission
 from app.engine.engine import Engine
 from app.engine.watcher import WorkloadWatcher
+from app.engine.workload import Action
 from app.metrics import HotCounterFlusher
 from app.services.context import LabContext
 from app.services.image_lifecycle import ImageLifecycle
@@ -72,6 +74,11 @@ class Machinery:
         return [self.watcher.election, self.images.election, self.prepuller.election]
 
     def start(self) -> None:
+        metrics.declare_series(
+            kinds=sorted(self.engine.kinds),
+            actions=[action.value for action in Action],
+            loops=[election.loop for election in self.elections()],
+        )
         self.metrics_flusher.start()
         self.hub.start()
         self.engine.start()

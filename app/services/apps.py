@@ -70,6 +70,30 @@ class AppLogs:
     lines: list[str]
 
 
+SWITCH_ATTEMPTS = 5
+"""Reads and writes a stop or a start tries while the record changes under it."""
+
+SETTLED = {
+    True: frozenset({AppPhase.STOPPING, AppPhase.STOPPED}),
+    False: frozenset({AppPhase.STARTING, AppPhase.READY, AppPhase.UPDATING}),
+}
+"""The phases in which a stopped (True) or started (False) app needs no switch: it is so,
+or on its way. A started app in Error is started again."""
+
+
+class ChangedMeanwhile(ConflictError):
+    """The app's record changed between its read and the write that expected it."""
+
+
+@dataclass(frozen=True)
+class Switched:
+    """A stop's or a start's answer: the app, and whether an operation was queued (False:
+    it was so already, and nothing changed)."""
+
+    record: AppRecord
+    queued: bool
+
+
 class AppService:
     def __init__(self, ctx: LabContext, engine: Engine, *, admin: bool) -> None:
         self._ctx = ctx
@@ -184,15 +208,32 @@ class AppService:
         )
         return self._change(caller, current, wanted, size, "update")
 
-    def stop(self, caller: UserInfo, app_id: str) -> AppRecord:
-        current = self.app(caller, app_id)
-        size = self._size(current.size, current.group, checked=False)
-        return self._change(caller, current, replace(current, stopped=True), size, "stop")
+    def stop(self, caller: UserInfo, app_id: str) -> Switched:
+        return self._switch(caller, app_id, stopped=True)
 
-    def start(self, caller: UserInfo, app_id: str) -> AppRecord:
-        current = self.app(caller, app_id)
-        size = self._size(current.size, current.group)
-        return self._change(caller, current, replace(current, stopped=False), size, "start")
+    def start(self, caller: UserInfo, app_id: str) -> Switched:
+        return self._switch(caller, app_id, stopped=False)
+
+    def _switch(self, caller: UserInfo, app_id: str, *, stopped: bool) -> Switched:
+        """Stop or start the app, unless it is so already (or on its way): then nothing
+        changes, and the answer says so. The record may change between its read and the
+        write (its phase, read from Kubernetes, moves on its own): the switch is then
+        decided again from the new one, so a start sent as soon as the app reads Stopped
+        is never refused for it."""
+        change = "stop" if stopped else "start"
+        for _ in range(SWITCH_ATTEMPTS):
+            current = self.app(caller, app_id)
+            if current.stopped == stopped and current.phase in SETTLED[stopped]:
+                return Switched(current, queued=False)
+            size = self._size(current.size, current.group, checked=not stopped)
+            try:
+                wanted = self._change(
+                    caller, current, replace(current, stopped=stopped), size, change
+                )
+            except ChangedMeanwhile:
+                continue
+            return Switched(wanted, queued=True)
+        raise ConflictError(f"app {app_id} keeps changing; ask again")
 
     def delete(self, caller: UserInfo, app_id: str) -> AppRecord:
         current = self.app(caller, app_id)
@@ -231,9 +272,10 @@ class AppService:
                 group=None if wanted.stopped else current.group,
             )
         if not queued.queued:
+            if queued.current and queued.current != app_json(current):
+                raise ChangedMeanwhile(f"app {current.id} was changed meanwhile; ask again")
             raise ConflictError(
-                f"app {current.id} is changing already (or was changed meanwhile); ask again "
-                "once its operation is done"
+                f"app {current.id} is changing already; ask again once its operation is done"
             )
         return wanted
 

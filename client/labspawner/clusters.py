@@ -167,22 +167,43 @@ class Clusters:
     # Dask -------------------------------------------------------------------------------
 
     def dask_client(
-        self, username: str, name: str | None = None, **create: Any
+        self,
+        username: str,
+        name: str | None = None,
+        *,
+        timeout: float = 300.0,
+        **create: Any,
     ) -> tuple[DaskClient, Cluster]:
         """A ``dask.distributed.Client`` connected to the user's Dask cluster ``name``, or to
         a new one made with ``create``'s arguments (see :meth:`create`); and the cluster.
 
-        Needs ``distributed`` (the ``dask`` extra of this package).
+        Returns once the cluster's workers have joined its scheduler, not merely once it
+        runs, so the first computation has the workers asked for; :class:`LabSpawnerError`
+        (code ``timeout``) if they have not within ``timeout`` seconds, all in all. Needs
+        ``distributed`` (the ``dask`` extra of this package).
         """
         from distributed import Client as DaskClient
 
+        deadline = time.monotonic() + timeout
         if name is None:
-            cluster = self.create(username, "daskclusters", **create)
+            cluster = self.create(username, "daskclusters", timeout=timeout, **create)
         else:
-            cluster = self.wait(username, name)
+            cluster = self.wait(username, name, timeout=timeout)
         if cluster.kind != "daskclusters" or not cluster.scheduler_address:
             raise LabSpawnerError(f"{cluster.name} is not a running Dask cluster", code="kind")
-        return DaskClient(cluster.scheduler_address), cluster
+        client = DaskClient(
+            cluster.scheduler_address, timeout=max(1.0, deadline - time.monotonic())
+        )
+        try:
+            client.wait_for_workers(cluster.workers, timeout=max(1.0, deadline - time.monotonic()))
+        except TimeoutError:
+            joined = len(client.scheduler_info().get("workers", {}))
+            client.close()
+            raise LabSpawnerError(
+                f"cluster {cluster.name}: {joined} of {cluster.workers} workers joined in time",
+                code="timeout",
+            ) from None
+        return client, cluster
 
     def _scaler(self, method: str, path: str, **kwargs: Any) -> Any:
         return self._request(method, path, prefix=SCALER_PREFIX, **kwargs).json()

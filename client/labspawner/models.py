@@ -41,6 +41,8 @@ class LabStatus(_Phase):
     quotas: dict[str, Any] = field(default_factory=dict)
     internal_url: str | None = None
     error: str | None = None
+    api: str = "dmtn-222"
+    """The API that created the lab (``dmtn-222`` or ``nublado``)."""
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> LabStatus:
@@ -56,6 +58,7 @@ class LabStatus(_Phase):
             quotas=dict(data.get("quotas") or {}),
             internal_url=data.get("internal_url"),
             error=data.get("error"),
+            api=data.get("api") or "dmtn-222",
         )
 
 

@@ -257,3 +257,28 @@ def test_only_the_groups_members_and_administrators_reach_its_apps(
         assert statuses == [403] * len(calls), [r.get_json() for r in calls]
         assert "not a member of group" in calls[0].get_json()["message"]
         assert app_of(client, owner, app_id)["phase"] == "Ready"
+
+
+def test_stop_and_start_settle_however_quickly_they_follow_each_other(
+    client: FlaskClient, kube: KubernetesEmulator, new_group: Callable[[], str], member: Member
+) -> None:
+    """A start sent as soon as the app reads Stopped is accepted, every time; a stop of a
+    stopped app changes nothing (it stays Stopped, no operation starts), and so does a start
+    of an app that runs."""
+    group = new_group()
+    user = member(group)
+    app_id = create(client, user, group).get_json()["id"]
+    in_phase(client, user, app_id, "Ready")
+    url = f"/spawner/v1/apps/{app_id}"
+    for _ in range(5):
+        assert client.post(f"{url}/stop", headers=user.headers).status_code == 202
+        in_phase(client, user, app_id, "Stopped")
+        again = client.post(f"{url}/stop", headers=user.headers)
+        assert again.status_code == 200 and again.get_json()["phase"] == "Stopped"
+        assert app_of(client, user, app_id)["phase"] == "Stopped"
+        start = client.post(f"{url}/start", headers=user.headers)
+        assert start.status_code == 202, start.get_json()
+        ready = in_phase(client, user, app_id, "Ready")
+        assert "Stopped" not in ready["seen"]
+        running = client.post(f"{url}/start", headers=user.headers)
+        assert running.status_code == 200 and running.get_json()["phase"] == "Ready"

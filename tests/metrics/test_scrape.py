@@ -9,6 +9,7 @@ and whichever worker did the work.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -22,7 +23,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from app.builders.names import MANAGED_BY, MANAGED_BY_LABEL
 from devstack.demo import add_load_users
 from devstack.gafaelfawr import GroupSpec
-from devstack.stack import LocalStack, StackOptions
+from devstack.stack import REPO_ROOT, LocalStack, StackOptions
 from tests.support.sse import SseEvent, parse_sse
 
 SPAWN_TIMEOUT = 15
@@ -149,6 +150,38 @@ def total(samples: Samples, name: str, **labels: str) -> float:
     """The sum of every sample of ``name`` with (at least) these labels."""
     wanted = set(labels.items())
     return sum(v for (n, found), v in samples.items() if n == name and wanted <= found)
+
+
+DOCUMENTED = REPO_ROOT / "docs" / "admin" / "metrics.md"
+
+
+def _documented_metrics() -> list[str]:
+    """Every metric the metrics page lists, as its family is named (a counter without its
+    ``_total``)."""
+    names = re.findall(r"^\| `(lab_spawner_[a-z_]+)` \|", DOCUMENTED.read_text(), re.M)
+    assert len(names) > 15
+    return [name.removesuffix("_total") for name in names]
+
+
+def test_a_fresh_replica_exports_every_documented_metric(stack: LocalStack) -> None:
+    """Before anything has happened, the first scrape (this module's stack is new) already
+    has every metric the page documents, failures and Redis errors at zero with their labels,
+    so a rate or an alert has a series to read before the first failure."""
+    script = Script(stack, {})
+    requests.get(f"{stack.spawner_url}/readyz", timeout=30)
+    response = requests.get(f"{stack.spawner_url}/metrics", timeout=30)
+    families = {f.name: f for f in text_string_to_metric_families(response.text)}
+    missing = [name for name in _documented_metrics() if name not in families]
+    assert missing == []
+    samples = script.scrape()
+    for kind in ("lab", "cluster", "kernel", "app"):
+        for reason in ("image_pull", "crash", "unschedulable", "quota", "timeout"):
+            labels = frozenset({"kind": kind, "action": "spawn", "reason": reason}.items())
+            assert samples[("lab_spawner_operation_failures_total", labels)] == 0
+    for error in ("connection", "timeout"):
+        assert samples[("lab_spawner_redis_errors_total", frozenset({"error": error}.items()))] == 0
+    leaders = {dict(labels)["loop"] for name, labels in samples if name == "lab_spawner_leader"}
+    assert leaders == {"lab-watcher", "image-refresher", "prepuller"}
 
 
 def test_scripted_workload_is_counted_exactly(stack: LocalStack) -> None:
