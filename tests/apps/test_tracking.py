@@ -4,6 +4,7 @@ Redis lost (a stopped app's too, which has no pod) are rebuilt from the Deployme
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -14,6 +15,7 @@ from flask import Flask
 from app.config import Config, parse_config
 from app.workloads.app.tracking import GONE_MESSAGE
 from devstack.kube import KubernetesEmulator
+from devstack.kube.cluster.programs import ImageProgram
 from tests.apps.conftest import app_of, create, in_phase
 from tests.apps.test_routes import Member, namespace_of
 from tests.labs.conftest import wait_for
@@ -95,3 +97,23 @@ def test_app_records_are_rebuilt_after_redis_lost_them(
         was.pop("seen")
         assert now == was
     assert app_of(client, user, stopped)["env"] == {"TITLE": "Old", "EXTRA": "1"}
+
+
+def test_an_app_whose_process_keeps_crashing_is_in_error_with_its_exit_code(
+    watched: Flask, kube: KubernetesEmulator, new_group: Callable[[], str], member: Member
+) -> None:
+    """Not an injected fault: the app's image runs a real process that exits with code 4,
+    the kubelet restarts it with back-off, and the app reads Error with the last exit code."""
+    client = watched.test_client()
+    group = new_group()
+    user = member(group)
+    crash = "import sys; print('the app cannot start'); sys.exit(4)"
+    kube.cluster.settings.programs = {
+        "*/apps/dashboard": ImageProgram(entrypoint=(sys.executable, "-c", crash))
+    }
+    try:
+        app_id = create(client, user, group).get_json()["id"]
+        failed = in_phase(client, user, app_id, "Error")
+    finally:
+        kube.cluster.settings.programs = {}
+    assert "keeps crashing (CrashLoopBackOff, last exit code 4)" in failed["message"], failed

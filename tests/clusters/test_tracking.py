@@ -4,6 +4,7 @@ the reason, and records Redis lost are rebuilt from the cluster objects."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -15,6 +16,7 @@ from flask.testing import FlaskClient
 from app.config import Config, parse_config
 from app.workloads.cluster.tracking import GONE_ERROR
 from devstack.kube import KubernetesEmulator
+from devstack.kube.cluster.programs import ImageProgram
 from tests.clusters.conftest import create, running, with_lab
 from tests.labs.conftest import LabUser, wait_for
 from tests.labs.test_recovery import NEVER, leading
@@ -116,3 +118,33 @@ def test_cluster_records_are_rebuilt_after_redis_lost_them(
         return response.get_json() if response.status_code == 200 else None
 
     assert wait_for(rebuilt) == before
+
+
+def test_a_running_cluster_whose_head_crash_loops_fails_with_the_reason(
+    watched: Flask,
+    new_user: Callable[..., LabUser],
+    kube: KubernetesEmulator,
+) -> None:
+    """Not an injected fault: the head's image runs a real process that exits with code 3,
+    the kubelet restarts it with back-off, and the cluster's record fails on the crash loop
+    with the last exit code, instead of reading running for ever."""
+    client = watched.test_client()
+    user = new_user()
+    with_lab(client, user)
+    name = create(client, user, workers=1).get_json()["name"]
+    namespace = running(client, user, name)["namespace"]
+    crash = "import sys; print('the scheduler cannot start'); sys.exit(3)"
+    kube.cluster.settings.programs = {
+        "*/lsstsqre/sciplat-lab": ImageProgram(entrypoint=(sys.executable, "-c", crash))
+    }
+    try:
+        for pod in kube.store.list("pods", namespace):
+            if pod["metadata"]["labels"].get("lab-spawner.jupyter.org/cluster-role") == "head":
+                kube.store.delete("pods", namespace, pod["metadata"]["name"])
+        failed = wait_for(
+            lambda: (body := _cluster(client, user, name))["status"] == "failed" and body,
+            timeout=30,
+        )
+    finally:
+        kube.cluster.settings.programs = {}
+    assert "keeps crashing (CrashLoopBackOff, last exit code 3)" in failed["error"], failed

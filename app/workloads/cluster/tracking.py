@@ -4,7 +4,9 @@ The engine tracks one pod per workload; a cluster's is its head, which every ada
 carry a label for. A head pod that goes does not mean the cluster went: its operator makes
 it again (a Deployment's pod, a restarted head). So a missing head is judged by the cluster
 object: while it exists the record stands; once it is gone (deleted behind the service's
-back, or with the lab's namespace) the record says the cluster failed, and why. A starting
+back, or with the lab's namespace) the record says the cluster failed, and why. A head that
+keeps crashing (CrashLoopBackOff) or cannot be pulled fails the cluster too, with the reason
+and the last exit code, whether it was starting or had run. A starting
 cluster whose head becomes ready is running; a running one's workers and tiers are those of
 its object. A record Redis lost is made again from the cluster object
 (``records.record_from_object``).
@@ -65,9 +67,16 @@ class ClusterTracking(PodTracking):
             ):
                 return None  # its operator makes the head again
             return cluster_json(replace(current, status=ClusterStatus.FAILED, error=GONE_ERROR))
+        verdict = judge(pod, "cluster head")
+        if verdict.failure is not None and not verdict.ready:
+            # A head that keeps crashing (or whose image is gone) serves nothing, however
+            # often its operator or the kubelet starts it again: the cluster has failed.
+            return cluster_json(
+                replace(current, status=ClusterStatus.FAILED, error=verdict.failure)
+            )
         if current.status is ClusterStatus.RUNNING:
             return self._in_step(current)
-        if current.status is ClusterStatus.STARTING and judge(pod, "cluster head").ready:
+        if current.status is ClusterStatus.STARTING and verdict.ready:
             scheduler, dashboard = reachable_at(
                 self._kube,
                 self._config.clusters,
