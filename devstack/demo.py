@@ -70,6 +70,9 @@ HUB_USERNAME = "jupyterhub"
 
 LAB_REPOSITORY = "lsstsqre/sciplat-lab"
 SIMPLE_REPOSITORY = "lsstsqre/simple-lab"
+BROKEN_REPOSITORY = "lsstsqre/broken-lab"
+"""A lab image whose Python is broken (``devstack/images/programs.yaml``): the demo's
+validated source offers it beside a good build, and its validation rejects it."""
 FSADMIN_REPOSITORY = "lsstsqre/fsadmin"
 """The maintenance pod's image: ``devstack/images/fsadmin.py``, which lists its mounts."""
 PROVISIONER_REPOSITORY = "lsstsqre/provision-home"
@@ -197,6 +200,7 @@ def demo_registry_repositories() -> dict[str, dict[str, str]]:
         "2.0": f"{SIMPLE_REPOSITORY}:2.0",
     }
     simple["latest"] = simple["2.0"]
+    broken = {"1.0": f"{BROKEN_REPOSITORY}:1.0"}
     provisioner = {"1.0": f"{PROVISIONER_REPOSITORY}:1.0"}
     fsadmin = {"1.0": f"{FSADMIN_REPOSITORY}:1.0"}
     app = {"1.0": f"{DEMO_APP_REPOSITORY}:1.0", "1.1": f"{DEMO_APP_REPOSITORY}:1.1"}
@@ -204,6 +208,7 @@ def demo_registry_repositories() -> dict[str, dict[str, str]]:
     return {
         LAB_REPOSITORY: lab,
         SIMPLE_REPOSITORY: simple,
+        BROKEN_REPOSITORY: broken,
         PROVISIONER_REPOSITORY: provisioner,
         FSADMIN_REPOSITORY: fsadmin,
         DEMO_APP_REPOSITORY: app,

@@ -10,6 +10,7 @@ import os
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
@@ -84,7 +85,12 @@ def test_a_stack_of_real_labs_maps_the_lab_images_and_reaches_labs_by_cluster_ip
     lab = ImageProgram(cmd=(sys.executable, str(IMAGES_DIR / "lab.py")))
     for block in config["prepull"]:
         for image in block.get("images", []):
-            assert program_for(programs, image["url"]) == lab
+            found = program_for(programs, image["url"])
+            if "/broken-lab:" in image["url"]:
+                # The lab's program, with a Python that cannot start (the validation demo).
+                assert found == ImageProgram(cmd=lab.cmd, env={"PYTHONHOME": "/nonexistent"})
+            else:
+                assert found == lab
     assert (
         program_for(programs, f"{real_lab_stack.registry.host}/lsstsqre/sciplat-lab:w_2024_42")
         == lab
@@ -176,3 +182,33 @@ def test_the_stack_serves_the_operators_and_runs_dask_images_as_processes(
     programs = real_lab_stack.kube.cluster.settings.programs
     assert program_for(programs, "ghcr.io/dask/dask:2026.8.0") == ImageProgram()
     assert program_for(programs, "rayproject/ray:2.40.0") is None
+
+
+@pytest.mark.slow
+def test_the_demo_validates_one_build_and_rejects_the_broken_one(
+    real_lab_stack: LocalStack,
+) -> None:
+    """The demo configuration's ``validated`` source: its validation command runs in a pod
+    of each build, a real process; the good build is offered, the broken one (its Python
+    cannot start) is rejected with the reason and Python's own words in the log's tail."""
+    tokens = {n: e["token"] for n, e in real_lab_stack.state()["tokens"].items()}
+    admin = {"Authorization": f"Bearer {tokens['admin']}"}
+    url = f"{real_lab_stack.spawner_url}/spawner/v1/images/records"
+
+    def settled() -> dict[str, dict[str, Any]] | None:
+        found = requests.get(url, headers=admin, timeout=10).json()
+        mine = {
+            ref.rsplit("/", 1)[-1]: record
+            for record in found
+            if record["source"] == "validated"
+            for ref in record["references"]
+        }
+        done = all(r["state"] in ("validated", "rejected") for r in mine.values())
+        return mine if len(mine) == 2 and done else None
+
+    records = wait_for(settled, timeout=120)
+    good, broken = records["simple-lab:1.1"], records["broken-lab:1.0"]
+    assert good["state"] == "validated" and good["validation"]["passed"] is True
+    assert broken["state"] == "rejected" and broken["validation"]["passed"] is False
+    assert "exited with 1" in broken["validation"]["reason"]
+    assert "No module named 'encodings'" in "\n".join(broken["validation"]["log_tail"])
