@@ -253,6 +253,10 @@ class LocalStack:
                 raw[key] = {**raw[key], **value}
             else:
                 raw[key] = value
+        if self.lab_standin is not None and "prepull" not in self.options.config_overrides:
+            # Emulated pods cannot run a validation command: the sources that validate
+            # their builds are real labs' (make run's) only.
+            raw["prepull"] = [block for block in raw["prepull"] if "validation" not in block]
         # Image sources name the registry at its default port, overridden ones too.
         for block in raw["prepull"]:
             if "registry" in block:
