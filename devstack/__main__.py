@@ -113,15 +113,37 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(state["tokens"], indent=2))
         print(f"Written to {options.state_dir / 'stack.json'}. Ctrl-C stops everything.")
         sys.stdout.flush()
+        down: set[str] = set()
         while not stopping.wait(0.5):
             for replica in stack.replicas:
                 process = replica.process
-                if process is not None and process.poll() is not None:
-                    print(f"{replica.name} exited; stopping the stack", file=sys.stderr)
+                if replica.name in down or process is None or process.poll() is None:
+                    continue
+                down.add(replica.name)
+                how = _ended(process.returncode)
+                if stack.balancer is None or len(down) == len(stack.replicas):
+                    print(
+                        f"{replica.name} {how}; no replica is left: stopping the stack",
+                        file=sys.stderr,
+                    )
                     return 1
+                # As a lost pod behind a Service: the others go on, and take over its work.
+                print(
+                    f"{replica.name} {how}; it stays down, and the balancer sends its requests "
+                    "to the other replicas, which take over its elected loops and operations",
+                    file=sys.stderr,
+                    flush=True,
+                )
         return 0
     finally:
         stack.stop()
+
+
+def _ended(code: int) -> str:
+    """How a process ended, in words: its exit code, or the signal that killed it."""
+    if code < 0:
+        return f"was killed by {signal.Signals(-code).name}"
+    return f"exited with code {code}"
 
 
 if __name__ == "__main__":

@@ -326,9 +326,17 @@ def test_a_dask_cluster_of_real_processes_computes(
         "daskclusters",
         _dask_cluster("real", 2, command=True),
     )
-    address = wait_until(
-        lambda: core_v1.read_namespaced_service("real-scheduler", namespace).spec.cluster_ip
-    )
+    def scheduler_address() -> str | None:
+        # The operator makes the Service a moment after the object: 404 until then.
+        try:
+            service = core_v1.read_namespaced_service("real-scheduler", namespace)
+        except kubernetes.client.ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return str(service.spec.cluster_ip)
+
+    address = wait_until(scheduler_address)
     assert address.startswith("127.")
     selector = "dask.org/cluster-name=real,dask.org/component=scheduler"
 

@@ -1,0 +1,88 @@
+"""Who listens at an address: the process behind a port, read from ``/proc``.
+
+A kubelet's probe reaches the container through the pod's own network namespace, so only
+the pod's processes can answer it. On the local stack every pod shares the machine's
+loopback, and any process could be the one listening at a pod's address and port (another
+stack's lab, a stray server): a probe that merely connects would take that process's answer
+for the pod's. So a probe that connects also asks the kernel which socket listens there
+(``/proc/net/tcp``, ``/proc/net/tcp6``) and whether one of the pod's processes holds it.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterable
+from pathlib import Path
+
+_LISTEN = "0A"
+_ANY_V4 = "00000000"
+_ANY_V6 = "0" * 32
+
+
+def _local_v4(host: str, port: int) -> str:
+    """An IPv4 address and port as ``/proc/net/tcp`` writes them (host byte order)."""
+    packed = int.from_bytes(socket.inet_aton(host), "little")
+    return f"{packed:08X}:{port:04X}"
+
+
+def listening_socket(host: str, port: int) -> int | None:
+    """The inode of the socket a connection to ``host:port`` reaches: one listening at that
+    address, else one listening at every address (IPv4's, or IPv6's, which takes IPv4 too);
+    None when nothing listens there."""
+    exact, any_v4 = _local_v4(host, port), f"{_ANY_V4}:{port:04X}"
+    any_v6 = f"{_ANY_V6}:{port:04X}"
+    wildcard: int | None = None
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if len(fields) < 10 or fields[3] != _LISTEN:
+                continue
+            if fields[1] == exact:
+                return int(fields[9])
+            if fields[1] in (any_v4, any_v6):
+                wildcard = int(fields[9])
+    return wildcard
+
+
+def with_descendants(pids: Iterable[int]) -> set[int]:
+    """``pids`` and every process they started, and those started in turn."""
+    found: set[int] = set()
+    todo = list(pids)
+    while todo:
+        pid = todo.pop()
+        if pid in found:
+            continue
+        found.add(pid)
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                children = Path(f"/proc/{pid}/task/{task}/children").read_text().split()
+            except OSError:
+                continue
+            todo.extend(int(child) for child in children)
+    return found
+
+
+def holder_among(inode: int, pids: Iterable[int]) -> int | None:
+    """The process of ``pids`` (or one they started) that holds socket ``inode``, if any."""
+    wanted = f"socket:[{inode}]"
+    for pid in sorted(with_descendants(pids)):
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}") == wanted:
+                    return pid
+            except OSError:
+                continue
+    return None
