@@ -156,6 +156,10 @@ class LocalStack:
         # The Ingresses Gafaelfawr's operator makes send their auth subrequests here.
         self.kube.cluster.settings.gafaelfawr_url = self.gafaelfawr.url
         self.kube.start()
+        if self.kube.cluster.settings.programs:
+            # The loopback block its pods and Services take their addresses from, claimed
+            # now so that the state file names it (another stack has another).
+            self.kube.cluster.addresses.block()
         for index in range(self.options.nodes):
             self.kube.cluster.add_node(f"node-{index + 1}")
         install_platform(self.kube)
@@ -397,6 +401,11 @@ class LocalStack:
             "registry_url": self.registry.url,
             "ingress_url": self.ingress.url,
             **({"lab_url": self.lab_standin.url} if self.lab_standin is not None else {}),
+            **(
+                {"addresses": block.describe()}
+                if (block := self.kube.cluster.addresses.claimed())
+                else {}
+            ),
             "redis_url": self.redis_url,
             **(
                 {"redis_sentinel": self.sentinel.service_config()["sentinel"]}

@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from devstack.kube.cluster.podstatus import is_pod_ready
-from devstack.kube.cluster.services import SERVICE_RANGE_PREFIX
 
 
 class ObjectReader(Protocol):
@@ -46,7 +45,7 @@ def backend_address(
     if chosen is None:
         raise NoBackend(f"{where} has no port {port}")
     address = str(spec.get("clusterIP") or "")
-    if not address.startswith(SERVICE_RANGE_PREFIX):
+    if not address.startswith("127."):
         raise NoBackend(f"{where} has no loopback address (its pods are not run as processes)")
     selector = {str(k): str(v) for k, v in (spec.get("selector") or {}).items()}
     if not selector or not _has_ready_endpoint(store, namespace, selector):

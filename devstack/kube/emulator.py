@@ -14,7 +14,7 @@ import kubernetes.client
 
 from devstack.kube.audit import AuditLog
 from devstack.kube.cluster import Cluster, ClusterSettings
-from devstack.kube.cluster.services import loopback_service_address
+from devstack.kube.cluster.addresses import LoopbackAddresses
 from devstack.kube.control import ControlApi
 from devstack.kube.defaults import ClusterIPAllocator, Defaulter
 from devstack.kube.faults import RequestFaults
@@ -48,13 +48,17 @@ class KubernetesEmulator(StartStop):
         self.audit = AuditLog()
         self.faults = RequestFaults(self._hub.drop_all)
         settings = settings if settings is not None else ClusterSettings()
-        # Services of a stack that runs processes carry traffic, on loopback addresses.
-        allocator = ClusterIPAllocator(loopback_service_address) if settings.programs else None
+        # Services of a stack that runs processes carry traffic, on loopback addresses of
+        # the block the stack claims (its pods' block too).
+        addresses = LoopbackAddresses()
+        allocator = ClusterIPAllocator(addresses.service_address) if settings.programs else None
         defaulter = Defaulter(allocator)
         self.defaulter = defaulter
         """What the API server fills in on a create (a Service's cluster IP, a pod's
         defaults): objects stored directly, as a population is, get the same."""
-        self.cluster = Cluster(self.store, settings, self.served, self._admission(defaulter))
+        self.cluster = Cluster(
+            self.store, settings, self.served, self._admission(defaulter), addresses=addresses
+        )
         handlers = Handlers(self.store, shared_validator(), defaulter)
         control = ControlApi(self.audit, self.faults, lambda: self.cluster)
         self.app = ApiServer(

@@ -326,6 +326,7 @@ def test_a_dask_cluster_of_real_processes_computes(
         "daskclusters",
         _dask_cluster("real", 2, command=True),
     )
+
     def scheduler_address() -> str | None:
         # The operator makes the Service a moment after the object: 404 until then.
         try:

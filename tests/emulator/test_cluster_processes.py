@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import socket
 import sys
 import time
 from pathlib import Path
@@ -433,7 +434,10 @@ HELLO_SERVER = (
 
 
 def test_a_service_forwards_its_port_to_a_ready_pod(
-    core_v1: kubernetes.client.CoreV1Api, namespace: str, wait_until: WaitUntil
+    emulator: KubernetesEmulator,
+    core_v1: kubernetes.client.CoreV1Api,
+    namespace: str,
+    wait_until: WaitUntil,
 ) -> None:
     """The Service's loopback ClusterIP reaches the pod through a named target port; with
     no ready endpoint a connection is refused, and a deleted Service stops listening."""
@@ -443,7 +447,7 @@ def test_a_service_forwards_its_port_to_a_ready_pod(
     }
     created = core_v1.create_namespaced_service(namespace, service)
     url = f"http://{created.spec.cluster_ip}:80/"
-    assert created.spec.cluster_ip.startswith("127.254.")
+    assert emulator.cluster.addresses.is_service_address(created.spec.cluster_ip)
     with pytest.raises(requests.ConnectionError):
         requests.get(url, timeout=5)  # no endpoint yet
     pod = _pod("p", HELLO_SERVER, ports=[{"name": "http", "containerPort": 8888}])
@@ -459,3 +463,47 @@ def test_a_service_forwards_its_port_to_a_ready_pod(
     assert wait_until(lambda: answer() == "p", timeout=15)
     core_v1.delete_namespaced_service("web", namespace)
     wait_until(lambda: answer() is None)
+
+
+def test_a_probe_another_process_answers_keeps_the_container_unready_and_says_why(
+    emulator: KubernetesEmulator,
+    core_v1: kubernetes.client.CoreV1Api,
+    namespace: str,
+    wait_until: WaitUntil,
+) -> None:
+    """Something else listens at the pod's address and port before the pod can (another
+    stack's lab, as two stacks sharing loopback addresses once did): the probe connects, but
+    the socket is not the pod's, so the container stays unready and an event says why. Once
+    the stranger goes and the pod's own process listens, it becomes ready."""
+    code = (
+        "import os, socket, time\n"
+        "while True:\n"
+        "    try:\n"
+        "        s = socket.create_server((os.environ['POD_IP'], 7000))\n"
+        "        break\n"
+        "    except OSError:\n"
+        "        time.sleep(0.05)\n"
+        "while True:\n"
+        "    s.accept()[0].close()\n"
+    )
+    block = emulator.cluster.addresses.block()
+    # The address the next pod gets, taken by a stranger first (the test process).
+    address = block.take_pod_address()
+    block.give_back_pod_address(address)
+    stranger = socket.create_server((address, 7000))
+    try:
+        probe = {"tcpSocket": {"port": 7000}, "periodSeconds": 1}
+        core_v1.create_namespaced_pod(namespace, _pod("p", code, readinessProbe=probe))
+        wait_until(lambda: _status(core_v1, namespace, "p").phase == "Running")
+        assert _status(core_v1, namespace, "p").pod_ip == address
+
+        def told() -> list[str]:
+            events = core_v1.list_namespaced_event(namespace).items
+            return [e.message for e in events if e.reason == "Unhealthy"]
+
+        messages = wait_until(told, timeout=10)
+        assert f"{address}:7000 is answered by a process that is not this pod's" in messages[0]
+        assert not _ready(core_v1, namespace)
+    finally:
+        stranger.close()
+    wait_until(lambda: _ready(core_v1, namespace), timeout=10)

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from devstack.kube.resources import ResourceRegistry
 
 from . import nodes
+from .addresses import LoopbackAddresses
 from .cache import WATCHED, Obj, ObjectCache
 from .crds import CRDS, CrdController
 from .daemonsets import DaemonSetController
@@ -47,6 +48,7 @@ class Cluster:
         settings: ClusterSettings | None = None,
         served: ResourceRegistry | None = None,
         admit: Admit | None = None,
+        addresses: LoopbackAddresses | None = None,
     ) -> None:
         """``admit`` is what the API server does to objects the simulated operators create
         (defaults such as a Service's cluster IP; a pod's quota admission)."""
@@ -63,7 +65,9 @@ class Cluster:
         )
         self._events = EventRecorder(self._writer, self._namespaces.alive)
         self._scheduler = Scheduler(self._cache, self._writer, self._events, self.faults)
-        self.processes = ProcessRuntime(self.store.get)
+        self.addresses = addresses if addresses is not None else LoopbackAddresses()
+        """The loopback block of its process-run pods and Services, claimed when needed."""
+        self.processes = ProcessRuntime(self.store.get, self.addresses)
         self.logs = PodLogs(self.store.get, self.processes)
         """What ``GET pods/<name>/log`` answers."""
         self._kubelets = Kubelets(
@@ -94,7 +98,7 @@ class Cluster:
             self._namespaces.alive,
             admit or _no_defaults,
         )
-        self._services = ServiceProxies(self._endpoints)
+        self._services = ServiceProxies(self._endpoints, self.addresses)
         self._crds = CrdController(self.served, self._writer, self.store.list)
         self._operators = {
             operator.plural: operator(
@@ -132,6 +136,7 @@ class Cluster:
         self._replicasets.stop()
         self._deployments.stop()
         self._services.stop()
+        self.addresses.release()
 
     def namespaces_removed(self) -> list[tuple[str, float]]:
         """Recently finalized namespaces and when each was removed (``time.time()``)."""

@@ -475,7 +475,11 @@ class Kubelets:
         kinds = set(container.get("readinessProbe") or {})
         skipped = sorted(kinds.intersection(UNSUPPORTED))
         try:
-            probe = readiness_probe(container, str(run.status.get("podIP") or ""))
+            probe = readiness_probe(
+                container,
+                str(run.status.get("podIP") or ""),
+                lambda: self._runtime.running(run.uid),
+            )
         except ContainerConfigError as exc:
             self._events.warning(
                 run.pod, source, "Unhealthy", f"Readiness probe errored: {exc}", path
@@ -492,7 +496,7 @@ class Kubelets:
             return
         container_id = status.get("containerID")
 
-        def verdict(ready: bool) -> None:
+        def verdict(ready: bool, why: str | None) -> None:
             def apply() -> None:
                 current = run.container("containers", name)
                 if self._runs.get(run.uid) is not run or current.get("containerID") != container_id:
@@ -501,9 +505,8 @@ class Kubelets:
                     return
                 current["ready"] = ready
                 if not ready:
-                    self._events.warning(
-                        run.pod, source, "Unhealthy", "Readiness probe failed", path
-                    )
+                    message = "Readiness probe failed" + (f": {why}" if why else "")
+                    self._events.warning(run.pod, source, "Unhealthy", message, path)
                 self._flush(run)
 
             self._reactor.submit(apply)

@@ -5,8 +5,12 @@ A container with a ``readinessProbe`` is ready only once the probe has passed
 the probe runs every ``periodSeconds`` after ``initialDelaySeconds``, and an attempt that takes
 longer than ``timeoutSeconds`` fails. HTTP probes (``httpGet``: a status from 200 to 399 passes)
 and TCP probes (``tcpSocket``: the connection opens) are run against the pod's own loopback
-address. ``exec`` and ``grpc`` probes are not run by the local stack: such a container is
-counted ready once started, and the kubelet says so in a pod event.
+address, and pass only when one of the pod's own processes is the one listening there
+(``listeners``): on a real node nothing else could answer in the pod's network namespace, and
+a probe that another process answers (another stack's lab at the same address, say) must not
+make the container ready. Such a probe fails with an event saying so. ``exec`` and ``grpc``
+probes are not run by the local stack: such a container is counted ready once started, and
+the kubelet says so in a pod event.
 
 Each probed container has a thread of its own, which sleeps between attempts on an event so
 that stopping it (the container exited, the pod is deleted) is immediate.
@@ -19,13 +23,15 @@ import socket
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from .containers import port_number
+from .listeners import holder_among, listening_socket
 from .processes import ContainerConfigError
 
-Verdict = Callable[[bool], None]
-"""Called (from the probe's thread) when a container's readiness changes."""
+Verdict = Callable[[bool, str | None], None]
+"""Called (from the probe's thread) when a container's readiness changes, with why the
+probe failed when it is not ready."""
 
 
 @dataclass(frozen=True)
@@ -50,6 +56,17 @@ class Timing:
         )
 
 
+class Failure(NamedTuple):
+    """Why a probe attempt failed; ``foreign`` when something that is not the pod answered."""
+
+    message: str
+    foreign: bool = False
+
+
+Owners = Callable[[], list[int]]
+"""The process ids of the pod's running containers (the processes they start count too)."""
+
+
 @dataclass(frozen=True)
 class Probe:
     """One container's readiness probe, with its port resolved."""
@@ -62,17 +79,19 @@ class Probe:
     scheme: str = "HTTP"
     headers: dict[str, str] = field(default_factory=dict)
     timing: Timing = field(default_factory=Timing)
+    owners: Owners | None = None
+    """Whose listening socket may answer; None: any (a probe of a host outside the pod)."""
 
-    def attempt(self) -> bool:
-        """One try: did the probe pass?"""
+    def attempt(self) -> Failure | None:
+        """One try: None when the probe passed, else why it failed."""
         if self.kind == "tcp":
             try:
                 socket.create_connection(
                     (self.host, self.port), timeout=self.timing.timeout
                 ).close()
-            except OSError:
-                return False
-            return True
+            except OSError as exc:
+                return Failure(f"dial tcp {self.host}:{self.port}: {exc.strerror or exc}")
+            return self._not_ours()
         connection_class = (
             http.client.HTTPSConnection if self.scheme == "HTTPS" else http.client.HTTPConnection
         )
@@ -80,19 +99,37 @@ class Probe:
         try:
             connection.request("GET", self.path, headers=self.headers)
             status = connection.getresponse().status
-        except (OSError, http.client.HTTPException):
-            return False
+        except (OSError, http.client.HTTPException) as exc:
+            return Failure(f"Get {self.path} on {self.host}:{self.port}: {exc}")
         finally:
             connection.close()
-        return 200 <= status < 400
+        if not 200 <= status < 400:
+            return Failure(f"HTTP probe failed with statuscode: {status}")
+        return self._not_ours()
+
+    def _not_ours(self) -> Failure | None:
+        """Why the answer was not the pod's own, if it was not."""
+        if self.owners is None:
+            return None
+        inode = listening_socket(self.host, self.port)
+        if inode is not None and holder_among(inode, self.owners()) is not None:
+            return None
+        return Failure(
+            f"{self.host}:{self.port} is answered by a process that is not this pod's "
+            "(another process holds the port at the pod's address)",
+            foreign=True,
+        )
 
 
 UNSUPPORTED = ("exec", "grpc")
 """Probe handlers the local stack does not run."""
 
 
-def readiness_probe(container: dict[str, Any], pod_ip: str) -> Probe | None:
-    """The container's readiness probe, or None when it has none the stack runs.
+def readiness_probe(
+    container: dict[str, Any], pod_ip: str, owners: Owners | None = None
+) -> Probe | None:
+    """The container's readiness probe, or None when it has none the stack runs; one of the
+    pod's own address passes only when a process of ``owners`` listens there.
 
     Raises ``ContainerConfigError`` for a probe that names a port the container lacks.
     """
@@ -111,6 +148,7 @@ def readiness_probe(container: dict[str, Any], pod_ip: str) -> Probe | None:
             scheme=str(action.get("scheme") or "HTTP").upper(),
             headers=headers,
             timing=timing,
+            owners=None if action.get("host") else owners,
         )
     if "tcpSocket" in spec:
         action = spec["tcpSocket"]
@@ -119,6 +157,7 @@ def readiness_probe(container: dict[str, Any], pod_ip: str) -> Probe | None:
             host=str(action.get("host") or pod_ip),
             port=_port(container, action.get("port")),
             timing=timing,
+            owners=None if action.get("host") else owners,
         )
     return None
 
@@ -179,14 +218,20 @@ def _probe_loop(probe: Probe, stop: threading.Event, verdict: Verdict) -> None:
     timing = probe.timing
     if stop.wait(timing.initial_delay):
         return
+    told: str | None = None
     while not stop.is_set():
-        passed = probe.attempt()
+        failure = probe.attempt()
+        passed = failure is None
         if stop.is_set():
             return
         streak = streak + 1 if passed != ready else 0
         threshold = timing.success_threshold if passed else timing.failure_threshold
         if passed != ready and streak >= threshold:
             ready, streak = passed, 0
-            verdict(ready)
+            verdict(ready, None if failure is None else failure.message)
+        elif failure is not None and failure.foreign and failure.message != told:
+            # Not ready, and not merely not listening yet: say what answers instead, once.
+            verdict(False, failure.message)
+        told = failure.message if failure is not None and failure.foreign else None
         if stop.wait(timing.period):
             return

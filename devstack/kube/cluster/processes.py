@@ -1,7 +1,8 @@
 """Containers as real child processes: the local stack's container runtime.
 
 A container of a mapped image (see ``programs``) runs as a process of the stack's own user,
-in a directory of its pod, with its own loopback address. What a real runtime would give it is
+in a directory of its pod, with its own loopback address (from the stack's block, see
+``addresses``). What a real runtime would give it is
 given here where a process can have it:
 
 - the command line from the image's defaults and the container's ``command``/``args``, with
@@ -39,6 +40,7 @@ from typing import Any
 
 from devstack.launch import launched
 
+from .addresses import LoopbackAddresses
 from .programs import ImageProgram
 
 Lookup = Callable[[str, str, str], dict[str, Any] | None]
@@ -64,40 +66,6 @@ def expand(text: str, env: Mapping[str, str]) -> str:
     return _REFERENCE.sub(replace, text)
 
 
-_POD_ADDRESSES = 253 * 254 * 254
-"""127.1.1.1 to 127.253.254.254."""
-
-
-class LoopbackAddresses:
-    """One address of 127.0.0.0/8 per pod, from 127.1.1.1: 127.0.0.0/16 stays the stack's own
-    servers', and 127.254.0.0/16 is the Services' (``services.SERVICE_RANGE_PREFIX``)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._taken: set[int] = set()
-        self._next = 0
-
-    def take(self) -> str:
-        with self._lock:
-            for _ in range(_POD_ADDRESSES):
-                self._next = self._next % _POD_ADDRESSES + 1
-                if self._next not in self._taken:
-                    self._taken.add(self._next)
-                    return self._address(self._next)
-        raise RuntimeError("no loopback address is free")
-
-    def give_back(self, address: str) -> None:
-        parts = [int(p) for p in address.split(".")]
-        index = (parts[1] - 1) * 254 * 254 + (parts[2] - 1) * 254 + parts[3]
-        with self._lock:
-            self._taken.discard(index)
-
-    @staticmethod
-    def _address(index: int) -> str:
-        index -= 1
-        return f"127.{index // (254 * 254) + 1}.{index // 254 % 254 + 1}.{index % 254 + 1}"
-
-
 @dataclass
 class RunningContainer:
     """A container's process, and where its output goes."""
@@ -110,12 +78,13 @@ class RunningContainer:
 class ProcessRuntime:
     """Starts and stops the processes of every process-run pod of the cluster."""
 
-    def __init__(self, lookup: Lookup) -> None:
+    def __init__(self, lookup: Lookup, addresses: LoopbackAddresses | None = None) -> None:
         self._root_dir: Path | None = None
         self._lookup = lookup
         self._lock = threading.Lock()
         self._running: dict[tuple[str, str], RunningContainer] = {}
-        self.addresses = LoopbackAddresses()
+        self.addresses = addresses if addresses is not None else LoopbackAddresses()
+        """The pods' addresses, from the stack's own block (``addresses``)."""
 
     # ---- paths --------------------------------------------------------------------------
 

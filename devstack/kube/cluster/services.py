@@ -1,12 +1,12 @@
 """Services that carry traffic: a user-space proxy per Service port, as kube-proxy once was.
 
-On a stack that runs pods as processes, Services get their ClusterIP from a loopback range
-(``SERVICE_ADDRESSES``). For each port of such a Service a listener is bound on
-``clusterIP:port``; every connection it accepts goes to one of the Service's endpoints (a pod
-of its namespace that its selector matches, that is Ready and runs as processes), taken in
-turn, at the pod's address and the port's ``targetPort`` (a number, or the name of a
-container port). With no ready endpoint the connection is closed at once, as a client of a
-Service without endpoints sees its connection refused.
+On a stack that runs pods as processes, Services get their ClusterIP from the loopback block
+the stack claimed (``addresses``), as its pods do. For each port of such a Service a listener
+is bound on ``clusterIP:port``; every connection it accepts goes to one of the Service's
+endpoints (a pod of its namespace that its selector matches, that is Ready and runs as
+processes), taken in turn, at the pod's address and the port's ``targetPort`` (a number, or
+the name of a container port). With no ready endpoint the connection is closed at once, as a
+client of a Service without endpoints sees its connection refused.
 
 Bytes are copied both ways by two threads per connection until both sides have closed: the
 local stack carries a few browsers' and clients' connections, not a cluster's traffic.
@@ -23,24 +23,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .addresses import LoopbackAddresses
 from .cache import Obj
 from .containers import port_number
 
 _log = logging.getLogger(__name__)
 
-SERVICE_RANGE_PREFIX = "127.254."
-"""ClusterIPs of a process-running stack: 127.254.0.0/16, which pods' addresses never use."""
-
 _CHUNK = 64 * 1024
 
 Endpoints = Callable[[str, dict[str, str]], list[Obj]]
 """The ready process-run pods of a namespace that a selector matches."""
-
-
-def loopback_service_address(index: int) -> str:
-    """The ``index``-th ClusterIP (from 1) of a process-running stack."""
-    index %= 254 * 254
-    return f"{SERVICE_RANGE_PREFIX}{index // 254 + 1}.{index % 254 + 1}"
 
 
 @dataclass
@@ -57,8 +49,9 @@ class _Listener:
 class ServiceProxies:
     """Binds, rebinds and closes the listeners of every loopback Service."""
 
-    def __init__(self, endpoints: Endpoints) -> None:
+    def __init__(self, endpoints: Endpoints, addresses: LoopbackAddresses) -> None:
         self._endpoints = endpoints
+        self._addresses = addresses
         self._lock = threading.Lock()
         self._listeners: dict[tuple[str, str, int], _Listener] = {}
         self._turns = itertools.count()
@@ -69,7 +62,7 @@ class ServiceProxies:
         namespace, name = str(meta.get("namespace") or ""), str(meta["name"])
         ip = str(spec.get("clusterIP") or "")
         wanted: dict[int, dict[str, Any]] = {}
-        if event_type != "DELETED" and ip.startswith(SERVICE_RANGE_PREFIX):
+        if event_type != "DELETED" and self._addresses.is_service_address(ip):
             for port in spec.get("ports") or []:
                 if (port.get("protocol") or "TCP") == "TCP":
                     wanted[int(port["port"])] = dict(port)
