@@ -113,7 +113,7 @@ def on_starting(server: Any) -> None:
     the workers their master's pid, by which an operator knows the replica of a leader."""
     from app.config import ConfigError, load_config
     from app.log import configure_logging
-    from app.storage.leader import REPLICA_PID_ENV
+    from app.models.leadership import REPLICA_PID_ENV
 
     os.environ[REPLICA_PID_ENV] = str(os.getpid())
     _prepare_metrics_dir()

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
+import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
 from app.config import Config, parse_config
 from devstack.gafaelfawr import GafaelfawrEmulator
 from devstack.kube import KubernetesEmulator
+from devstack.serving import ServerThread
 from tests.conftest import service_config
 from tests.labs.conftest import wait_for
 from tests.support.redis_server import RedisServer
@@ -148,3 +151,40 @@ def test_stalled_redis_is_503_within_its_timeout(
             server.resume()
     finally:
         server.close()
+
+
+@pytest.mark.parametrize(
+    ("answer", "content_type", "reason"),
+    [
+        (b'{"major": "1", "minor": "31"}', "application/json", "without gitVersion"),
+        (b"<html>a proxy's page</html>", "text/html", "with no JSON"),
+        (b"[]", "application/json", "without gitVersion"),
+    ],
+)
+def test_readyz_is_503_with_the_reason_when_the_api_server_answers_what_it_cannot_use(
+    redis_server: RedisServer,
+    gafaelfawr: GafaelfawrEmulator,
+    make_app: Callable[[Config], Flask],
+    answer: bytes,
+    content_type: str,
+    reason: str,
+) -> None:
+    """An answer the client's models would refuse (a field missing, a proxy's page) is an
+    unready API server, named, never a 500."""
+
+    def api_server(environ: dict[str, Any], start: Callable[..., Any]) -> list[bytes]:
+        start("200 OK", [("Content-Type", content_type), ("Content-Length", str(len(answer)))])
+        return [answer]
+
+    server = ServerThread(api_server).start()
+    try:
+        raw = service_config(redis_server.url, gafaelfawr.url, server.url)
+        client = make_app(parse_config(raw)).test_client()
+        response = client.get("/readyz")
+    finally:
+        server.stop()
+    assert response.status_code == 503
+    body = response.get_json()
+    assert body["code"] == "not_ready"
+    assert body["checks"]["kubernetes"] == f"error: /version answered {reason}"
+    assert "kubernetes unavailable" in body["message"]

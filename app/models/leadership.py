@@ -6,6 +6,14 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+REPLICA_NAME_ENV = "SPAWNER_REPLICA_NAME"
+REPLICA_URL_ENV = "SPAWNER_REPLICA_URL"
+REPLICA_PID_ENV = "SPAWNER_REPLICA_PID"
+"""The replica's identity, as its workers read it: the name and direct URL the chart (or the
+local stack) gives the pod, and the master's pid, which the master sets itself. Here, in a
+module that imports nothing, because the master sets the pid: the network libraries must
+first be imported in the workers, after gevent has patched the standard library."""
+
 
 @dataclass(frozen=True)
 class ReplicaIdentity:

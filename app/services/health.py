@@ -8,6 +8,7 @@ answering).
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass
 
@@ -69,11 +70,23 @@ def _check_redis(
 
 
 def _check_kubernetes(api: k8s.ApiClient) -> str:
+    """Whether the API server answers ``/version`` with a version: read as it came, so an
+    answer the client's models would not take (a field missing, not JSON at all) is an
+    unready API server in words, never a failed probe."""
     try:
-        k8s.VersionApi(api).get_code(_request_timeout=PROBE_TIMEOUT)
+        answer = k8s.VersionApi(api).get_code(
+            _request_timeout=PROBE_TIMEOUT, _preload_content=False
+        )
+        body = json.loads(answer.data or b"null")
     except (ApiException, HTTPError, OSError) as exc:
         logger.warning("readiness: Kubernetes API unavailable: %s", type(exc).__name__)
         return f"error: {type(exc).__name__}"
+    except ValueError:
+        logger.warning("readiness: the Kubernetes API answered /version with no JSON")
+        return "error: /version answered with no JSON"
+    if not isinstance(body, dict) or not body.get("gitVersion"):
+        logger.warning("readiness: the Kubernetes API answered /version without a version")
+        return "error: /version answered without gitVersion"
     return OK
 
 

@@ -26,13 +26,14 @@ from dataclasses import asdict, dataclass
 
 import redis
 
-from app.models.leadership import Leadership, ReplicaIdentity
+from app.models.leadership import (
+    REPLICA_NAME_ENV,
+    REPLICA_PID_ENV,
+    REPLICA_URL_ENV,
+    Leadership,
+    ReplicaIdentity,
+)
 from app.storage import scripts
-
-REPLICA_NAME_ENV = "SPAWNER_REPLICA_NAME"
-REPLICA_URL_ENV = "SPAWNER_REPLICA_URL"
-REPLICA_PID_ENV = "SPAWNER_REPLICA_PID"
-"""Set by the gunicorn master for its workers (``gunicorn.conf.py``)."""
 
 
 def replica_identity() -> ReplicaIdentity:

@@ -25,6 +25,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
         workers=2,
         pull_seconds=0.2,
         extra_env={"SPAWNER_ACCESS_LOG": str(state_dir / "access.log")},
+        log_path=state_dir / "service.log",
     )
     stack = LocalStack(options).start()
     yield stack
@@ -43,6 +44,15 @@ def _children(pid: int) -> list[int]:
         if int(fields[1]) == pid:
             children.append(int(entry.name))
     return children
+
+
+def test_gevent_patches_the_workers_before_anything_imports_ssl(stack: LocalStack) -> None:
+    """No worker boots with a network library that took ``ssl`` (or sockets) before gevent
+    patched them: such a library would block its whole worker on a TLS call, as a talk to a
+    real Kubernetes API server is. gevent says so at boot when it happens."""
+    log = (stack.options.state_dir / "service.log").read_text()
+    assert "Booting worker" in log
+    assert "MonkeyPatchWarning" not in log, log[:3000]
 
 
 def test_two_workers_serve_health_and_readiness(stack: LocalStack) -> None:
