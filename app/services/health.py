@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
+from typing import Any
 
 import redis
 from kubernetes import client as k8s
@@ -74,7 +75,7 @@ def _check_kubernetes(api: k8s.ApiClient) -> str:
     answer the client's models would not take (a field missing, not JSON at all) is an
     unready API server in words, never a failed probe."""
     try:
-        answer = k8s.VersionApi(api).get_code(
+        answer: Any = k8s.VersionApi(api).get_code(
             _request_timeout=PROBE_TIMEOUT, _preload_content=False
         )
         body = json.loads(answer.data or b"null")
