@@ -183,6 +183,7 @@ def run(
                 "token": tokens[USER],
                 "image": bench.image,
                 "kube_url": bench.stack.kube.url,
+                "kube_ca": str(bench.stack.kube.authority.ca_path),
             }
         )
         try:

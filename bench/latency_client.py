@@ -133,7 +133,9 @@ def replay(replayer: Replayer, reference: dict[str, Any], target: str) -> dict[s
 def main() -> None:
     job = json.loads(sys.stdin.readline())
     client = TimingClient(job["url"], job["admin_token"])
-    replayer = Replayer(k8s.ApiClient(k8s.Configuration(host=job["kube_url"])))
+    configuration = k8s.Configuration(host=job["kube_url"])
+    configuration.ssl_ca_cert = job["kube_ca"]
+    replayer = Replayer(k8s.ApiClient(configuration))
     reference: dict[str, Any] = {}
     for line in sys.stdin:
         command, _, argument = line.strip().partition(" ")

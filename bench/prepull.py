@@ -35,13 +35,18 @@ from devstack.redis_process import RedisProcess
 INTERVAL_SECONDS = 0.05
 
 
-def _config(kube_url: str, redis_url: str, images: int) -> Any:
+def _config(kube: KubernetesEmulator, redis_url: str, images: int) -> Any:
     urls = [f"registry.bench/lab/image-{i}:w_2024_{i + 10:02d}" for i in range(images)]
     return parse_config(
         {
             "gafaelfawr": {"url": "http://gafaelfawr.bench"},
             "redis": {"url": redis_url},
-            "kubernetes": {"mode": "host", "host": kube_url, "requestTimeout": 30},
+            "kubernetes": {
+                "mode": "host",
+                "host": kube.url,
+                "certificateAuthority": str(kube.authority.ca_path),
+                "requestTimeout": 30,
+            },
             "prepull": [
                 {
                     "name": "bench",
@@ -67,7 +72,7 @@ def run(
         for index in range(nodes):
             kube.cluster.add_node(f"node-{index:03d}")
         kube.store.create("namespaces", {"metadata": {"name": "nublado"}})
-        config = _config(kube.url, redis_process.url, images)
+        config = _config(kube, redis_process.url, images)
         client = redis.Redis.from_url(redis_process.url, decode_responses=True)
         kube_storage = KubernetesStorage(
             DeadlineApiClient(build_configuration(config.kubernetes), 30.0)

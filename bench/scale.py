@@ -87,9 +87,12 @@ def _emulator_main(conn: Connection, job: dict[str, Any]) -> None:
     """The populated emulator, in a process of its own; answers ``(command, argument)``
     messages on ``conn`` until ``stop``."""
     from devstack.kube import KubernetesEmulator
+    from devstack.tls import LocalAuthority
 
     config = parse_config(job["config"])
-    kube = KubernetesEmulator(api_latency=job["api_latency"])
+    # Signed by the stack's CA, which the service is told to trust.
+    authority = LocalAuthority(Path(job["tls_dir"]))
+    kube = KubernetesEmulator(api_latency=job["api_latency"], authority=authority)
     kube.start()
     install_platform(kube)
     images = tuple(LabImage(**image) for image in job["images"])
@@ -397,6 +400,7 @@ def _service_config(stack: LocalStack, kube_url: str) -> dict[str, Any]:
     raw["kubernetes"] = {
         "mode": "host",
         "host": kube_url,
+        "certificateAuthority": str(stack.authority.ca_path),
         "requestTimeout": 60,
         "serviceNamespace": SERVICE_NAMESPACE,
     }
@@ -521,6 +525,7 @@ def _one_size(
         "images": [{"reference": i.reference, "name": i.name, "digest": i.digest} for i in images],
         "config": placeholder,
         "api_latency": api_latency,
+        "tls_dir": str(stack.authority.directory),
     }
     emulator = PopulatedEmulator(job)
     try:

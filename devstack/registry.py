@@ -38,6 +38,7 @@ from werkzeug.routing import Map, Rule
 from werkzeug.wrappers import Request, Response
 
 from devstack.serving import ServedEmulator, ServerThread
+from devstack.tls import LocalAuthority, shared_authority
 
 __all__ = [
     "MANIFEST_MEDIA_TYPE",
@@ -166,6 +167,7 @@ class RegistryEmulator(ServedEmulator):
         service: str = "devstack-registry",
         port: int = 0,
         clock: Callable[[], float] = time.time,
+        authority: LocalAuthority | None = None,
     ) -> None:
         if page_size < 1:
             raise ValueError("page_size must be positive")
@@ -185,6 +187,10 @@ class RegistryEmulator(ServedEmulator):
         self._garbage: dict[str, list[str]] = {}
         self._requests: Counter[str] = Counter()
         self._server: ServerThread | None = None
+        # Registries are HTTPS: served with a certificate of ``authority`` (by default the
+        # process's, ``devstack.tls``), whose CA the service trusts as a private CA.
+        self.authority = authority if authority is not None else shared_authority()
+        self._tls = self.authority.server_context()
         for repo, tags in (repositories or {}).items():
             self.set_tags(repo, tags)
         self._map = Map(
@@ -209,7 +215,7 @@ class RegistryEmulator(ServedEmulator):
     @property
     def host(self) -> str:
         """``host:port`` as image references name this registry."""
-        return self.url.removeprefix("http://")
+        return self.url.split("://", 1)[1]
 
     @property
     def service(self) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import ssl
 import threading
 import traceback
 from abc import ABC, abstractmethod
@@ -149,12 +150,38 @@ class _ResponseWriter:
 
 class _Server(ThreadedWSGIServer):
     """Remembers its open connections, so stopping it also ends kept-alive ones (a stopped
-    emulator must look unreachable, not keep answering on old connections)."""
+    emulator must look unreachable, not keep answering on old connections).
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    With ``tls``, each connection's TLS handshake happens in that connection's own thread,
+    not in the thread that accepts (werkzeug's own wrapping shakes hands as it accepts, so
+    one client that connects and says nothing would hold every other one back)."""
+
+    def __init__(self, *args: Any, tls: ssl.SSLContext | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._open: set[socket.socket] = set()
         self._open_lock = threading.Lock()
+        self._tls = tls
+        # What werkzeug reads to call the requests https.
+        self.ssl_context = tls
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        if self._tls is None:
+            super().finish_request(request, client_address)
+            return
+        try:
+            wrapped = self._tls.wrap_socket(request, server_side=True)
+        except OSError:
+            return  # a client that did not finish its handshake: nothing to serve
+        with self._open_lock:
+            self._open.add(wrapped)
+        try:
+            super().finish_request(wrapped, client_address)
+        finally:
+            with self._open_lock:
+                self._open.discard(wrapped)
+            with contextlib.suppress(OSError):
+                wrapped.shutdown(socket.SHUT_RDWR)
+            wrapped.close()
 
     def process_request(self, request: Any, client_address: Any) -> None:
         with self._open_lock:
@@ -181,10 +208,17 @@ class ServerThread:
     streams never block other clients.
     """
 
-    def __init__(self, app: Any, port: int = 0, host: str = "127.0.0.1") -> None:
+    def __init__(
+        self,
+        app: Any,
+        port: int = 0,
+        host: str = "127.0.0.1",
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
         self._app = app
         self._host = host
         self._port = port
+        self._tls = tls
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -196,10 +230,13 @@ class ServerThread:
 
     @property
     def url(self) -> str:
-        return f"http://{self._host}:{self.port}"
+        scheme = "https" if self._tls is not None else "http"
+        return f"{scheme}://{self._host}:{self.port}"
 
     def start(self) -> ServerThread:
-        self._server = _Server(self._host, self._port, self._app, handler=KeepAliveHandler)
+        self._server = _Server(
+            self._host, self._port, self._app, handler=KeepAliveHandler, tls=self._tls
+        )
         # A short poll interval keeps stop() fast; the default half second adds up in tests.
         self._thread = threading.Thread(
             target=self._server.serve_forever,
@@ -265,6 +302,8 @@ class ServedEmulator(StartStop):
     _port: int
     _server: ServerThread | None
     _label = "emulator"
+    _tls: ssl.SSLContext | None = None
+    """Set by an emulator served over HTTPS (as what it stands for is, in production)."""
 
     @abstractmethod
     def wsgi_app(self, environ: dict[str, Any], start_response: Any) -> Any:
@@ -272,7 +311,7 @@ class ServedEmulator(StartStop):
 
     def start(self) -> Self:
         """Start serving on loopback; returns self so it can be chained."""
-        self._server = ServerThread(self.wsgi_app, port=self._port).start()
+        self._server = ServerThread(self.wsgi_app, port=self._port, tls=self._tls).start()
         return self
 
     def stop(self) -> None:
@@ -283,7 +322,7 @@ class ServedEmulator(StartStop):
 
     @property
     def url(self) -> str:
-        """Base URL, ``http://127.0.0.1:<port>``."""
+        """Base URL, ``http://127.0.0.1:<port>`` (``https`` when served over TLS)."""
         if self._server is None:
             raise RuntimeError(f"{self._label} not started")
         return self._server.url

@@ -22,6 +22,7 @@ nothing use.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
@@ -55,6 +56,7 @@ from devstack.launch import launched
 from devstack.redis_process import RedisProcess, free_port
 from devstack.registry import RegistryEmulator
 from devstack.sentinel import SentinelGroup
+from devstack.tls import authority_for
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEMO_CONFIG = REPO_ROOT / "app" / "config" / "demo.yaml"
@@ -111,7 +113,11 @@ class LocalStack:
         self.redis: RedisProcess | None = None
         self.sentinel: SentinelGroup | None = None
         self.redis_url = "" if self.options.redis_sentinel else self.options.redis_url or ""
-        self.registry = RegistryEmulator(repositories=demo_registry_repositories())
+        self.authority = authority_for(self.options.state_dir)
+        """The CA the stack's HTTPS servers (the Kubernetes API, the registry) are signed by."""
+        self.registry = RegistryEmulator(
+            repositories=demo_registry_repositories(), authority=self.authority
+        )
         self.kube = KubernetesEmulator(
             settings=ClusterSettings(
                 pull_seconds=self.options.pull_seconds,
@@ -120,6 +126,7 @@ class LocalStack:
                 programs=load_programs(self.options.programs) if self.options.real_labs else {},
             ),
             api_latency=self.options.api_latency,
+            authority=self.authority,
         )
         mapping = self.options.group_mapping
         self.gafaelfawr = GafaelfawrEmulator(
@@ -208,7 +215,18 @@ class LocalStack:
         kubeconfig = {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "devstack", "cluster": {"server": self.kube.url}}],
+            "clusters": [
+                {
+                    "name": "devstack",
+                    "cluster": {
+                        "server": self.kube.url,
+                        # As a cluster's kubeconfig does: the CA its API server is signed by.
+                        "certificate-authority-data": base64.b64encode(
+                            self.authority.ca_pem
+                        ).decode(),
+                    },
+                }
+            ],
             "users": [{"name": "devstack", "user": {"token": "devstack"}}],
             "contexts": [
                 {"name": "devstack", "context": {"cluster": "devstack", "user": "devstack"}}
@@ -267,7 +285,9 @@ class LocalStack:
                 block["registry"] = self.registry.host
             for image in block.get("images", []):
                 image["url"] = self._local_reference(image["url"])
-        raw["images"]["insecureRegistries"] = [self.registry.host]
+        # The registry is HTTPS, signed by the stack's CA, which the service trusts through
+        # REQUESTS_CA_BUNDLE (``start_replica``), as a private registry's CA is trusted.
+        raw["images"].pop("insecureRegistries", None)
         if isinstance(raw.get("apps"), dict):
             self._local_apps(raw["apps"])
         return raw
@@ -326,6 +346,8 @@ class LocalStack:
                 "SPAWNER_REPLICA_NAME": replica.name,
                 "SPAWNER_REPLICA_URL": replica.url,
                 "PYTHONUNBUFFERED": "1",
+                # The public CAs and the stack's: how the service trusts the registry.
+                "REQUESTS_CA_BUNDLE": str(self.authority.bundle_path),
             }
         )
         if self.sentinel is not None:
@@ -397,6 +419,7 @@ class LocalStack:
                 for replica in self.replicas
             ],
             "kubernetes_url": self.kube.url,
+            "ca_certificate": str(self.authority.ca_path),
             "gafaelfawr_url": self.gafaelfawr.url,
             "registry_url": self.registry.url,
             "ingress_url": self.ingress.url,

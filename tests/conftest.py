@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import os
+import shutil
+import tempfile
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,11 +23,28 @@ from devstack.demo import demo_tokens, demo_users
 from devstack.gafaelfawr import GafaelfawrEmulator
 from devstack.kube import KubernetesEmulator
 from devstack.stack import LocalStack, StackOptions
+from devstack.tls import TLS_DIR_ENV, shared_authority
 from tests.support.rbac import RECORDER
 from tests.support.redis_server import RedisServer
 
 RUNS_LAST = "runs_last"
 """Marker of tests that read what the whole run did (the RBAC proof)."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """One certificate authority for every HTTPS server the run starts (the Kubernetes API
+    and registry emulators, in this process and in the stacks it runs), which this process's
+    HTTP clients trust as the service trusts it: through the kubeconfig or the configured CA
+    for Kubernetes, through ``REQUESTS_CA_BUNDLE`` for the rest."""
+    directory = Path(tempfile.mkdtemp(prefix="lab-spawner-tests-tls-"))
+    os.environ[TLS_DIR_ENV] = str(directory)
+    os.environ["REQUESTS_CA_BUNDLE"] = str(shared_authority().bundle_path)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    directory = os.environ.pop(TLS_DIR_ENV, None)
+    if directory:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(
@@ -96,7 +117,12 @@ def service_config(
         "logLevel": "INFO",
         "gafaelfawr": {"url": gafaelfawr_url, "cacheSeconds": 30},
         "redis": {"url": redis_url},
-        "kubernetes": {"mode": "host", "host": kube_url, "requestTimeout": 5},
+        "kubernetes": {
+            "mode": "host",
+            "host": kube_url,
+            "requestTimeout": 5,
+            "certificateAuthority": str(shared_authority().ca_path),
+        },
         # The prepuller's tests turn it on; elsewhere its pods would only add noise.
         "prepuller": {"enabled": False},
         "prepull": [

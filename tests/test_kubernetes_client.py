@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -17,6 +18,7 @@ from urllib3.exceptions import MaxRetryError, ReadTimeoutError
 from app.config import KubernetesConfig
 from app.extensions.kubernetes import CONNECTIONS, DeadlineApiClient, build_configuration
 from devstack.kube import KubernetesEmulator
+from devstack.tls import shared_authority
 
 
 def _config(**overrides: object) -> KubernetesConfig:
@@ -26,6 +28,8 @@ def _config(**overrides: object) -> KubernetesConfig:
         "kubeconfig": None,
         "request_timeout": 5.0,
         "service_namespace": "nublado",
+        # The emulators' CA (the run's one: ``tests/conftest.py``).
+        "certificate_authority": str(shared_authority().ca_path),
     }
     values.update(overrides)
     return KubernetesConfig(**values)  # type: ignore[arg-type]
@@ -38,9 +42,18 @@ def no_ambient_kubeconfig(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> No
     monkeypatch.setenv("HOME", str(tmp_path))
 
 
-def test_host_mode_reaches_the_api(kube: KubernetesEmulator) -> None:
-    api = DeadlineApiClient(build_configuration(_config(mode="host", host=kube.url)), 5.0)
+def test_host_mode_reaches_the_api_over_tls_with_the_configured_ca(
+    kube: KubernetesEmulator,
+) -> None:
+    assert kube.url.startswith("https://")
+    config = _config(mode="host", host=kube.url, certificate_authority=str(kube.authority.ca_path))
+    api = DeadlineApiClient(build_configuration(config), 5.0)
     assert k8s.VersionApi(api).get_code().major
+    # Without the CA the server's certificate is refused: the path is really checked.
+    no_ca = _config(mode="host", host=kube.url, certificate_authority=None)
+    unverified = DeadlineApiClient(build_configuration(no_ca), 5.0)
+    with pytest.raises(MaxRetryError, match="CERTIFICATE_VERIFY_FAILED"):
+        k8s.VersionApi(unverified).get_code()
 
 
 def test_kubeconfig_mode(kube: KubernetesEmulator, tmp_path: Path) -> None:
@@ -50,7 +63,17 @@ def test_kubeconfig_mode(kube: KubernetesEmulator, tmp_path: Path) -> None:
             {
                 "apiVersion": "v1",
                 "kind": "Config",
-                "clusters": [{"name": "c", "cluster": {"server": kube.url}}],
+                "clusters": [
+                    {
+                        "name": "c",
+                        "cluster": {
+                            "server": kube.url,
+                            "certificate-authority-data": base64.b64encode(
+                                kube.authority.ca_pem
+                            ).decode(),
+                        },
+                    }
+                ],
                 "users": [{"name": "u", "user": {"token": "t"}}],
                 "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
                 "current-context": "x",
@@ -152,7 +175,7 @@ def test_a_watch_left_early_costs_requests_no_connection(
     """A watch its reader leaves early has its connection closed. With watches on their
     own client, requests keep every connection they had; sharing one client, the next
     request has to connect again."""
-    from urllib3.connection import HTTPConnection
+    from urllib3.connection import HTTPSConnection
 
     from app.storage.kubernetes import KubernetesStorage
 
@@ -160,14 +183,15 @@ def test_a_watch_left_early_costs_requests_no_connection(
         return DeadlineApiClient(build_configuration(_config(mode="host", host=kube.url)), 5.0)
 
     connects: list[int] = []
-    original = HTTPConnection.connect
+    original = HTTPSConnection.connect
 
     def counting(self: Any) -> None:
         connects.append(1)
         original(self)
 
-    # Counting only: every connection the client opens is one of urllib3's.
-    monkeypatch.setattr(HTTPConnection, "connect", counting)
+    # Counting only: every connection the client opens to the API server (HTTPS, as a
+    # cluster's) is one of urllib3's.
+    monkeypatch.setattr(HTTPSConnection, "connect", counting)
     storage = KubernetesStorage(client(), watches=client() if own_watch_client else None)
     namespace = f"watch-pool-{str(own_watch_client).lower()}"
     kube.store.create("namespaces", {"metadata": {"name": namespace}})

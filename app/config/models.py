@@ -65,6 +65,9 @@ class KubernetesConfig:
     kubeconfig: str | None
     request_timeout: float
     service_namespace: str
+    certificate_authority: str | None = None
+    """With ``host``: the CA file the API server's certificate is checked against (in a
+    cluster and with a kubeconfig, theirs is used)."""
 
 
 @dataclass(frozen=True)

@@ -120,6 +120,8 @@ def build_configuration(config: KubernetesConfig) -> k8s.Configuration:
             "no in-cluster config or kubeconfig found and kubernetes.host is not set"
         )
     configuration.host = config.host
+    if config.certificate_authority:
+        configuration.ssl_ca_cert = config.certificate_authority
     return _tune(configuration)
 
 

@@ -155,6 +155,7 @@ class KubernetesSchema(StrictCamelCaseSchema):
     kubeconfig = fields.String(load_default=None)
     request_timeout = fields.Float(load_default=10.0, validate=_POSITIVE)
     service_namespace = fields.String(load_default="nublado", validate=_DNS_LABEL)
+    certificate_authority = fields.String(load_default=None, validate=validate.Length(min=1))
 
     @post_load
     def _build(self, data: dict[str, Any], **_: Any) -> KubernetesConfig:

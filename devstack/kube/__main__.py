@@ -2,7 +2,8 @@
 
     python -m devstack.kube --port 0 --nodes 3 --state-file PATH [--api-latency-ms 5]
 
-Prints the URL on stdout and, with ``--state-file``, writes ``{"url": ..., "pid": ...}`` there
+Prints the URL on stdout and, with ``--state-file``, writes ``{"url": ..., "pid": ..., "ca": ...}``
+there (``ca``: the file of the CA its HTTPS certificate is signed by)
 once it is serving, so a parent process can wait for the file instead of parsing output.
 Stops cleanly on SIGINT or SIGTERM.
 """
@@ -26,7 +27,9 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m devstack.kube", description=__doc__)
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: any free)")
     parser.add_argument("--nodes", type=int, default=1, help="simulated nodes to register")
-    parser.add_argument("--state-file", type=Path, help="write the URL and pid here as JSON")
+    parser.add_argument(
+        "--state-file", type=Path, help="write the URL, pid and CA file here as JSON"
+    )
     parser.add_argument("--watch-history", type=int, default=10000, help="changes kept for watches")
     parser.add_argument(
         "--api-latency-ms",
@@ -64,7 +67,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.state_file is not None:
             # Write then rename, so a reader never sees a half-written file.
             partial = args.state_file.with_name(args.state_file.name + ".tmp")
-            partial.write_text(json.dumps({"url": emulator.url, "pid": os.getpid()}))
+            ca = str(emulator.authority.ca_path)
+            partial.write_text(json.dumps({"url": emulator.url, "pid": os.getpid(), "ca": ca}))
             partial.replace(args.state_file)
         print(emulator.url, flush=True)
         while not stopping.wait(0.5):

@@ -26,6 +26,7 @@ from devstack.kube.store import Store
 from devstack.kube.validation import shared_validator
 from devstack.kube.watches import WatchHub
 from devstack.serving import ServerThread, StartStop
+from devstack.tls import LocalAuthority, shared_authority
 
 
 class KubernetesEmulator(StartStop):
@@ -38,9 +39,14 @@ class KubernetesEmulator(StartStop):
         settings: ClusterSettings | None = None,
         watch_history: int = 10000,
         api_latency: float = 0.0,
+        authority: LocalAuthority | None = None,
     ) -> None:
         """``api_latency``: seconds each API request waits before it is handled, as on a
-        real control plane (see ``api_latency`` below); 0 for tests."""
+        real control plane (see ``api_latency`` below); 0 for tests. The API is served over
+        HTTPS, as every cluster's is, with a certificate of ``authority`` (by default the
+        process's, ``devstack.tls``)."""
+        self.authority = authority if authority is not None else shared_authority()
+        """The CA its clients trust (``client_configuration``, the stack's kubeconfig)."""
         self.store = Store()
         self.served = ResourceRegistry()
         """What the API serves: the built-in kinds and those of CustomResourceDefinitions."""
@@ -72,7 +78,7 @@ class KubernetesEmulator(StartStop):
             logs=self.cluster.logs,
             latency=api_latency,
         )
-        self._server = ServerThread(self.app, port=port)
+        self._server = ServerThread(self.app, port=port, tls=self.authority.server_context())
         self._running = False
 
     def _admission(self, defaulter: Defaulter) -> Callable[[str, dict[str, Any]], None]:
@@ -123,9 +129,9 @@ class KubernetesEmulator(StartStop):
         self._server.stop()
 
     def client_configuration(self) -> kubernetes.client.Configuration:
-        """A client configuration for this emulator: its URL, no credentials."""
+        """A client configuration for this emulator: its URL and its CA, no credentials."""
         configuration = kubernetes.client.Configuration(host=self.url)
-        configuration.verify_ssl = False
+        configuration.ssl_ca_cert = str(self.authority.ca_path)
         return configuration
 
     def api_client(self) -> kubernetes.client.ApiClient:

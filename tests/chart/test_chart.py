@@ -35,6 +35,7 @@ CHART_MANAGED = {
     "kubernetes.mode",
     "kubernetes.host",
     "kubernetes.kubeconfig",
+    "kubernetes.certificateAuthority",
     "kubernetes.serviceNamespace",
 }
 """Config keys the chart sets itself instead of taking them from values."""

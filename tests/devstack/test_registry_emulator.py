@@ -233,7 +233,7 @@ def test_set_and_add_tags_move_digests(registry: RegistryEmulator) -> None:
 def test_digest_for_reference(registry: RegistryEmulator) -> None:
     digest = registry.digest(LAB_REPOSITORY, "w_2024_42")
     host = registry.host
-    assert host == registry.url.removeprefix("http://")
+    assert host == registry.url.removeprefix("https://")
     lookup = registry.digest_for_reference
     assert lookup(f"{host}/{LAB_REPOSITORY}:w_2024_42") == digest
     assert lookup(f"{host}/{LAB_REPOSITORY}:recommended") == digest

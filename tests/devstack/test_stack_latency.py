@@ -27,7 +27,7 @@ def test_the_stack_builds_its_emulator_with_them(tmp_path: Path) -> None:
     assert stack.kube.api_latency == 0.05
     assert stack.kube.cluster.settings.start_seconds == 1.5
     with stack.kube:
-        api = k8s.ApiClient(k8s.Configuration(host=stack.kube.url))
+        api = k8s.ApiClient(stack.kube.client_configuration())
         try:
             core = k8s.CoreV1Api(api)
             started = time.monotonic()

@@ -49,7 +49,9 @@ def test_standalone_process(tmp_path: Path, wait_until: WaitUntil) -> None:
         wait_until(state.exists, timeout=20, message="the emulator never wrote its state file")
         info = json.loads(state.read_text())
         assert info["pid"] == process.pid
-        api = kubernetes.client.ApiClient(kubernetes.client.Configuration(host=info["url"]))
+        configuration = kubernetes.client.Configuration(host=info["url"])
+        configuration.ssl_ca_cert = info["ca"]  # served over TLS, as an API server is
+        api = kubernetes.client.ApiClient(configuration)
         core = kubernetes.client.CoreV1Api(api)
         started = time.monotonic()
         assert sorted(n.metadata.name for n in core.list_node().items) == ["node-1", "node-2"]
@@ -74,7 +76,9 @@ def test_request_cost_is_small_and_does_not_grow(
 ) -> None:
     emulator.store.create("configmaps", {"metadata": {"name": "hot", "namespace": namespace}})
     address = urlsplit(emulator.url)
-    connection = http.client.HTTPConnection(address.hostname or "", address.port)
+    connection = http.client.HTTPSConnection(
+        address.hostname or "", address.port, context=emulator.authority.client_context()
+    )
 
     def timings(count: int) -> list[float]:
         result = []

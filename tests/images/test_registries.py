@@ -65,9 +65,9 @@ def private_registry() -> Iterator[RegistryEmulator]:
     emulator.stop()
 
 
-def _config(kube: KubernetesEmulator, registry: RegistryEmulator, secret: str | None) -> Config:
+def _config(kube: KubernetesEmulator, secret: str | None) -> Config:
     raw = service_config("redis://127.0.0.1:1/0", "http://gafaelfawr.test", kube.url)
-    raw["images"] = {"insecureRegistries": [registry.host], "requestTimeout": 2}
+    raw["images"] = {"requestTimeout": 2}
     if secret is not None:
         raw["images"]["credentialsSecret"] = secret
     return parse_config(raw)
@@ -104,7 +104,7 @@ def test_credentials_from_the_secret_reach_a_private_registry(
     _put_secret(
         kube, _docker_config({host: {"username": CREDENTIALS[0], "password": CREDENTIALS[1]}})
     )
-    directory = RegistryDirectory(_config(kube, private_registry, SECRET), _storage(kube))
+    directory = RegistryDirectory(_config(kube, SECRET), _storage(kube))
     try:
         client = directory.client(host)
         assert "w_2024_42" in client.list_tags(LAB_REPOSITORY)
@@ -118,7 +118,7 @@ def test_rotated_credentials_replace_the_client(
 ) -> None:
     host = private_registry.host
     _put_secret(kube, _docker_config({host: {"username": "robot", "password": "old-wrong"}}))
-    directory = RegistryDirectory(_config(kube, private_registry, SECRET), _storage(kube))
+    directory = RegistryDirectory(_config(kube, SECRET), _storage(kube))
     try:
         old = directory.client(host)
         with pytest.raises(RegistryError) as failure:
@@ -139,7 +139,7 @@ def test_rotated_credentials_replace_the_client(
 def test_no_secret_configured_means_anonymous(
     kube: KubernetesEmulator, private_registry: RegistryEmulator
 ) -> None:
-    directory = RegistryDirectory(_config(kube, private_registry, None), _storage(kube))
+    directory = RegistryDirectory(_config(kube, None), _storage(kube))
     try:
         with pytest.raises(RegistryError):
             directory.client(private_registry.host).list_tags(LAB_REPOSITORY)
@@ -150,11 +150,11 @@ def test_no_secret_configured_means_anonymous(
 def test_a_missing_secret_is_logged_and_anonymous(
     kube: KubernetesEmulator, private_registry: RegistryEmulator, caplog: pytest.LogCaptureFixture
 ) -> None:
-    directory = RegistryDirectory(_config(kube, private_registry, "no-such-secret"), _storage(kube))
+    directory = RegistryDirectory(_config(kube, "no-such-secret"), _storage(kube))
     try:
         with caplog.at_level(logging.WARNING):
             client = directory.client(private_registry.host)
         assert "no-such-secret does not exist" in caplog.text
-        assert client.base_url == f"http://{private_registry.host}"
+        assert client.base_url == f"https://{private_registry.host}"
     finally:
         directory.close()

@@ -82,7 +82,6 @@ def image_raw_config(
     ]
     raw["images"] = {
         "refreshSeconds": 3600,
-        "insecureRegistries": [registry.host],
         "credentialsSecret": CREDENTIALS_SECRET,
     }
     raw["lab"] = {

@@ -78,7 +78,7 @@ def prepull_raw_config(
             "aliasTags": ["latest", "latest_weekly", "latest_daily", "latest_release"],
         }
     ]
-    raw["images"] = {"refreshSeconds": 3600, "insecureRegistries": [registry.host]}
+    raw["images"] = {"refreshSeconds": 3600}
     raw["lab"]["nodeSelector"] = LAB_LABEL
     raw["prepuller"] = {
         "enabled": True,
