@@ -79,9 +79,8 @@ def judge(pod: dict[str, Any], noun: str = "lab") -> PodVerdict:
     phase = status.get("phase")
     node = pod.get("spec", {}).get("nodeName")
     if phase in ("Failed", "Succeeded"):
-        reason = status.get("reason") or status.get("message") or phase
         return PodVerdict(
-            failure=f"the {noun} pod stopped ({phase}): {reason}",
+            failure=f"the {noun} pod stopped ({phase}): {stopped_detail(pod)}",
             scheduled_on=node,
             reason=FailureReason.CRASH,
         )
@@ -100,3 +99,21 @@ def judge(pod: dict[str, Any], noun: str = "lab") -> PodVerdict:
     initialized = (_condition(pod, "Initialized") or {}).get("status") == "True"
     ready = phase == "Running" and (_condition(pod, "Ready") or {}).get("status") == "True"
     return PodVerdict(ready=ready, scheduled_on=node, initialized=initialized)
+
+
+def stopped_detail(pod: dict[str, Any]) -> str:
+    """Why a pod in phase Failed or Succeeded stopped: what Kubernetes says of the pod, else
+    how its first container to end ended (its exit code, and the runtime's reason)."""
+    status = pod.get("status") or {}
+    reason, message = status.get("reason"), status.get("message")
+    detail = f"{reason}: {message}" if reason and message else reason or message
+    if detail:
+        return str(detail)
+    for container in status.get("containerStatuses") or []:
+        terminated = (container.get("state") or {}).get("terminated")
+        if terminated:
+            ended = (
+                f"container {container.get('name')} exited with code {terminated.get('exitCode')}"
+            )
+            return ended + (f" ({terminated['reason']})" if terminated.get("reason") else "")
+    return f"phase {status.get('phase')}"

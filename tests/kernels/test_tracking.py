@@ -17,6 +17,7 @@ from app.engine.reconcile import Reconciler
 from app.extensions.labs import machinery_of
 from app.workloads.kernel.tracking import GONE_ERROR
 from devstack.kube import KubernetesEmulator
+from devstack.kube.cluster.programs import ImageProgram
 from tests.kernels.conftest import kernel_url, settled, start, with_lab
 from tests.labs.conftest import LabUser, wait_for
 from tests.labs.test_recovery import NEVER, leading
@@ -118,3 +119,32 @@ def test_the_reconcile_deletes_kernels_whose_lab_pod_is_gone(
         return bool((body["status"], body["error"]) == ("failed", GONE_ERROR))
 
     wait_for(failed)
+
+
+def test_a_kernel_whose_process_crashes_ends_with_its_exit_code(
+    watched: Flask, new_user: Callable[..., LabUser], kube: KubernetesEmulator
+) -> None:
+    """Not an injected status: the kernel's image runs a real process, whose Python stops at
+    start-up with exit code 1. A kernel is not restarted (its state is its memory), so its
+    pod ends, and the kernel fails with the exit code rather than reading running."""
+    client = watched.test_client()
+    user = new_user()
+    with_lab(client, user)
+    # The kernel pod's command is the image's Python: in this image, one that cannot start.
+    kube.cluster.settings.programs = {
+        "*/lsstsqre/sciplat-lab": ImageProgram(env={"PYTHONHOME": "/nonexistent"})
+    }
+    try:
+        kernel_id = start(client, user).get_json()["kernel_id"]
+
+        def ended() -> dict[str, Any] | None:
+            body: dict[str, Any] = client.get(
+                kernel_url(user, kernel_id), headers=user.headers
+            ).json
+            return body if body["status"] in ("exited", "failed") else None
+
+        record = wait_for(ended, timeout=30)
+    finally:
+        kube.cluster.settings.programs = {}
+    assert record["status"] == "failed", record
+    assert "exited with code 1" in record["error"], record

@@ -23,7 +23,7 @@ from app.builders.names import (
 from app.builders.record import spec_from_annotation
 from app.builders.service import needs_service_address
 from app.config.models import Config
-from app.engine.pods import judge
+from app.engine.pods import judge, stopped_detail
 from app.engine.tracking import PodTracking
 from app.models.lab import LabRecord, LabStatus, PodState
 from app.storage.kubernetes import KubernetesStorage
@@ -106,21 +106,7 @@ def is_deleting(obj: dict[str, Any]) -> bool:
 
 def stopped_error(pod: dict[str, Any]) -> str:
     """Why a pod in phase Failed or Succeeded stopped, in a user's terms."""
-    status = pod.get("status") or {}
-    reason, message = status.get("reason"), status.get("message")
-    detail = f"{reason}: {message}" if reason and message else reason or message
-    if not detail:
-        for container in status.get("containerStatuses") or []:
-            terminated = (container.get("state") or {}).get("terminated")
-            if terminated:
-                detail = (
-                    f"container {container.get('name')} exited with code "
-                    f"{terminated.get('exitCode')}"
-                )
-                if terminated.get("reason"):
-                    detail += f" ({terminated['reason']})"
-                break
-    return f"the lab pod stopped: {detail or 'phase ' + str(status.get('phase'))}"
+    return f"the lab pod stopped: {stopped_detail(pod)}"
 
 
 def _with(
