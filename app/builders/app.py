@@ -33,6 +33,7 @@ from app.builders.network_policy import NAMESPACE_NAME_LABEL
 from app.builders.resource_quota import GPU_RESOURCE, pod_resources
 from app.config.models import AppQuota, AppsConfig, AppTemplate, Config
 from app.models.app import AppRecord, AppScope
+from app.models.identity import is_group_name
 from app.models.sizes import PodSize
 from app.quantities import format_cpu, format_memory
 
@@ -152,6 +153,9 @@ def _volumes(config: AppsConfig, record: AppRecord) -> tuple[list[Any], list[Any
             [],
         )
     group = record.group
+    if not is_group_name(group):
+        # Checked where it entered; never a path from a name that was not.
+        raise ValueError(f"not a group's name: {group!r}")
     if volume.type == "nfs":
         source: dict[str, Any] = {
             "nfs": {"server": volume.server, "path": (volume.path or "").format(group=group)}

@@ -2,8 +2,20 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, cast
+
+GROUP_NAME_PATTERN = r"^[a-zA-Z][a-zA-Z0-9._-]*$"
+"""A group's name as Gafaelfawr allows it: a letter, then letters, digits, ``.``, ``_``,
+``-``. Names from requests are checked against it where they enter, since paths and object
+names are built from them (a group volume's path among them)."""
+
+_GROUP_NAME = re.compile(GROUP_NAME_PATTERN)
+
+
+def is_group_name(name: str) -> bool:
+    return bool(_GROUP_NAME.match(name))
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from typing import Any
 from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
 
 from app.models.app import AppPhase, AppScope
+from app.models.identity import GROUP_NAME_PATTERN
 from app.schemas.apps_config import PRESET_VARIABLES
 
 MAX_ENV_VARIABLES = 64
@@ -60,7 +61,10 @@ class AppRequestSchema(Schema):
     template = fields.String(required=True, metadata={"description": "A template's name."})
     group = fields.String(
         required=True,
-        validate=validate.Length(min=1, max=256),
+        validate=[
+            validate.Length(min=1, max=256),
+            validate.Regexp(GROUP_NAME_PATTERN, error="must be a group's name"),
+        ],
         metadata={"description": "The group that owns the app; the caller must be in it."},
     )
     name = fields.String(
@@ -106,6 +110,7 @@ class AppChangeSchema(Schema):
 class AppListQuerySchema(Schema):
     group = fields.String(
         load_default=None,
+        validate=validate.Regexp(GROUP_NAME_PATTERN, error="must be a group's name"),
         metadata={"description": "Only this group's apps (default: every group of the caller)."},
     )
 

@@ -16,11 +16,13 @@ class ClusterRequestSchema(Schema):
         metadata={"description": "`daskclusters`, `rayclusters` or `sparkclusters`."},
     )
     workers = fields.Integer(
+        strict=True,
         load_default=1,
         validate=validate.Range(min=0),
         metadata={"description": "Workers to start."},
     )
     max_workers = fields.Integer(
+        strict=True,
         load_default=None,
         validate=validate.Range(min=0),
         metadata={"description": "The most workers it may be scaled to (default: `workers`)."},

@@ -105,6 +105,12 @@ def test_a_request_the_app_cannot_take_creates_nothing(
         response = create(client, user, group, **body)
         assert response.status_code == status, (body, response.get_data(as_text=True))
         assert message in response.get_json()["message"], body
+    # A group's name reaches paths (the group volume's): it is checked where it enters.
+    for name in ("../../etc", "a/b", "-x"):
+        response = create(client, user, name)
+        assert response.status_code == 422, response.get_data(as_text=True)
+        error = response.get_json()
+        assert (error["field"], error["message"]) == ("group", "group: must be a group's name")
     assert client.get(f"/spawner/v1/apps?group={group}", headers=user.headers).get_json() == []
     assert kube.store.get("namespaces", None, namespace_of(group)) is None
 

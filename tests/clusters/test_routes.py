@@ -162,6 +162,8 @@ def test_a_cluster_runs_beside_the_lab_and_goes_on_delete(
             "unknown tier 'huge'; tiers are: small, large, elsewhere, gpu",
         ),
         ({"head_tier": "gpu"}, "head_tier", "tier gpu is only for rayclusters"),
+        ({"workers": 1.5}, "workers", "Not a valid integer"),
+        ({"workers": 2, "max_workers": 3.0}, "max_workers", "Not a valid integer"),
         ({"workers": 3, "max_workers": 2}, "max_workers", "must not be less than workers"),
         ({"workers": 1, "max_workers": 11}, "max_workers", "must not exceed 10"),
         ({"workers": -1}, "workers", "Must be greater than or equal to 0"),
