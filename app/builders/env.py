@@ -130,9 +130,9 @@ class ScreenedEnv:
     dropped: dict[str, str]
     """Names that reach no container, each with why."""
 
-    def notice(self) -> str | None:
-        """One line for the spawn's event stream saying what did not reach the lab as sent;
-        None when everything did."""
+    def notice(self, noun: str = "lab") -> str | None:
+        """One line for the event stream saying what did not reach the workload (``noun``)
+        as sent; None when everything did."""
         parts = []
         if self.overridden:
             parts.append(
@@ -143,7 +143,7 @@ class ScreenedEnv:
         for name, reason in self.dropped.items():
             by_reason.setdefault(reason, []).append(name)
         for reason, dropped in by_reason.items():
-            parts.append(f"not passed to the lab: {', '.join(dropped)} ({reason})")
+            parts.append(f"not passed to the {noun}: {', '.join(dropped)} ({reason})")
         if not parts:
             return None
         return "From the request's environment: " + "; ".join(parts)
@@ -171,10 +171,18 @@ def drop_reason(name: str) -> str | None:
     return None
 
 
-def screen_request_env(env: dict[str, str], config: Config) -> ScreenedEnv:
-    """Sort a spawn request's environment into what the lab gets, what the platform's values
-    replace and what no container gets (see the module's docstring)."""
-    platform = platform_env_names(config)
+def screen_request_env(
+    env: dict[str, str],
+    config: Config,
+    *,
+    also_set: frozenset[str] = frozenset(),
+    also_set_prefixes: tuple[str, ...] = (),
+) -> ScreenedEnv:
+    """Sort a request's environment into what its workload gets, what the platform's values
+    replace and what no container gets (see the module's docstring). ``also_set`` and
+    ``also_set_prefixes`` name what the service sets on this workload besides a lab's
+    platform variables (a remote kernel's ``KERNEL_*`` and ``POD_IP``)."""
+    platform = platform_env_names(config) | also_set
     kept: dict[str, str] = {}
     overridden: list[str] = []
     dropped: dict[str, str] = {}
@@ -182,7 +190,7 @@ def screen_request_env(env: dict[str, str], config: Config) -> ScreenedEnv:
         reason = drop_reason(name)
         if reason is not None:
             dropped[name] = reason
-        elif name in platform:
+        elif name in platform or (also_set_prefixes and name.startswith(also_set_prefixes)):
             overridden.append(name)
         else:
             kept[name] = env[name]

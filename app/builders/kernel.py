@@ -46,8 +46,10 @@ KEY_SECRET_KEY = "key"  # noqa: S105 - a key name
 COMMAND = ["python", "-m", "labspawner.kernels.launch"]
 """The kernel's start-up, from the lab image's installed client package."""
 RESTART_POLICY = "Never"
-RESERVED_ENV_PREFIX = "KERNEL_"
-"""Variables the service sets; a request's ``env`` may not name them."""
+SERVICE_ENV_PREFIX = "KERNEL_"
+SERVICE_ENV = frozenset({"POD_IP"})
+"""Variables the service sets on every kernel pod (besides the lab's platform ones): a
+request's values for them are overridden."""
 
 
 def kernel_selector(kernel_id: str) -> dict[str, str]:

@@ -7,7 +7,6 @@ from typing import Any
 
 from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
 
-from app.builders.kernel import RESERVED_ENV_PREFIX
 from app.models.kernel import KERNEL_PORTS
 from app.schemas.clusters import UsageSchema
 
@@ -19,8 +18,6 @@ KERNEL_ID_PATTERN = r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"
 MAX_ENV_VARIABLES = 64
 MAX_ENV_JSON_BYTES = 16 * 1024
 """Bounds on a kernel's ``env``, which goes into its pod's spec."""
-POD_ENV = ("POD_IP",)
-"""Set by the service on every kernel pod besides the ``KERNEL_`` variables."""
 
 _ENV_NAME = validate.Regexp(
     r"^[A-Za-z_][A-Za-z0-9_]{0,127}$", error="must be an environment variable name"
@@ -66,8 +63,9 @@ class KernelRequestSchema(Schema):
         metadata={
             "description": (
                 f"The kernel's environment: at most {MAX_ENV_VARIABLES} variables and "
-                f"{MAX_ENV_JSON_BYTES} bytes as JSON; `KERNEL_*` and `POD_IP` are the "
-                "service's."
+                f"{MAX_ENV_JSON_BYTES} bytes as JSON. As a lab's: names the platform sets "
+                "(its variables, `KERNEL_*`, `POD_IP`) are overridden, names that change how "
+                "processes start are dropped, and the kernel's events say which."
             )
         },
     )
@@ -81,9 +79,6 @@ class KernelRequestSchema(Schema):
     @validates_schema
     def _bounded_env(self, data: dict[str, Any], **_: Any) -> None:
         env: dict[str, str] = data.get("env") or {}
-        reserved = sorted(n for n in env if n.startswith(RESERVED_ENV_PREFIX) or n in POD_ENV)
-        if reserved:
-            raise ValidationError(f"set by the service: {', '.join(reserved)}", "env")
         if len(env) > MAX_ENV_VARIABLES:
             raise ValidationError(f"at most {MAX_ENV_VARIABLES} variables ({len(env)})", "env")
         size = len(json.dumps(env))

@@ -15,6 +15,8 @@ import time
 import uuid
 from dataclasses import dataclass, field, replace
 
+from app.builders.env import ScreenedEnv, screen_request_env
+from app.builders.kernel import SERVICE_ENV, SERVICE_ENV_PREFIX
 from app.builders.names import lab_namespace
 from app.builders.pod import image_reference
 from app.engine.engine import Engine
@@ -101,9 +103,13 @@ class KernelService:
             choice = ImageChoice(reference=request.image, field="image")
             image = image_reference(self._ctx.images.resolve(choice, user))
         kernel_id = request.kernel_id or str(uuid.uuid4())
-        spec = KernelSpec(
-            kernel_id=kernel_id, user=user, image=image, size=size, env=dict(request.env)
+        screened = screen_request_env(
+            request.env,
+            self._ctx.config,
+            also_set=SERVICE_ENV,
+            also_set_prefixes=(SERVICE_ENV_PREFIX,),
         )
+        spec = KernelSpec(kernel_id=kernel_id, user=user, image=image, size=size, env=screened.kept)
         namespace = lab_namespace(self._ctx.config.namespace_prefix, user.username)
         record = new_record(spec, namespace, iso_utc(time.time()) or "")
         with budget_lock(self._engine, user.username):
@@ -119,7 +125,7 @@ class KernelService:
                 record=kernel_json(record),
                 spec=spec_to_json(spec),
                 secret=request.key,
-                first_events=[(EventType.INFO, f"Kernel {kernel_id} requested")],
+                first_events=_requested_events(kernel_id, screened),
                 group=admission_group(user, self._ctx.config.admission),
             )
         if queued.rebuilding:
@@ -158,6 +164,16 @@ class KernelService:
             )
             count += result is DeleteQueued.QUEUED
         return count
+
+
+def _requested_events(kernel_id: str, screened: ScreenedEnv) -> list[tuple[EventType, str]]:
+    """The kernel's first events: the request, and what of its environment it will not see
+    as sent (as a lab's spawn says)."""
+    events = [(EventType.INFO, f"Kernel {kernel_id} requested")]
+    notice = screened.notice("kernel")
+    if notice is not None:
+        events.append((EventType.INFO, notice))
+    return events
 
 
 def _rebuilding() -> RebuildingError:

@@ -12,6 +12,8 @@ from collections.abc import Callable
 import pytest
 from flask.testing import FlaskClient
 
+from app.extensions.labs import machinery_of
+from app.workloads.refs import kernel_ref
 from devstack.kube import KubernetesEmulator
 from tests.kernels.conftest import kernel_url, new_key, settled, start, with_lab
 from tests.labs.conftest import LabUser, wait_for
@@ -111,8 +113,7 @@ def test_a_kernel_runs_beside_the_lab_with_its_key_in_its_secret_only(
         # A tier kept for some kinds of cluster is not one for kernels.
         ({"size": "gpu"}, 422, "unknown size 'gpu'"),
         ({"image": "registry.test/somebody/else:1"}, 422, "image"),
-        ({"env": {"KERNEL_KEY": "x"}}, 422, "set by the service: KERNEL_KEY"),
-        ({"env": {"POD_IP": "1.2.3.4"}}, 422, "POD_IP"),
+        ({"env": {"1X": "x"}}, 422, "env"),
         ({"connection": {"key": "NOT-HEX"}}, 422, "lowercase hex"),
         ({"connection": {"key": "ab" * 16, "transport": "ipc"}}, 422, "transport"),
         ({"kernel_id": "Bad_Id"}, 422, "kernel_id"),
@@ -211,3 +212,42 @@ def test_kernels_go_with_their_lab(
         lambda: client.get(kernel_url(user, kernel_id), headers=user.headers).status_code == 404
     )
     wait_for(lambda: kube.store.get("namespaces", None, f"nublado-{user.username}") is None)
+
+
+def test_a_kernels_environment_follows_the_labs_rules(
+    client: FlaskClient, new_user: Callable[..., LabUser], kube: KubernetesEmulator
+) -> None:
+    """Names the platform sets (its variables, the kernel's own ``KERNEL_*`` and ``POD_IP``)
+    keep the platform's values, names that change how processes start reach no container,
+    and the kernel's events say which; the rest is the kernel's."""
+    user = new_user()
+    with_lab(client, user)
+    env = {
+        "LD_PRELOAD": "/tmp/x.so",
+        "PATH": "/tmp/bin",
+        "KUBERNETES_SERVICE_HOST": "10.0.0.1",
+        "ACCESS_TOKEN": "not-the-token",
+        "MEM_LIMIT": "1",
+        "KERNEL_KEY": "planted",
+        "POD_IP": "1.2.3.4",
+        "OMP_NUM_THREADS": "4",
+    }
+    response = start(client, user, env=env)
+    assert response.status_code == 201, response.get_data(as_text=True)
+    kernel_id = response.get_json()["kernel_id"]
+    assert settled(client, user, kernel_id)["status"] == "running"
+    pod = kube.store.get("pods", f"nublado-{user.username}", f"kernel-{kernel_id}")
+    assert pod is not None
+    given = {e["name"]: e for e in pod["spec"]["containers"][0]["env"]}
+    assert given["OMP_NUM_THREADS"]["value"] == "4"
+    assert not {"LD_PRELOAD", "PATH", "KUBERNETES_SERVICE_HOST", "ACCESS_TOKEN", "MEM_LIMIT"} & set(
+        given
+    )
+    assert "valueFrom" in given["KERNEL_KEY"] and "valueFrom" in given["POD_IP"]
+    assert "planted" not in str(pod) and "1.2.3.4" not in str(pod)
+    engine = machinery_of(client.application).engine
+    events = engine.events.read(kernel_ref(user.username, kernel_id).key)
+    notice = next(e.data for e in events if "From the request's environment" in e.data)
+    assert "the platform sets ACCESS_TOKEN, KERNEL_KEY, MEM_LIMIT, POD_IP" in notice
+    assert "not passed to the kernel: LD_PRELOAD, PATH (they change how" in notice
+    assert "KUBERNETES_SERVICE_HOST (Kubernetes sets them in every container)" in notice
