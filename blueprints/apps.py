@@ -4,6 +4,7 @@ manage all."""
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import asdict
 from typing import Any
 
@@ -77,8 +78,10 @@ def _template(template: AppTemplate) -> dict[str, Any]:
     }
 
 
-def _count(kind: str = "app") -> None:
-    limits_ext.limits.count_mutation(current_user().username, kind)
+def _changing() -> AbstractContextManager[None]:
+    """The caller's change of an app, counted against their changes a minute (and given
+    back if refused)."""
+    return limits_ext.limits.change(current_caller(), "app")
 
 
 @apps.get("/app-templates")
@@ -98,7 +101,11 @@ def templates() -> list[dict[str, Any]]:
 def create_app() -> tuple[dict[str, Any], int]:
     """Make an app of the group from a template, within the group's quota; the caller must
     be in the group. A required variable without a value is a 422 naming it."""
-    _count()
+    with _changing():
+        return _create_app()
+
+
+def _create_app() -> tuple[dict[str, Any], int]:
     body = load_body(_create)
     app_request = AppRequest(
         template=body["template"],
@@ -149,10 +156,10 @@ def app(app_id: str) -> dict[str, Any]:
 def update_app(app_id: str) -> tuple[dict[str, Any], int]:
     """Change the app's variables (all of them), scope or size; its pod is replaced, the
     old one serving until the new one is ready."""
-    _count()
-    body = load_body(_change)
-    change = AppChange(env=body.get("env"), size=body.get("size"), scope=body.get("scope"))
-    return _body(_service().update(current_user(), app_id, change)), 202
+    with _changing():
+        body = load_body(_change)
+        change = AppChange(env=body.get("env"), size=body.get("size"), scope=body.get("scope"))
+        return _body(_service().update(current_user(), app_id, change)), 202
 
 
 @apps.post("/apps/<app_id>/stop")
@@ -165,8 +172,8 @@ def update_app(app_id: str) -> tuple[dict[str, Any], int]:
 def stop_app(app_id: str) -> tuple[dict[str, Any], int]:
     """Stop the app: its pod goes and it uses none of the group's quota; it keeps its data.
     A stop of an app stopped already changes nothing (200)."""
-    _count()
-    return _switched(_service().stop(current_user(), app_id))
+    with _changing():
+        return _switched(_service().stop(current_user(), app_id))
 
 
 @apps.post("/apps/<app_id>/start")
@@ -180,8 +187,8 @@ def stop_app(app_id: str) -> tuple[dict[str, Any], int]:
 def start_app(app_id: str) -> tuple[dict[str, Any], int]:
     """Start a stopped app again, within the group's quota (or one in Error once more). A
     start of an app that runs changes nothing (200)."""
-    _count()
-    return _switched(_service().start(current_user(), app_id))
+    with _changing():
+        return _switched(_service().start(current_user(), app_id))
 
 
 def _switched(switched: Switched) -> tuple[dict[str, Any], int]:
@@ -215,5 +222,5 @@ def app_logs(app_id: str) -> dict[str, Any]:
 @requires(ANY_USER, ADMIN, with_user=True)
 def delete_app(app_id: str) -> tuple[dict[str, Any], int]:
     """Start deleting the app and its objects (the group's storage keeps its data)."""
-    _count()
-    return _body(_service().delete(current_user(), app_id)), 202
+    with _changing():
+        return _body(_service().delete(current_user(), app_id)), 202

@@ -21,7 +21,7 @@ from app.schemas.clusters import ClusterRequestSchema, ClusterSchema
 from app.services.auth import ADMIN, OWNER
 from app.services.clusters import ClusterRequest, ClusterService
 from app.web.api import ApiBlueprint, raises
-from app.web.auth import current_user, requires
+from app.web.auth import current_caller, current_user, requires
 from app.web.bodies import load_body
 
 clusters = ApiBlueprint("clusters", __name__, url_prefix="/spawner/v1")
@@ -54,9 +54,9 @@ def _body(record: ClusterRecord) -> dict[str, Any]:
 def create_cluster(username: str) -> tuple[dict[str, Any], int]:
     """Create a cluster in the user's lab namespace, within their budget (the user's own,
     when an administrator creates it for them)."""
-    limits_ext.limits.count_mutation(username, "cluster")
-    request = ClusterRequest(**load_body(_request))
-    return _body(_service().create(username, current_user(), request)), 201
+    with limits_ext.limits.change(current_caller(), "cluster"):
+        request = ClusterRequest(**load_body(_request))
+        return _body(_service().create(username, current_user(), request)), 201
 
 
 @clusters.get("/labs/<username>/clusters")
@@ -83,5 +83,5 @@ def cluster(username: str, name: str) -> dict[str, Any]:
 @requires(OWNER, ADMIN)
 def delete_cluster(username: str, name: str) -> tuple[dict[str, Any], int]:
     """Start deleting the cluster; 202, or 404 if there is none."""
-    limits_ext.limits.count_mutation(username, "cluster")
-    return _body(_service().delete(username, name)), 202
+    with limits_ext.limits.change(current_caller(), "cluster"):
+        return _body(_service().delete(username, name)), 202

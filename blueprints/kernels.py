@@ -23,7 +23,7 @@ from app.schemas.kernels import KernelRequestSchema, KernelSchema
 from app.services.auth import ADMIN, OWNER
 from app.services.kernels import KernelRequest, KernelService
 from app.web.api import ApiBlueprint, raises
-from app.web.auth import current_user, requires
+from app.web.auth import current_caller, current_user, requires
 from app.web.bodies import load_body
 from app.workloads.kernel.kind import DEFAULT_GRACE_SECONDS
 
@@ -60,11 +60,11 @@ def _body(record: KernelRecord) -> dict[str, Any]:
 def create_kernel(username: str) -> tuple[dict[str, Any], int]:
     """Start a kernel in the user's lab namespace, within their budget; the connection key
     goes to the kernel's Secret only."""
-    limits_ext.limits.count_mutation(username, "kernel")
-    body = load_body(_request)
-    connection = body.pop("connection")
-    kernel = KernelRequest(key=connection["key"], **body)
-    return _body(_service().create(username, current_user(), kernel)), 201
+    with limits_ext.limits.change(current_caller(), "kernel"):
+        body = load_body(_request)
+        connection = body.pop("connection")
+        kernel = KernelRequest(key=connection["key"], **body)
+        return _body(_service().create(username, current_user(), kernel)), 201
 
 
 @kernels.get("/labs/<username>/kernels")
@@ -102,9 +102,9 @@ def kernel(username: str, kernel_id: str) -> dict[str, Any]:
 @requires(OWNER, ADMIN)
 def delete_kernel(username: str, kernel_id: str) -> tuple[dict[str, Any], int]:
     """Start deleting the kernel, its pod given `grace_seconds` to stop; 202, or 404."""
-    limits_ext.limits.count_mutation(username, "kernel")
-    grace = _grace_seconds(request.args.get("grace_seconds"))
-    return _body(_service().delete(username, kernel_id, grace_seconds=grace)), 202
+    with limits_ext.limits.change(current_caller(), "kernel"):
+        grace = _grace_seconds(request.args.get("grace_seconds"))
+        return _body(_service().delete(username, kernel_id, grace_seconds=grace)), 202
 
 
 def _grace_seconds(value: str | None) -> int:

@@ -18,9 +18,10 @@ from app.errors import (
     NotScalableError,
     NotSupportedError,
     QuotaExceededError,
+    TooManyRequestsError,
     UnauthorizedError,
 )
-from app.extensions import labs_ext
+from app.extensions import labs_ext, limits_ext
 from app.services.auth import ADMIN, ANY_USER
 from app.services.scaler import ScalerService
 from app.web.api import ApiBlueprint, raises
@@ -111,6 +112,7 @@ RESTART_STATUS = {
 }
 
 CHANGE_ERRORS = (
+    TooManyRequestsError,
     InvalidKindError,
     BadRequestError,
     InvalidHardwareTierError,
@@ -159,7 +161,9 @@ def get_cluster(kind: str, name: str) -> Response:
 def scale_cluster(kind: str, name: str) -> Response:
     """Set a cluster's workers, capped at its maximum (never raised), optionally with a new
     hardware tier for them."""
-    return jsonify(_service().scale(current_caller(), current_user(), kind, name, _body()))
+    caller = current_caller()
+    with limits_ext.limits.change(caller, "cluster"):
+        return jsonify(_service().scale(caller, current_user(), kind, name, _body()))
 
 
 @scaler.patch("/head-hw-tier/<kind>/<name>")
@@ -170,17 +174,22 @@ def scale_cluster(kind: str, name: str) -> Response:
 def head_hw_tier(kind: str, name: str) -> Response:
     """Give a cluster's head (scheduler, server) a hardware tier; the head takes it when it
     is next made, as after `restart_head`."""
-    return jsonify(_service().head_tier(current_caller(), current_user(), kind, name, _body()))
+    caller = current_caller()
+    with limits_ext.limits.change(caller, "cluster"):
+        return jsonify(_service().head_tier(caller, current_user(), kind, name, _body()))
 
 
 @scaler.patch("/restart_head/<kind>/<name>")
 @scaler.response(202, RESTARTED)
 @raises(InvalidKindError, UnauthorizedError, ClusterNotFoundError, HeadPodNotFoundError)
+@raises(TooManyRequestsError)
 @requires(ANY_USER, ADMIN)
 def restart_head(kind: str, name: str) -> tuple[Response, int]:
     """Delete a cluster's head pod with a 20 s grace period and return at once; its operator
     makes it again."""
-    return jsonify(_service().restart_head(current_caller(), kind, name)), 202
+    caller = current_caller()
+    with limits_ext.limits.change(caller, "cluster"):
+        return jsonify(_service().restart_head(caller, kind, name)), 202
 
 
 @scaler.get("/restart_head_status/<kind>/<name>")

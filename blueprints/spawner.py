@@ -169,14 +169,14 @@ def queue_spawn(username: str, api: LabApi) -> None:
     """The spawn request of this request, checked and queued: DMTN-222's route and nublado's
     take the same body and the same tokens, and the lab remembers which ``api`` made it."""
     _check_username(username)
-    limits_ext.limits.count_mutation(username)
-    body = load_body(_spawn_request)
     caller = current_caller()
-    token, user = _delegated_identity(caller)
-    if user.username != username:
-        raise PermissionDeniedError("the delegated token belongs to another user")
-    admin = ADMIN_SCOPE in caller.data.scopes
-    _service().spawn(user, body["options"], body["env"], token, admin=admin, api=api)
+    with limits_ext.limits.change(caller, "lab"):
+        body = load_body(_spawn_request)
+        token, user = _delegated_identity(caller)
+        if user.username != username:
+            raise PermissionDeniedError("the delegated token belongs to another user")
+        admin = ADMIN_SCOPE in caller.data.scopes
+        _service().spawn(user, body["options"], body["env"], token, admin=admin, api=api)
 
 
 def _delegated_identity(caller: Caller) -> tuple[str, UserInfo]:
@@ -236,9 +236,10 @@ def render_spawn_form(*, debug_field: str) -> Response:
 def delete_lab(username: str) -> Response | dict[str, str]:
     """Start deleting the lab; 202, or 404 if there is none. A lab created through nublado's
     route is waited for instead: 204 once it is gone."""
-    limits_ext.limits.count_mutation(username)
     service = _service()
-    if service.delete(username) is LabApi.NUBLADO:
+    with limits_ext.limits.change(current_caller(), "lab"):
+        api = service.delete(username)
+    if api is LabApi.NUBLADO:
         service.wait_deleted(username)
         return Response(status=204)
     return {"username": username, "status": "terminating"}
@@ -279,7 +280,7 @@ def lab_events(username: str) -> Response:
     after = request.headers.get("Last-Event-ID", "0-0").strip() or "0-0"
     if not _EVENT_ID.match(after) or max(map(int, after.split("-"))) > _MAX_ID_PART:
         raise InvalidRequestError("Last-Event-ID is not an event id", field="Last-Event-ID")
-    release = limits_ext.limits.streams.acquire(username, retry_after=_STREAM_RETRY_SECONDS)
+    release = limits_ext.limits.stream(current_caller(), retry_after=_STREAM_RETRY_SECONDS)
     try:
         service = _service()
         following = service.follow_events(username, after)

@@ -19,6 +19,7 @@ class RateLimits:
     def __init__(self, client: redis.Redis, key_prefix: str) -> None:
         self._p = key_prefix
         self._count = scripts.load(client, "rate_limit")
+        self._give_back = scripts.load(client, "rate_give_back")
 
     def key(self, scope: str, name: str) -> str:
         return f"{self._p}rate:{scope}:{name}"
@@ -32,3 +33,8 @@ class RateLimits:
             )
         )
         return 0 if left_ms <= 0 else max(1, math.ceil(left_ms / 1000))
+
+    def give_back(self, *, scope: str, name: str) -> None:
+        """Uncount one request of ``name`` in ``scope`` counted in the current window (one
+        refused after it was counted)."""
+        self._give_back(keys=[self.key(scope, name)], args=[])

@@ -1,4 +1,4 @@
-"""Per-user caps: event streams open at once, and spawns and deletes a minute."""
+"""The callers' caps: event streams open at once, and changes a minute; never JupyterHub's."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def open_streams() -> Iterator[list[TestResponse]]:
         stream.close()
 
 
-def test_a_labs_event_streams_are_capped_and_a_closed_one_frees_its_place(
+def test_a_users_event_streams_are_capped_and_a_closed_one_frees_its_place(
     limited_client: FlaskClient,
     new_user: Callable[..., LabUser],
     admin_headers: dict[str, str],
@@ -51,14 +51,16 @@ def test_a_labs_event_streams_are_capped_and_a_closed_one_frees_its_place(
         open_streams.append(response)
         return response
 
-    # The owner's and an administrator's streams of the same lab count together.
-    for headers in (user.headers, user.headers, admin_headers):
-        assert open_stream(headers).status_code == 200
+    for _ in range(3):
+        assert open_stream(user.headers).status_code == 200
     refused = open_stream(user.headers)
     assert refused.status_code == 429
     assert refused.get_json()["code"] == "too_many_requests"
     assert int(refused.headers["Retry-After"]) >= 1
-    # Another lab's streams are not affected.
+    # The cap is the caller's: JupyterHub (an administrator) still follows the lab, and
+    # another user their own.
+    for _ in range(4):
+        assert open_stream(admin_headers).status_code == 200
     other_events = f"/spawner/v1/labs/{other.username}/events"
     assert open_stream(other.headers, other_events).status_code == 200
 
@@ -67,24 +69,65 @@ def test_a_labs_event_streams_are_capped_and_a_closed_one_frees_its_place(
     assert open_stream(user.headers).status_code == 429
 
 
-def test_spawns_and_deletes_of_a_lab_are_capped_per_minute(
+def test_a_users_changes_are_capped_per_minute_and_refusals_are_not_counted(
     limited_client: FlaskClient, new_user: Callable[..., LabUser], admin_headers: dict[str, str]
 ) -> None:
     user, other = new_user(), new_user()
     url = f"/spawner/v1/labs/{user.username}"
-    # Each counts, whatever its outcome: here, no lab to delete.
-    for _ in range(4):
-        assert limited_client.delete(url, headers=admin_headers).status_code == 404
-    refused = limited_client.delete(url, headers=admin_headers)
+    # Refused before any work (a bad body, a lab that exists): given back, never counted.
+    for _ in range(10):
+        bad = limited_client.post(f"{url}/spawn", json={"options": {}}, headers=user.headers)
+        assert bad.status_code == 422
+    for round_ in range(4):
+        spawned = limited_client.post(f"{url}/spawn", json=spawn_body(), headers=user.headers)
+        assert spawned.status_code == 303, spawned.get_json()
+        assert read_events(limited_client, user.username, user.headers)[-1].type == "complete"
+        if round_ < 3:  # (the fourth spawn used the last change of the minute)
+            exists = limited_client.post(f"{url}/spawn", json=spawn_body(), headers=user.headers)
+            assert exists.status_code == 409
+        # JupyterHub's deletes are not the user's changes, and are never capped.
+        assert limited_client.delete(url, headers=admin_headers).status_code == 202
+        assert read_events(limited_client, user.username, user.headers)[-1].type == "complete"
+    refused = limited_client.post(f"{url}/spawn", json=spawn_body(), headers=user.headers)
     assert refused.status_code == 429
     assert refused.get_json()["code"] == "too_many_requests"
     assert 1 <= int(refused.headers["Retry-After"]) <= 60
-    spawn = limited_client.post(f"{url}/spawn", json=spawn_body(), headers=user.headers)
-    assert spawn.status_code == 429
-    # Nothing was queued by the refused spawn, and another lab is not affected.
+    # Nothing was queued by the refused spawn, and another user is not affected.
     assert limited_client.get(url, headers=admin_headers).status_code == 404
-    other_url = f"/spawner/v1/labs/{other.username}"
-    assert limited_client.delete(other_url, headers=admin_headers).status_code == 404
+    other_url = f"/spawner/v1/labs/{other.username}/spawn"
+    assert (
+        limited_client.post(other_url, json=spawn_body(), headers=other.headers).status_code == 303
+    )
+
+
+def test_an_owners_flood_never_blocks_jupyterhubs_delete_or_its_event_stream(
+    limited_client: FlaskClient,
+    new_user: Callable[..., LabUser],
+    admin_headers: dict[str, str],
+    open_streams: list[TestResponse],
+) -> None:
+    """The owner of a lab sends bad bodies by the dozen and holds every stream they may:
+    JupyterHub, with its own token, still follows the lab and deletes it."""
+    user = new_user()
+    url = f"/spawner/v1/labs/{user.username}"
+    assert (
+        limited_client.post(f"{url}/spawn", json=spawn_body(), headers=user.headers).status_code
+        == 303
+    )
+    for _ in range(40):
+        limited_client.post(f"{url}/spawn", json={"options": {"size": 1}}, headers=user.headers)
+    while True:
+        stream = limited_client.get(f"{url}/events", headers=user.headers, buffered=False)
+        open_streams.append(stream)
+        if stream.status_code == 429:
+            break
+    hub_stream = limited_client.get(f"{url}/events", headers=admin_headers, buffered=False)
+    open_streams.append(hub_stream)
+    assert hub_stream.status_code == 200
+    deleted = limited_client.delete(url, headers=admin_headers)
+    assert deleted.status_code == 202, deleted.get_json()
+    assert read_events(limited_client, user.username, admin_headers)[-1].type == "complete"
+    assert limited_client.get(url, headers=admin_headers).status_code == 404
 
 
 def test_a_refused_stream_holds_no_place(
