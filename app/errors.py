@@ -89,7 +89,12 @@ class RebuildingError(ServiceError):
     status = 503
     code = "rebuilding"
 
-    def __init__(self, message: str, *, retry_after: int = 2) -> None:
+    def __init__(
+        self,
+        message: str = "the service is rebuilding its state from Kubernetes; ask again shortly",
+        *,
+        retry_after: int = 2,
+    ) -> None:
         super().__init__(message)
         self.retry_after = retry_after
 

@@ -18,6 +18,7 @@ from app.errors import (
     NotScalableError,
     NotSupportedError,
     QuotaExceededError,
+    RebuildingError,
     TooManyRequestsError,
     UnauthorizedError,
 )
@@ -26,6 +27,7 @@ from app.services.auth import ADMIN, ANY_USER
 from app.services.scaler import ScalerService
 from app.web.api import ApiBlueprint, raises
 from app.web.auth import current_caller, current_user, requires
+from app.web.bodies import json_object
 
 scaler = ApiBlueprint("scaler", __name__, url_prefix="/ddl_cluster_scaler")
 
@@ -120,6 +122,7 @@ CHANGE_ERRORS = (
     ClusterNotFoundError,
     QuotaExceededError,
     DependencyUnavailableError,
+    RebuildingError,
 )
 """What a change of a cluster (its workers or a tier) may be refused with."""
 
@@ -129,15 +132,13 @@ def _service() -> ScalerService:
 
 
 def _body() -> dict[str, Any]:
-    data = request.get_json(silent=True)
-    if not isinstance(data, dict):
-        raise BadRequestError("the request body must be a JSON object")
-    return data
+    """The design answers a body it cannot use with 400 ``bad_request``."""
+    return json_object(error=BadRequestError)
 
 
 @scaler.get("/list/<kind>")
 @scaler.response(200, KIND_LIST, description="An administrator's every cluster, a user's own.")
-@raises(InvalidKindError)
+@raises(InvalidKindError, RebuildingError)
 @requires(ANY_USER, ADMIN)
 def list_clusters(kind: str) -> Response:
     """Clusters of a kind."""
@@ -146,7 +147,7 @@ def list_clusters(kind: str) -> Response:
 
 @scaler.get("/cluster/<kind>/<name>")
 @scaler.response(200, OBJECT)
-@raises(InvalidKindError, ClusterNotFoundError, UnauthorizedError)
+@raises(InvalidKindError, ClusterNotFoundError, UnauthorizedError, RebuildingError)
 @requires(ANY_USER, ADMIN)
 def get_cluster(kind: str, name: str) -> Response:
     """One cluster's object."""
@@ -182,7 +183,7 @@ def head_hw_tier(kind: str, name: str) -> Response:
 @scaler.patch("/restart_head/<kind>/<name>")
 @scaler.response(202, RESTARTED)
 @raises(InvalidKindError, UnauthorizedError, ClusterNotFoundError, HeadPodNotFoundError)
-@raises(TooManyRequestsError)
+@raises(TooManyRequestsError, RebuildingError)
 @requires(ANY_USER, ADMIN)
 def restart_head(kind: str, name: str) -> tuple[Response, int]:
     """Delete a cluster's head pod with a 20 s grace period and return at once; its operator
@@ -211,6 +212,7 @@ def restart_head(kind: str, name: str) -> tuple[Response, int]:
     UnauthorizedError,
     ClusterNotFoundError,
     HeadPodNotFoundError,
+    RebuildingError,
 )
 @requires(ANY_USER, ADMIN)
 def restart_head_status(kind: str, name: str) -> Response:

@@ -54,7 +54,8 @@ class KeepAliveHandler(WSGIRequestHandler):
                 close = getattr(iterable, "close", None)
                 if close is not None:
                     close()
-        except (ConnectionError, TimeoutError) as exc:
+        except (ConnectionError, TimeoutError, ssl.SSLEOFError) as exc:
+            # The peer went away: over TLS, as a watch it stopped reading, mid-record.
             self.close_connection = True
             self.connection_dropped(exc, environ)
             return

@@ -183,7 +183,7 @@ class AppService:
                 group=record.group,
             )
         if queued.rebuilding:
-            raise _rebuilding()
+            raise RebuildingError()
         if not queued.queued:
             raise ConflictError(f"an app {record.id} exists already; ask again")
         return record
@@ -327,7 +327,7 @@ class AppService:
 
     def _complete(self) -> None:
         if not self._engine.store.is_complete():
-            raise _rebuilding()
+            raise RebuildingError()
 
 
 def _quota_refusal(group: str, quota: AppQuota, cpu: float, memory: int, gpus: int) -> str | None:
@@ -348,10 +348,6 @@ def _quota_refusal(group: str, quota: AppQuota, cpu: float, memory: int, gpus: i
 
 def _random_part() -> str:
     return "".join(secrets.choice(ID_ALPHABET) for _ in range(ID_LENGTH))
-
-
-def _rebuilding() -> RebuildingError:
-    return RebuildingError("the service is rebuilding its state from Kubernetes; ask again shortly")
 
 
 def _terminating(raw: str) -> str:

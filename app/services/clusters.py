@@ -63,7 +63,7 @@ class ClusterService:
         raw = self._engine.store.record(cluster_ref(owner, name))
         if raw is None:
             if not self._engine.store.is_complete():
-                raise _rebuilding()
+                raise RebuildingError()
             raise NotFoundError(f"user {owner} has no cluster {name}")
         return parse_cluster(raw)
 
@@ -171,7 +171,7 @@ class ClusterService:
         """What the owner holds now, clusters and kernels; never partial while Redis is
         being rebuilt."""
         if not self._engine.store.is_complete():
-            raise _rebuilding()
+            raise RebuildingError()
         return holdings_of(self._engine.store, owner)
 
     # Delete --------------------------------------------------------------------------
@@ -189,10 +189,6 @@ class ClusterService:
         if result is DeleteQueued.MISSING or current is None:
             raise NotFoundError(f"user {owner} has no cluster {name}")
         return parse_cluster(_terminating(current))
-
-
-def _rebuilding() -> RebuildingError:
-    return RebuildingError("the service is rebuilding its state from Kubernetes; ask again shortly")
 
 
 def _terminating(raw: str) -> str:

@@ -75,14 +75,14 @@ class KernelService:
     def kernels_of(self, owner: str) -> list[KernelRecord]:
         """The owner's kernels, oldest first; never a partial list while Redis is rebuilt."""
         if not self._engine.store.is_complete():
-            raise _rebuilding()
+            raise RebuildingError()
         return holdings_of(self._engine.store, owner).kernels
 
     def kernel(self, owner: str, kernel_id: str) -> KernelRecord:
         raw = self._engine.store.record(kernel_ref(owner, kernel_id))
         if raw is None:
             if not self._engine.store.is_complete():
-                raise _rebuilding()
+                raise RebuildingError()
             raise NotFoundError(f"user {owner} has no kernel {kernel_id}")
         return parse_kernel(raw)
 
@@ -114,7 +114,7 @@ class KernelService:
         record = new_record(spec, namespace, iso_utc(time.time()) or "")
         with budget_lock(self._engine, user.username):
             if not self._engine.store.is_complete():
-                raise _rebuilding()
+                raise RebuildingError()
             held = holdings_of(self._engine.store, user.username).usage()
             budget = budget_for(user, self._ctx.config.budgets)
             refusal = budget_refusal(budget, held, kernel_size_usage(size))
@@ -129,7 +129,7 @@ class KernelService:
                 group=admission_group(user, self._ctx.config.admission),
             )
         if queued.rebuilding:
-            raise _rebuilding()
+            raise RebuildingError()
         if not queued.queued:
             raise ConflictError(f"user {username} has a kernel {kernel_id} already")
         return record
@@ -174,10 +174,6 @@ def _requested_events(kernel_id: str, screened: ScreenedEnv) -> list[tuple[Event
     if notice is not None:
         events.append((EventType.INFO, notice))
     return events
-
-
-def _rebuilding() -> RebuildingError:
-    return RebuildingError("the service is rebuilding its state from Kubernetes; ask again shortly")
 
 
 def _terminating(raw: str) -> str:

@@ -62,7 +62,7 @@ class LabService:
         """Every user with a lab; never a partial list while Redis is being rebuilt."""
         stored = self._ctx.labs.stored_usernames()
         if not stored.complete:
-            raise _rebuilding()
+            raise RebuildingError()
         return stored.names
 
     def status_json(self, username: str) -> str:
@@ -76,7 +76,7 @@ class LabService:
         if stored.record is not None:
             return stored.record
         if not stored.complete:
-            raise _rebuilding()
+            raise RebuildingError()
         raise NotFoundError(f"user {username} has no lab")
 
     # Spawn ---------------------------------------------------------------------------
@@ -152,7 +152,7 @@ class LabService:
             group=admission_group(user, self._ctx.config.admission),
         )
         if queued.rebuilding:
-            raise _rebuilding()
+            raise RebuildingError()
         if not queued.queued:
             state = parse_record(queued.current).status if queued.current else None
             if state in (None, LabStatus.TERMINATING):
@@ -289,7 +289,7 @@ class LabService:
     def _missing(self, username: str, what: str) -> NoReturn:
         """404 for a lab Redis does not have, or 503 while Redis may not have it yet."""
         if not self._ctx.labs.workloads.is_complete():
-            raise _rebuilding()
+            raise RebuildingError()
         raise NotFoundError(f"user {username} has {what}")
 
 
@@ -301,10 +301,6 @@ def _requested_events(screened: ScreenedEnv) -> list[tuple[EventType, str]]:
     if notice is not None:
         events.append((EventType.INFO, notice))
     return events
-
-
-def _rebuilding() -> RebuildingError:
-    return RebuildingError("the service is rebuilding its state from Kubernetes; ask again shortly")
 
 
 def _terminating(raw: str) -> str:

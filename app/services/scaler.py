@@ -32,6 +32,7 @@ from app.errors import (
     NotScalableError,
     NotSupportedError,
     QuotaExceededError,
+    RebuildingError,
     UnauthorizedError,
 )
 from app.models.cluster import ClusterRecord, ClusterStatus, cluster_json, parse_cluster
@@ -72,6 +73,7 @@ class ScalerService:
         """Every cluster of the kind for an administrator, the caller's own otherwise: the
         operators' objects as Kubernetes has them."""
         adapter = self.adapter(kind)
+        self._complete()
         records = [parse_cluster(raw) for raw in self._engine.store.records(CLUSTER_KIND).values()]
         mine = [
             r
@@ -94,6 +96,7 @@ class ScalerService:
         self, caller: Caller, user: UserInfo, kind: str, name: str, body: dict[str, Any]
     ) -> dict[str, Any]:
         adapter = self.adapter(kind)
+        record, obj = self._owned(caller, adapter, name)
         replicas = body.get("replicas")
         if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 0:
             raise BadRequestError("replicas must be an integer of 0 or more", field="replicas")
@@ -102,7 +105,6 @@ class ScalerService:
             raise BadRequestError(
                 "worker_hw_tier_name must be a string", field="worker_hw_tier_name"
             )
-        record, obj = self._owned(caller, adapter, name)
         if record.status is not ClusterStatus.RUNNING:
             raise NotScalableError(f"cluster {name} is {record.status.value}, not running")
         tier = self._tier(tier_name, kind, "worker_hw_tier_name") if tier_name else None
@@ -139,12 +141,12 @@ class ScalerService:
         """Give the head's pod template a hardware tier. The running head keeps its old one
         until it is made again (``restart_head``), as its operator leaves a running pod be."""
         adapter = self.adapter(kind)
+        record, obj = self._owned(caller, adapter, name)
         tier_name = body.get("head_hw_tier_name")
         if not isinstance(tier_name, str) or not tier_name:
             raise BadRequestError(
                 "head_hw_tier_name must name a hardware tier", field="head_hw_tier_name"
             )
-        record, obj = self._owned(caller, adapter, name)
         tier = self._tier(tier_name, kind, "head_hw_tier_name")
         if not resolve(obj, f"{adapter.head_template_path}/spec/containers"):
             raise NotSupportedError(f"{adapter.kind} {name} has no head pod spec to change")
@@ -227,8 +229,7 @@ class ScalerService:
         """Delete the head pod with a grace period and return at once: its operator makes it
         again, from the head's template as it is now."""
         adapter = self.adapter(kind)
-        record = self._find(kind, name)
-        _authorize_owner(caller, record.owner)
+        record = self._owned_record(caller, kind, name)
         live = [p for p in self._heads(adapter, record) if not _terminating(p)]
         if not live:
             raise HeadPodNotFoundError(f"cluster {name} has no head pod to restart")
@@ -265,8 +266,7 @@ class ScalerService:
                 "started_at must be an ISO 8601 time, as restart_head returned it",
                 field="started_at",
             )
-        record = self._find(kind, name)
-        _authorize_owner(caller, record.owner)
+        record = self._owned_record(caller, kind, name)
         heads = self._heads(adapter, record)
         if not heads and not self._ctx.kube.read_custom(
             custom_kind(adapter), record.namespace, name
@@ -309,21 +309,43 @@ class ScalerService:
     def _owned(
         self, caller: Caller, adapter: ClusterAdapter, name: str
     ) -> tuple[ClusterRecord, dict[str, Any]]:
-        """The cluster's record and object, once the caller may act on it."""
-        record = self._find(adapter.route_name, name)
+        """The cluster's record and its operator's object, once the caller may act on it."""
+        record = self._owned_record(caller, adapter.route_name, name)
         obj = self._ctx.kube.read_custom(custom_kind(adapter), record.namespace, name)
         if obj is None:
             raise ClusterNotFoundError(f"no {adapter.route_name} named {name}")
         _authorize(caller, obj)
         return record, obj
 
-    def _find(self, kind: str, name: str) -> ClusterRecord:
+    def _owned_record(self, caller: Caller, kind: str, name: str) -> ClusterRecord:
+        """The cluster's record once the caller may act on it: before anything of the
+        request's body is looked at.
+
+        Only an administrator learns that a cluster does not exist (404): anyone who is not
+        its owner is refused alike (403 ``unauthorized``), whether the name is another
+        user's cluster or nobody's, so that names are not given away."""
+        record = self._find(kind, name)
+        if record is not None:
+            _authorize_owner(caller, record.owner)
+            return record
+        if _is_admin(caller):
+            raise ClusterNotFoundError(f"no {kind} named {name}")
+        raise UnauthorizedError(_NOT_OWNER)
+
+    def _find(self, kind: str, name: str) -> ClusterRecord | None:
+        self._complete()
         for ref_name, raw in self._engine.store.records(CLUSTER_KIND).items():
             if ref_name.rpartition("/")[2] == name:
                 record = parse_cluster(raw)
                 if record.kind == kind:
                     return record
-        raise ClusterNotFoundError(f"no {kind} named {name}")
+        return None
+
+    def _complete(self) -> None:
+        """503 ``rebuilding`` while Redis is rebuilt from Kubernetes: until then a missing
+        record is not a missing cluster, and a list would be short."""
+        if not self._engine.store.is_complete():
+            raise RebuildingError()
 
     def _tier(self, name: str, kind: str, field: str) -> HardwareTier:
         tier = self._ctx.config.clusters.tier(name)
@@ -334,6 +356,9 @@ class ScalerService:
                 f"hardware tier {name} is restricted to {', '.join(tier.kinds)}", field=field
             )
         return tier
+
+
+_NOT_OWNER = "only an administrator or the cluster's owner may do this"
 
 
 def _is_admin(caller: Caller) -> bool:
@@ -347,7 +372,7 @@ def _authorize(caller: Caller, obj: dict[str, Any]) -> None:
 
 def _authorize_owner(caller: Caller, owner: str | None) -> None:
     if not _is_admin(caller) and owner != caller.username:
-        raise UnauthorizedError("only an administrator or the cluster's owner may do this")
+        raise UnauthorizedError(_NOT_OWNER)
 
 
 def _gone(name: str) -> NoReturn:

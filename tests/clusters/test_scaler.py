@@ -47,8 +47,19 @@ def test_list_and_read_show_an_owner_their_clusters_and_an_administrator_all(
     assert (denied.status_code, denied.get_json()["code"]) == (403, "unauthorized")
     bad_kind = client.get("/ddl_cluster_scaler/list/mpiclusters", headers=owner.headers)
     assert (bad_kind.status_code, bad_kind.get_json()["code"]) == (400, "invalid_kind")
+    # Only an administrator learns that a name is nobody's cluster: anyone else is refused
+    # as for another user's, so names are not given away.
     missing = client.get("/ddl_cluster_scaler/cluster/daskclusters/nope", headers=owner.headers)
-    assert missing.status_code == 404
+    assert (missing.status_code, missing.get_json()["code"]) == (403, "unauthorized")
+    missing = client.get("/ddl_cluster_scaler/cluster/daskclusters/nope", headers=admin_headers)
+    assert (missing.status_code, missing.get_json()["code"]) == (404, "not_found")
+    # Whose the cluster is is settled before the body is looked at.
+    probe = client.patch(
+        f"/ddl_cluster_scaler/scale/daskclusters/{name}",
+        json={"replicas": "many"},
+        headers=other.headers,
+    )
+    assert (probe.status_code, probe.get_json()["code"]) == (403, "unauthorized")
 
 
 def test_scale_caps_at_the_maximum_takes_a_tier_and_the_operator_follows(
@@ -257,9 +268,9 @@ def test_head_routes_refuse_what_their_design_refuses(
             f"{base}/{path.replace(name, 'nope')}",
             method=method,
             json={"head_hw_tier_name": "small"},
-            headers=owner.headers,
+            headers=admin_headers,
         )
-        assert missing.status_code == 404, path
+        assert (missing.status_code, missing.get_json()["code"]) == (404, "not_found")
     for query in ({}, {"started_at": "yesterday"}):
         answer = client.get(
             f"{base}/restart_head_status/daskclusters/{name}",
