@@ -241,7 +241,7 @@ _drop_query = DropFailedQuerySchema()
 @admin.get("/admin/failed-labs")
 @admin.doc(parameters=[_limit_parameter("labs, oldest failure first")])
 @admin.response(200, FailedLabSchema(many=True))
-@raises(InvalidRequestError)
+@raises(InvalidRequestError, RebuildingError)
 @requires(ADMIN)
 def failed_labs() -> list[dict[str, Any]]:
     """Labs whose spawn failed or whose pod stopped for good, with when each failed: they
@@ -265,7 +265,7 @@ def failed_labs() -> list[dict[str, Any]]:
     ]
 )
 @admin.response(202, DroppedLabsSchema)
-@raises(InvalidRequestError)
+@raises(InvalidRequestError, RebuildingError)
 @requires(ADMIN)
 @audited("failed-labs.drop", status=202)
 def drop_failed_labs() -> dict[str, Any]:

@@ -29,7 +29,9 @@ from app.web.api import ApiBlueprint, raises
 from app.web.auth import current_caller, current_user, requires
 from app.web.bodies import json_object
 
-scaler = ApiBlueprint("scaler", __name__, url_prefix="/ddl_cluster_scaler")
+scaler = ApiBlueprint(
+    "scaler", __name__, url_prefix="/ddl_cluster_scaler", body_error=BadRequestError
+)
 
 KIND_LIST = {
     "type": "object",

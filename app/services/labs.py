@@ -259,7 +259,9 @@ class LabService:
 
     def failed(self, *, limit: int) -> list[FailedWorkload]:
         """The labs whose spawn failed (or whose pod stopped for good), oldest failure
-        first, with when each failed."""
+        first, with when each failed; 503 while the records are rebuilt, when the list
+        would be short."""
+        self._complete()
         return self._ctx.labs.workloads.failed(LAB_KIND, limit=limit)
 
     def drop_failed(self, *, older_than_seconds: float) -> list[FailedWorkload]:
@@ -271,6 +273,7 @@ class LabService:
         ever. Each goes through an ordinary deletion, so its namespace goes too, and only
         while it still says failed with no spawn queued: a user spawning again at that
         moment wins."""
+        self._complete()
         before = time.time() - older_than_seconds
         dropped = []
         for failed in self._ctx.labs.workloads.failed(LAB_KIND, before=before, limit=DROP_BATCH):
@@ -288,9 +291,13 @@ class LabService:
 
     def _missing(self, username: str, what: str) -> NoReturn:
         """404 for a lab Redis does not have, or 503 while Redis may not have it yet."""
+        self._complete()
+        raise NotFoundError(f"user {username} has {what}")
+
+    def _complete(self) -> None:
+        """503 ``rebuilding`` while Redis is rebuilt from Kubernetes."""
         if not self._ctx.labs.workloads.is_complete():
             raise RebuildingError()
-        raise NotFoundError(f"user {username} has {what}")
 
 
 def _requested_events(screened: ScreenedEnv) -> list[tuple[EventType, str]]:
