@@ -141,7 +141,8 @@ REDIS_ROUND_TRIPS_HOT = HotCounter(REDIS_ROUND_TRIPS)
 """``REDIS_ROUND_TRIPS`` as every command counts it."""
 REDIS_ERRORS = Counter(
     "lab_spawner_redis_errors",
-    "Redis round trips that failed without an answer, by error (connection or timeout).",
+    "Redis round trips that failed without an answer, by error (connection, timeout, or "
+    "stalled: not sent while the server had not answered since a timeout).",
     ["error"],
 )
 
@@ -180,7 +181,7 @@ LEADER = Gauge(
 
 GAFAELFAWR_ANSWERS = ("token_info", "user_info")
 GAFAELFAWR_SOURCES = ("memory", "redis", "gafaelfawr")
-REDIS_ERROR_KINDS = ("connection", "timeout")
+REDIS_ERROR_KINDS = ("connection", "timeout", "stalled")
 
 
 def declare_series(*, kinds: list[str], actions: list[str], loops: list[str]) -> None:

@@ -145,7 +145,12 @@ def test_stalled_redis_is_503_within_its_timeout(
             ready = client.get("/readyz")
             took = time.monotonic() - started
             assert ready.status_code == 503
-            assert ready.get_json()["checks"]["redis"] == "error: TimeoutError"
+            # Its own timeout, or at once: the request's timeout told the process that
+            # Redis does not answer.
+            assert ready.get_json()["checks"]["redis"] in (
+                "error: TimeoutError",
+                "error: RedisStalledError",
+            )
             assert ready.get_json()["checks"]["state"] == "unknown"
             assert took < 1.5, f"the readiness probe took {took:.1f}s"
         finally:

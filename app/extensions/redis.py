@@ -25,6 +25,7 @@ from redis.sentinel import Sentinel, SentinelConnectionPool, SentinelManagedConn
 
 from app import metrics
 from app.config import RedisConfig
+from app.extensions.redis_stalls import RedisStalledError, StallBreaker, breaker_for
 
 NO_REPLICAS = "NOREPLICAS"
 """The error a primary answers a write with when it has fewer replicas than its
@@ -39,31 +40,57 @@ def _no_retry() -> Retry:
 
 class CountedConnection(redis.connection.AbstractConnection):
     """Counts each round trip (a command or a pipeline sent) and each that failed without
-    an answer, for the metrics: the one place every client of the process goes through,
-    whether it reaches Redis by URL or through Sentinel."""
+    an answer, for the metrics, and fails fast while the server is stalled
+    (``redis_stalls``): the one place every client of the process goes through, whether
+    it reaches Redis by URL or through Sentinel."""
 
     def send_packed_command(self, *args: Any, **kwargs: Any) -> None:
+        # A connection being made sends its handshake through here too, by then knowing
+        # the server's address (Sentinel's primary's included).
+        self._breaker().before_send(self)
         metrics.REDIS_ROUND_TRIPS_HOT.inc()
         try:
             super().send_packed_command(*args, **kwargs)
         except redis.RedisError as exc:
-            _count_error(exc)
+            self._failed(exc)
             raise
 
     def read_response(self, *args: Any, **kwargs: Any) -> Any:
         try:
-            return super().read_response(*args, **kwargs)
-        except redis.RedisError as exc:
-            _count_error(exc)
+            response = super().read_response(*args, **kwargs)
+        except redis.ResponseError:
+            self._breaker().answered()
             raise
+        except redis.RedisError as exc:
+            self._failed(exc)
+            raise
+        self._breaker().answered()
+        return response
 
     def connect(self) -> None:
-        # The pool connects before a command is sent: Redis down fails here.
+        # The pool connects before a command is sent: Redis down fails here, and a stalled
+        # server (whose listen queue may be full) is not dialled again meanwhile.
+        self._breaker().before_send(self)
         try:
             super().connect()
         except redis.RedisError as exc:
-            _count_error(exc)
+            self._failed(exc)
             raise
+
+    def disconnect(self, *args: Any, **kwargs: Any) -> None:
+        self._breaker().released(self)
+        super().disconnect(*args, **kwargs)
+
+    def _failed(self, exc: redis.RedisError) -> None:
+        if isinstance(exc, redis.TimeoutError):
+            self._breaker().timed_out(self)
+        else:
+            self._breaker().released(self)
+        _count_error(exc)
+
+    def _breaker(self) -> StallBreaker:
+        path = getattr(self, "path", None)
+        return breaker_for(path or f"{getattr(self, 'host', '')}:{getattr(self, 'port', '')}")
 
 
 def _count_error(exc: redis.RedisError) -> None:
@@ -72,7 +99,9 @@ def _count_error(exc: redis.RedisError) -> None:
     if getattr(exc, "_counted", False):
         return
     exc._counted = True  # type: ignore[attr-defined]
-    if isinstance(exc, redis.TimeoutError):
+    if isinstance(exc, RedisStalledError):
+        metrics.REDIS_ERRORS.labels("stalled").inc()
+    elif isinstance(exc, redis.TimeoutError):
         metrics.REDIS_ERRORS.labels("timeout").inc()
     elif isinstance(exc, redis.ConnectionError):
         metrics.REDIS_ERRORS.labels("connection").inc()
