@@ -3,13 +3,16 @@ Gafaelfawr deciding who the caller is, tiers from the configuration, and budgets
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from flask import Flask
 from flask.testing import FlaskClient
 from kubernetes import client as k8s
 
+from app.config import Config, parse_config
 from devstack.gafaelfawr import GroupSpec
 from devstack.kube import KubernetesEmulator
 from tests.clusters.conftest import create, running, with_lab
@@ -328,3 +331,38 @@ def test_a_cluster_that_is_not_running_is_neither_scaled_nor_retiered(
         headers=owner.headers,
     )
     assert (tiered.status_code, tiered.get_json()["code"]) == (409, "not_supported")
+
+
+@pytest.fixture
+def limited_client(
+    cluster_config: dict[str, Any], make_app: Callable[[Config], Flask]
+) -> FlaskClient:
+    raw = copy.deepcopy(cluster_config)
+    raw["limits"] = {"mutationsPerMinute": 4}
+    return make_app(parse_config(raw)).test_client()
+
+
+def test_scaler_changes_are_the_owners_changes_capped_per_minute(
+    limited_client: FlaskClient, new_user: Callable[..., LabUser], admin_headers: dict[str, str]
+) -> None:
+    """Scales are changes of the owner's clusters, capped as their creations are; refusals
+    (a bad body) are given back, and an administrator is never refused for what the owner
+    sent."""
+    owner = new_user()
+    name = _cluster(limited_client, owner, workers=1, max_workers=3)["name"]  # one change
+    for _ in range(10):
+        bad = _scale(limited_client, owner.headers, name, {"replicas": "many"})
+        assert (bad.status_code, bad.get_json()["code"]) == (400, "bad_request")
+    for replicas in (2, 3, 1):
+        scaled = _scale(limited_client, owner.headers, name, {"replicas": replicas})
+        assert scaled.status_code == 200, scaled.get_json()
+    refused = _scale(limited_client, owner.headers, name, {"replicas": 2})
+    assert (refused.status_code, refused.get_json()["code"]) == (429, "too_many_requests")
+    assert 1 <= int(refused.headers["Retry-After"]) <= 60
+    for path in (f"head-hw-tier/daskclusters/{name}", f"restart_head/daskclusters/{name}"):
+        body = {"head_hw_tier_name": "small"}
+        capped = limited_client.patch(
+            f"/ddl_cluster_scaler/{path}", json=body, headers=owner.headers
+        )
+        assert capped.status_code == 429, path
+    assert _scale(limited_client, admin_headers, name, {"replicas": 2}).status_code == 200
