@@ -69,6 +69,12 @@ def check_structure(
             stack.append((item, child, depth + 1))
 
 
+def too_large() -> BodyTooLargeError:
+    """413 naming the application's body limit (Flask's ``MAX_CONTENT_LENGTH``)."""
+    limit = current_app.config.get("MAX_CONTENT_LENGTH")
+    return BodyTooLargeError(f"the request body is larger than {limit} bytes")
+
+
 def json_object(*, error: type[ServiceError] = InvalidRequestError) -> dict[str, Any]:
     """The request's body as a JSON object of bounded shape; ``error`` (422 by default, 400
     for the APIs whose design says so) naming the problem otherwise.
@@ -85,8 +91,7 @@ def json_object(*, error: type[ServiceError] = InvalidRequestError) -> dict[str,
     try:
         raw = request.get_data(cache=False)
     except RequestEntityTooLarge:
-        limit = current_app.config.get("MAX_CONTENT_LENGTH")
-        raise BodyTooLargeError(f"the request body is larger than {limit} bytes") from None
+        raise too_large() from None
     try:
         data = json.loads(raw)
     except (ValueError, RecursionError):

@@ -7,11 +7,12 @@ from collections.abc import Callable
 from typing import Any
 
 import redis
-from flask import Flask, Response, current_app, jsonify
+from flask import Flask, Response, jsonify
 from redis.exceptions import MasterDownError
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
-from app.errors import AuthenticationError, BodyTooLargeError, ServiceError
+from app.errors import AuthenticationError, ServiceError
+from app.web.bodies import too_large
 
 logger = logging.getLogger(__name__)
 
@@ -67,8 +68,7 @@ def _http_error(exc: HTTPException) -> Response:
 
 
 def _body_too_large(exc: RequestEntityTooLarge) -> Response:
-    limit = current_app.config.get("MAX_CONTENT_LENGTH")
-    return _service_error(BodyTooLargeError(f"the request body is larger than {limit} bytes"))
+    return _service_error(too_large())
 
 
 def _redis_down(exc: redis.RedisError) -> Response:
