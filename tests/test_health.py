@@ -155,6 +155,8 @@ def test_stalled_redis_is_503_within_its_timeout(
             assert took < 1.5, f"the readiness probe took {took:.1f}s"
         finally:
             server.resume()
+        # Ready again by itself once Redis answers.
+        wait_for(lambda: client.get("/readyz").status_code == 200)
     finally:
         server.close()
 

@@ -44,10 +44,6 @@ class StallBreaker:
         self._probe: object | None = None
         self._next_probe = 0.0
 
-    @property
-    def stalled(self) -> bool:
-        return self._since is not None
-
     def before_send(self, connection: object) -> None:
         """Let the command go, or refuse it at once while the server is stalled and another
         command is already finding out whether it answers again."""
