@@ -228,7 +228,9 @@ def _discards(caplog: pytest.LogCaptureFixture, api: DeadlineApiClient, calls: i
 def test_calls_beyond_the_pool_wait_for_a_connection(caplog: pytest.LogCaptureFixture) -> None:
     """More calls at once than the pool holds: each waits for a pooled connection, and none
     opens one that urllib3 then throws away."""
-    emulator = KubernetesEmulator(api_latency=0.1).start()
+    # Answers slow enough that every call is in flight at once even on a busy machine,
+    # where starting the threads and their TLS handshakes takes a while.
+    emulator = KubernetesEmulator(api_latency=0.5).start()
     try:
         configuration = build_configuration(_config(mode="host", host=emulator.url))
         bounded = DeadlineApiClient(configuration, 5.0, bounded=True)

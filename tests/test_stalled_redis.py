@@ -62,8 +62,9 @@ def _ask(app: Flask, tokens: dict[str, str], method: str, path: str, who: str) -
         json=SPAWN if method == "POST" else None,
     )
     took = time.monotonic() - started
-    body = response.get_json(silent=True) or {}
-    return Answer(f"{method} {path}", response.status_code, body.get("code"), took)
+    body = response.get_json(silent=True)
+    code = body.get("code") if isinstance(body, dict) else None
+    return Answer(f"{method} {path}", response.status_code, code, took)
 
 
 def test_a_stalled_redis_answers_every_request_within_its_timeout_and_recovers(

@@ -156,7 +156,7 @@ def test_a_kernel_id_is_chosen_once_and_requests_are_checked(
 
     for refused in (
         {"kernel_id": "Not_Valid"},
-        {"env": {"KERNEL_KEY": "mine"}},
+        {"env": {"1NOT-A-NAME": "x"}},
         {"size": "no-such-size"},
     ):
         arguments: dict[str, Any] = {"size": "small", "key": new_key(), "wait": False, **refused}
