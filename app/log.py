@@ -81,10 +81,6 @@ _NO_CONTEXT = LogContext()
 _context: ContextVar[LogContext] = ContextVar("spawner_log_context", default=_NO_CONTEXT)
 
 
-def log_context() -> LogContext:
-    return _context.get()
-
-
 def current_request_id() -> str | None:
     """The id of the request being served, or of the request that queued the operation
     being run; None in background work."""

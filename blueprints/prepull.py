@@ -15,12 +15,12 @@ from app.schemas.images import (
     PrepullStatusSchema,
 )
 from app.services.auth import ADMIN
-from app.services.image_lifecycle import ImageLifecycle
 from app.services.prepuller import prepull_report
 from app.web.api import ApiBlueprint, raises
 from app.web.audit import audited
 from app.web.auth import current_user, requires
 from app.web.bodies import load_body
+from app.workloads.image.lifecycle import ImageLifecycle
 
 prepull = ApiBlueprint("prepull", __name__, url_prefix="/spawner/v1")
 

@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from app.engine.concurrency import concurrently
+from app.concurrency import concurrently
 
 
 def test_concurrently_returns_results_in_order() -> None:
@@ -44,7 +44,7 @@ from gevent import monkey
 monkey.patch_all()
 import json
 import gevent
-from app.engine.concurrency import concurrently, start_task
+from app.concurrency import concurrently, start_task
 
 ran = []
 task = start_task(ran.append, "task", name="t")

@@ -7,8 +7,8 @@ import time
 
 import redis
 
-from app.engine.workload import Action, Operation, WorkloadRef
 from app.models.lab import LabRecord, LabStatus, PodState
+from app.models.workload import Action, Operation, WorkloadRef
 from app.storage.events import EventStore, EventType
 from app.storage.labs import LabStore, lab_ref, record_json
 from app.storage.workloads import (

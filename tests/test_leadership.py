@@ -10,9 +10,9 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from app.engine.workload import WorkloadRef
+from app.engine.leadership import ElectedWorker, Tenure
 from app.models.leadership import ReplicaIdentity
-from app.services.leadership import ElectedWorker, Tenure
+from app.models.workload import WorkloadRef
 from app.storage.leader import LeadershipLease, LeadershipLost, read_leaderships
 from app.storage.workloads import IdleWrite, WorkloadStore
 from tests.labs.conftest import wait_for

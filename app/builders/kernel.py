@@ -52,10 +52,6 @@ SERVICE_ENV = frozenset({"POD_IP"})
 request's values for them are overridden."""
 
 
-def kernel_selector(kernel_id: str) -> dict[str, str]:
-    return {names.COMPONENT_LABEL: names.KERNEL_COMPONENT, names.KERNEL_LABEL: kernel_id}
-
-
 def _meta(spec: KernelSpec, namespace: str, name: str) -> dict[str, Any]:
     meta = object_meta(name, spec.username, namespace=namespace, component=names.KERNEL_COMPONENT)
     meta["labels"][names.KERNEL_LABEL] = spec.kernel_id

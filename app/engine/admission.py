@@ -26,8 +26,8 @@ from __future__ import annotations
 import logging
 
 from app.config.models import AdmissionConfig
-from app.engine.workload import Action, Operation, WorkloadRef
 from app.errors import QueueFullError, TooManyRequestsError
+from app.models.workload import Action, Operation, WorkloadRef
 from app.storage.admission import AdmissionRequest, AdmissionStore
 from app.storage.rate_limits import RateLimits
 

@@ -18,9 +18,9 @@ from typing import Any
 from app.engine.admission import Admission
 from app.engine.kind import WorkloadKind
 from app.engine.runner import HandOff, OperationRunner, Queued
-from app.engine.workload import Action, Operation, WorkloadRef
 from app.errors import MaintenanceError
 from app.log import current_request_id
+from app.models.workload import Action, Operation, WorkloadRef
 from app.storage.event_hub import EventHub, Following
 from app.storage.events import TERMINAL, EventStore, EventType, entry_order
 from app.storage.maintenance import MaintenanceStore

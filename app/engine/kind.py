@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 
 from app.engine.reporter import Reporter
 from app.engine.tracking import PodTracking
-from app.engine.workload import Action, Operation
 from app.metrics import FailureReason
+from app.models.workload import Action, Operation
 from app.storage.events import EventType
 
 

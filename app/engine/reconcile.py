@@ -18,10 +18,10 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
-from app.engine.concurrency import concurrently
+from app.concurrency import concurrently
 from app.engine.kind import WorkloadKind
 from app.engine.tracking import PodTracking
-from app.engine.workload import WorkloadRef
+from app.models.workload import WorkloadRef
 from app.storage.kubernetes import KubernetesStorage
 from app.storage.leader import Fence
 from app.storage.workloads import IdleWrite, WorkloadStore

@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Sequence
 
-from app.engine.workload import Operation, WorkloadRef
+from app.models.workload import Operation, WorkloadRef
 from app.storage.events import EventStore, EventType
 from app.storage.workloads import WorkloadStore
 

@@ -28,13 +28,13 @@ from typing import TypeVar
 import redis
 
 from app import metrics
+from app.concurrency import start_task
 from app.engine.admission import Admission
-from app.engine.concurrency import start_task
 from app.engine.kind import Finished, Run, StepFailed, WorkloadKind
 from app.engine.reporter import DeadlineExceeded, HandedOver, Reporter, Superseded
-from app.engine.workload import Action, Operation, WorkloadRef
 from app.log import logging_context
 from app.metrics import FailureReason, Outcome
+from app.models.workload import Action, Operation, WorkloadRef
 from app.storage.events import EventStore, EventType
 from app.storage.kubernetes import KubernetesError
 from app.storage.leader import RedisLease, worker_identity

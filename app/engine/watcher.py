@@ -29,10 +29,10 @@ import redis
 
 from app.config.models import WatcherConfig
 from app.engine.kind import WorkloadKind
+from app.engine.leadership import ElectedWorker, Tenure
 from app.engine.reconcile import Reconciler, log_repair, tracked
 from app.engine.tracking import PodTracking
-from app.engine.workload import WorkloadRef
-from app.services.leadership import ElectedWorker, Tenure
+from app.models.workload import WorkloadRef
 from app.storage.kubernetes import KubernetesError, KubernetesStorage, WatchExpired
 from app.storage.leader import LeadershipLease, LeadershipLost, worker_identity
 from app.storage.reconcile_requests import ReconcileRequests, ReconcileResult

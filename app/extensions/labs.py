@@ -18,17 +18,13 @@ from app import metrics
 from app.config import Config
 from app.engine.admission import Admission
 from app.engine.engine import Engine
+from app.engine.leadership import ElectedWorker
 from app.engine.watcher import WorkloadWatcher
-from app.engine.workload import Action
 from app.metrics import HotCounterFlusher
-from app.services.context import LabContext
-from app.services.image_lifecycle import ImageLifecycle
+from app.models.workload import Action
 from app.services.image_refresh import ImageRefresher
-from app.services.images import ImageService
 from app.services.labs import LabService
-from app.services.leadership import ElectedWorker
 from app.services.prepuller import Prepuller
-from app.services.registries import RegistryDirectory
 from app.storage.admin_feed import AdminFeed
 from app.storage.admission import AdmissionStore
 from app.storage.audit import AuditLog
@@ -40,9 +36,13 @@ from app.storage.labs import LabStore
 from app.storage.maintenance import MaintenanceStore
 from app.storage.prepull import PrepullStore
 from app.storage.rate_limits import RateLimits
+from app.storage.registries import RegistryDirectory
 from app.workloads.app.kind import AppKind
 from app.workloads.cluster.kind import ClusterKind
+from app.workloads.context import WorkloadContext
 from app.workloads.image.kind import ImageKind
+from app.workloads.image.lifecycle import ImageLifecycle
+from app.workloads.image.service import ImageService
 from app.workloads.kernel.kind import KernelKind
 from app.workloads.lab import LabKind
 
@@ -55,7 +55,7 @@ class Machinery:
     """This process's stores and background work, held together so whoever starts or
     stops the process (or a test's app) does it with one call."""
 
-    context: LabContext
+    context: WorkloadContext
     engine: Engine
     hub: EventHub
     watcher: WorkloadWatcher
@@ -118,7 +118,7 @@ def build_machinery(app: Flask, config: Config) -> Machinery:
     registries = RegistryDirectory(config, kube)
     labs = LabStore(redis_client, prefix)
     events = EventStore(redis_client, prefix)
-    context = LabContext(
+    context = WorkloadContext(
         config=config,
         labs=labs,
         kube=kube,
@@ -194,7 +194,7 @@ def build_machinery(app: Flask, config: Config) -> Machinery:
 
 
 def _housekeeping(
-    config: Config, context: LabContext, engine: Engine
+    config: Config, context: WorkloadContext, engine: Engine
 ) -> list[Callable[[], object]]:
     """What the elected watcher does after each reconcile."""
     age = config.admin.drop_failed_labs_after_seconds
@@ -237,7 +237,7 @@ class LabsExtension:
         return machinery_of(current_app)
 
     @property
-    def context(self) -> LabContext:
+    def context(self) -> WorkloadContext:
         return self.machinery.context
 
     @property

@@ -1,5 +1,3 @@
-"""Lab images: what the registry holds, how tags read to people, and what the form lists.
-
-Kept free of imports so that the pure tag parser (``app.images.tags``) can be used, and
-tested, without pulling in network or Flask code.
+"""Lab images: what the registry holds and what the form lists. Tags are read by the pure
+parser in ``app.models.image_tags``.
 """

@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from app.config.models import PrepullConfig, SourceType
-from app.images.tags import ParsedTag, TagKind, newest_first, parse_tag
+from app.models.image_tags import ParsedTag, TagKind, newest_first, parse_tag
 from app.models.images import ImageSet, KnownImage
 
 __all__ = [

@@ -32,8 +32,6 @@ class ImageState(StrEnum):
     DELETING = "deleting"
 
 
-IN_SERVICE = frozenset({ImageState.VALIDATED})
-"""The states of a digest users may be given."""
 UNDER_TEST = frozenset({ImageState.PULLING, ImageState.VALIDATING})
 
 MAX_HISTORY = 50
@@ -76,10 +74,6 @@ class ImageRecord:
     validation: ValidationResult | None = None
     status: str = "running"
     """The engine's status (``terminating`` while its record is deleted)."""
-
-    @property
-    def in_service(self) -> bool:
-        return self.state in IN_SERVICE
 
     def moved(self, state: ImageState, *, at: str, by: str, why: str) -> ImageRecord:
         """This record moved to ``state``, the move kept in its history."""

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from app.images.tags import ParsedTag, TagKind, parse_tag
+from app.models.image_tags import ParsedTag, TagKind, parse_tag
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,10 @@ from typing import Any
 
 import redis
 
-from app.engine.workload import Operation, WorkloadRef
+from app.engine.leadership import ElectedWorker
 from app.extensions.redis import feed_events
 from app.models.admin import Maintenance
-from app.services.leadership import ElectedWorker
+from app.models.workload import Operation, WorkloadRef
 from app.storage.admission import AdmissionStore
 from app.storage.labs import LabStore
 from app.storage.leader import read_leaderships

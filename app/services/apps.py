@@ -32,11 +32,11 @@ from app.models.identity import UserInfo
 from app.models.sizes import PodSize
 from app.quantities import format_cpu, format_memory
 from app.services.budgets import budget_lock
-from app.services.context import LabContext
 from app.storage.events import EventType
 from app.storage.workloads import DeleteQueued
 from app.timestamps import iso_utc
 from app.workloads.app.tracking import selector_text
+from app.workloads.context import WorkloadContext
 from app.workloads.refs import APP_KIND, app_ref
 from app.workloads.sizes import pod_size
 
@@ -95,7 +95,7 @@ class Switched:
 
 
 class AppService:
-    def __init__(self, ctx: LabContext, engine: Engine, *, admin: bool) -> None:
+    def __init__(self, ctx: WorkloadContext, engine: Engine, *, admin: bool) -> None:
         self._ctx = ctx
         self._engine = engine
         self._admin = admin

@@ -17,11 +17,11 @@ from contextlib import contextmanager
 
 from app.config.models import Budget, BudgetsConfig
 from app.engine.engine import Engine
-from app.engine.workload import WorkloadRef
 from app.errors import DependencyUnavailableError
 from app.models.identity import UserInfo, user_from_json
 from app.models.lab import LabRecord
 from app.models.usage import Usage
+from app.models.workload import WorkloadRef
 
 GIB = 1024**3
 BUDGET_LOCK = "budget"

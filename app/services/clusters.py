@@ -29,12 +29,12 @@ from app.models.images import ImageChoice
 from app.models.lab import LabStatus
 from app.services.admission import admission_group
 from app.services.budgets import budget_for, budget_lock, budget_refusal, lab_user
-from app.services.context import LabContext
 from app.storage.events import EventType
 from app.storage.workloads import DeleteQueued
 from app.workloads.cluster.adapters import ADAPTERS, ClusterShape, PodShape
 from app.workloads.cluster.kind import cluster_ref, shape_to_json
 from app.workloads.cluster.records import pod_shape
+from app.workloads.context import WorkloadContext
 from app.workloads.holdings import Holdings, holdings_of
 
 
@@ -49,7 +49,7 @@ class ClusterRequest:
 
 
 class ClusterService:
-    def __init__(self, ctx: LabContext, engine: Engine) -> None:
+    def __init__(self, ctx: WorkloadContext, engine: Engine) -> None:
         self._ctx = ctx
         self._engine = engine
 

@@ -13,8 +13,8 @@ from app.models.admin import Maintenance
 from app.models.identity import UserInfo
 from app.models.images import KnownImage
 from app.schemas.labs import USE_DROPDOWN
-from app.services.entitlements import allowed_sizes, format_size, spawn_refusal
-from app.services.images import ImageService
+from app.workloads.entitlements import allowed_sizes, format_size, spawn_refusal
+from app.workloads.image.service import ImageService
 
 GIB = 1024**3
 

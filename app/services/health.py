@@ -18,11 +18,11 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from app.engine.concurrency import concurrently
+from app.concurrency import concurrently
 from app.extensions import kubernetes_ext, labs_ext, redis_ext
 from app.extensions.redis import PROBE_TIMEOUT
 from app.models.admin import Maintenance
-from app.services.images import ImageService
+from app.workloads.image.service import ImageService
 
 logger = logging.getLogger(__name__)
 

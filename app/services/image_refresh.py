@@ -21,15 +21,15 @@ import redis
 
 from app.config import Config
 from app.config.models import PrepullConfig, SourceType
+from app.engine.leadership import ElectedWorker, Tenure
 from app.errors import ServiceError
 from app.images.catalog import build_image_set, build_simple_set, digest_candidates
 from app.models.images import ImageSet
-from app.services.image_lifecycle import ImageLifecycle
-from app.services.leadership import ElectedWorker, Tenure
-from app.services.registries import RegistryDirectory, split_reference
 from app.storage.images import ImageStore
 from app.storage.leader import LeadershipLease, worker_identity
+from app.storage.registries import RegistryDirectory, split_reference
 from app.storage.registry import RegistryNotFound, is_valid_tag
+from app.workloads.image.lifecycle import ImageLifecycle
 
 logger = logging.getLogger(__name__)
 

@@ -40,10 +40,10 @@ from app.models.kernel import (
 from app.models.lab import LabStatus
 from app.services.admission import admission_group
 from app.services.budgets import budget_for, budget_lock, budget_refusal, lab_user
-from app.services.context import LabContext
 from app.storage.events import EventType
 from app.storage.workloads import DeleteQueued
 from app.timestamps import iso_utc
+from app.workloads.context import WorkloadContext
 from app.workloads.holdings import holdings_of
 from app.workloads.kernel.kind import spec_to_json
 from app.workloads.kernel.records import new_record
@@ -66,7 +66,7 @@ class KernelRequest:
 
 
 class KernelService:
-    def __init__(self, ctx: LabContext, engine: Engine) -> None:
+    def __init__(self, ctx: WorkloadContext, engine: Engine) -> None:
         self._ctx = ctx
         self._engine = engine
 

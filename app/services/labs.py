@@ -34,13 +34,13 @@ from app.models.lab import (
     SpawnChoices,
 )
 from app.services.admission import admission_group
-from app.services.context import LabContext
-from app.services.entitlements import allowed_sizes, size_refusal, spawn_refusal
 from app.services.kernels import KernelService
 from app.storage.event_hub import Following
 from app.storage.events import Event, EventType, entry_order
 from app.storage.labs import LAB_KIND, lab_ref, parse_record, record_json
 from app.storage.workloads import DeleteQueued, FailedWorkload
+from app.workloads.context import WorkloadContext
+from app.workloads.entitlements import allowed_sizes, size_refusal, spawn_refusal
 from app.workloads.lab.records import lab_record
 from app.workloads.lab.spawn import starting_events
 
@@ -52,7 +52,7 @@ notices the deadline at its next check, then fails it."""
 
 
 class LabService:
-    def __init__(self, ctx: LabContext, engine: Engine) -> None:
+    def __init__(self, ctx: WorkloadContext, engine: Engine) -> None:
         self._ctx = ctx
         self._engine = engine
 

@@ -46,15 +46,15 @@ from app.builders.prepull import (
     pull_container_name,
 )
 from app.config import Config
+from app.engine.leadership import ElectedWorker, Tenure
 from app.images.placement import NodeImages, Placement, place, pull_reference, read_node
 from app.models.images import KnownImage
-from app.services.images import ImageService
-from app.services.leadership import ElectedWorker, Tenure
 from app.storage.admin_feed import AdminFeed
 from app.storage.kubernetes import KubernetesError, KubernetesStorage
 from app.storage.leader import LeadershipLease, worker_identity
 from app.storage.prepull import PrepullStore, PullFailure, failure_key
 from app.timestamps import iso_utc, parse_iso
+from app.workloads.image.service import ImageService
 
 logger = logging.getLogger(__name__)
 

@@ -41,11 +41,11 @@ from app.models.usage import Usage, cluster_usage
 from app.services.auth import ADMIN_SCOPE
 from app.services.budgets import budget_for, budget_lock, budget_refusal
 from app.services.clusters import ClusterService
-from app.services.context import LabContext
 from app.timestamps import iso_utc, parse_iso
 from app.workloads.cluster.adapters import ADAPTERS, OWNER_LABEL, ClusterAdapter, resolve
 from app.workloads.cluster.kind import CLUSTER_KIND, cluster_ref, selector_text
 from app.workloads.cluster.records import custom_kind, pod_shape
+from app.workloads.context import WorkloadContext
 from app.workloads.quota import sync_lab_quota
 
 logger = logging.getLogger(__name__)
@@ -55,7 +55,7 @@ RESTART_GRACE_SECONDS = 20
 
 
 class ScalerService:
-    def __init__(self, ctx: LabContext, engine: Engine) -> None:
+    def __init__(self, ctx: WorkloadContext, engine: Engine) -> None:
         self._ctx = ctx
         self._engine = engine
         self._clusters = ClusterService(ctx, engine)

@@ -29,7 +29,7 @@ from typing import cast
 
 import redis
 
-from app.engine.workload import WorkloadRef
+from app.models.workload import WorkloadRef
 from app.storage import scripts
 
 

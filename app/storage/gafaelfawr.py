@@ -30,8 +30,8 @@ from marshmallow import Schema, ValidationError
 from urllib3.util.retry import Retry
 
 from app import metrics
+from app.concurrency import concurrently
 from app.config import GafaelfawrConfig
-from app.engine.concurrency import concurrently
 from app.errors import AuthenticationError, DependencyUnavailableError
 from app.models.identity import TokenData, UserInfo
 from app.schemas.gafaelfawr import TokenInfoSchema, UserInfoSchema

@@ -390,13 +390,6 @@ class KubernetesStorage:
             raise
         return result
 
-    def list_custom(
-        self, kind: CustomKind, namespace: str, label_selector: str
-    ) -> list[dict[str, Any]]:
-        query = [("labelSelector", label_selector)]
-        result = _call(self._api, "GET", kind.path(namespace), query=query)
-        return list(result.get("items") or [])
-
     def patch_custom(
         self, kind: CustomKind, namespace: str, name: str, patch: list[dict[str, Any]]
     ) -> dict[str, Any]:
@@ -485,9 +478,6 @@ class KubernetesStorage:
 
     def list_events(self, namespace: str) -> list[dict[str, Any]]:
         return list(self._list("events", namespace).get("items") or [])
-
-    def list_lab_pods(self, label_selector: str) -> tuple[list[dict[str, Any]], str]:
-        return self.list_tracked("pods", label_selector)
 
     def list_tracked(self, resource: str, label_selector: str) -> tuple[list[dict[str, Any]], str]:
         """Every object of ``resource`` the selector matches, in every namespace, and the

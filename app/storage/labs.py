@@ -11,8 +11,8 @@ import json
 
 import redis
 
-from app.engine.workload import WorkloadRef
 from app.models.lab import LabApi, LabRecord, LabStatus, PodState
+from app.models.workload import WorkloadRef
 from app.schemas.labs import LabStatusSchema
 from app.storage.workloads import StoredNames, StoredRecord, WorkloadStore
 

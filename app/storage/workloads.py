@@ -30,7 +30,7 @@ from typing import cast
 
 import redis
 
-from app.engine.workload import Operation, WorkloadRef
+from app.models.workload import Operation, WorkloadRef
 from app.storage import scripts
 from app.storage.admin_feed import admin_feed_channel
 from app.storage.admission import NOT_ADMITTED, AdmissionRequest

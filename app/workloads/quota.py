@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from app.builders.names import lab_namespace
 from app.builders.resource_quota import Compute, build_namespace_quota
-from app.services.context import LabContext
+from app.workloads.context import WorkloadContext
 from app.workloads.holdings import Holdings
 
 
-def sync_lab_quota(ctx: LabContext, holdings: Holdings) -> bool:
+def sync_lab_quota(ctx: WorkloadContext, holdings: Holdings) -> bool:
     """Set the owner's lab namespace quota to the lab plus ``holdings`` (each as it is to be);
     False when there is no lab to hold them."""
     owner = holdings.owner

@@ -6,7 +6,7 @@ user's (``app.workloads.holdings``).
 
 from __future__ import annotations
 
-from app.engine.workload import WorkloadRef
+from app.models.workload import WorkloadRef
 
 CLUSTER_KIND = "cluster"
 KERNEL_KIND = "kernel"

@@ -12,7 +12,7 @@ from __future__ import annotations
 from app.config.models import Config, HardwareTier, LabSize
 from app.models.identity import UserInfo
 from app.models.sizes import PodSize
-from app.services.entitlements import size_refusal
+from app.workloads.entitlements import size_refusal
 
 
 def of_lab_size(size: LabSize) -> PodSize:

@@ -17,7 +17,7 @@ from app.images.catalog import (
     build_simple_set,
     digest_candidates,
 )
-from app.images.tags import TagKind
+from app.models.image_tags import TagKind
 from app.models.images import ImageSet, KnownImage
 
 REGISTRY = "registry.hub.docker.com"

@@ -30,7 +30,7 @@ def test_two_replicas_refreshing_at_once_queue_one_validation_per_digest(
     redis_client: redis.Redis,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.INFO, logger="app.services.image_lifecycle")
+    caplog.set_level(logging.INFO, logger="app.workloads.image.lifecycle")
     raw = copy.deepcopy(lab_raw_config)
     url = f"registry.test/lsstsqre/sciplat-lab:validated-{time.time_ns()}"
     block = {

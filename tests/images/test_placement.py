@@ -20,7 +20,7 @@ from app.images.placement import (
     read_node,
     tolerates,
 )
-from app.images.tags import TagKind
+from app.models.image_tags import TagKind
 from app.models.images import KnownImage
 
 REPOSITORY = "registry.example.org:5000/lsstsqre/sciplat-lab"

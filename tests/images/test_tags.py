@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.images.tags import (
+from app.models.image_tags import (
     ARCHITECTURES,
     KIND_ORDER,
     MAX_TAG_LENGTH,

@@ -24,7 +24,7 @@ from app.engine.reconcile import Reconciler
 from app.engine.watcher import WorkloadWatcher
 from app.extensions.labs import machinery_of, stop_background
 from app.models.lab import LabRecord, LabStatus, PodState
-from app.services.context import LabContext
+from app.workloads.context import WorkloadContext
 from devstack.gafaelfawr import GafaelfawrEmulator, GroupSpec
 from devstack.kube import KubernetesEmulator
 from tests.labs.conftest import (
@@ -48,8 +48,8 @@ def watcher_of(app: Flask) -> WorkloadWatcher:
     return watcher
 
 
-def context_of(app: Flask) -> LabContext:
-    ctx: LabContext = machinery_of(app).context
+def context_of(app: Flask) -> WorkloadContext:
+    ctx: WorkloadContext = machinery_of(app).context
     return ctx
 
 

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from app.engine.workload import Action, Operation, WorkloadRef
 from app.log import (
     ContextFilter,
     JsonFormatter,
@@ -21,6 +20,7 @@ from app.log import (
     logging_context,
     new_request_id,
 )
+from app.models.workload import Action, Operation, WorkloadRef
 from app.web.access_log import access_entry, access_line
 
 TOKEN = "gt-" + "A" * 22 + "." + "B" * 22

@@ -23,17 +23,17 @@ from app.builders.app import (
     build_network_policy,
     build_service,
 )
-from app.engine.concurrency import concurrently
+from app.concurrency import concurrently
 from app.engine.kind import Finished, Run, StepFailed, WorkloadKind
 from app.engine.waiting import pause_after_failed_watch
-from app.engine.workload import Action
 from app.models.app import AppPhase, AppRecord, AppState, app_json, parse_app
 from app.models.sizes import PodSize
-from app.services.context import LabContext
+from app.models.workload import Action
 from app.storage.events import EventType
 from app.storage.kubernetes import CustomKind, KubernetesError, WatchExpired, is_ours
 from app.workloads.app.phases import app_state
 from app.workloads.app.tracking import AppTracking, selector_text
+from app.workloads.context import WorkloadContext
 from app.workloads.refs import APP_KIND
 from app.workloads.sizes import pod_size
 
@@ -50,7 +50,7 @@ class AppKind(WorkloadKind):
     name = APP_KIND
     admitted = True
 
-    def __init__(self, ctx: LabContext) -> None:
+    def __init__(self, ctx: WorkloadContext) -> None:
         self._ctx = ctx
         self.tracking = AppTracking(ctx.config, ctx.kube)
 

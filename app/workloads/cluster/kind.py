@@ -15,9 +15,8 @@ from typing import Any
 
 from app.engine.following import PodToFollow, follow_until_ready
 from app.engine.kind import Finished, Run, StepFailed, WorkloadKind
-from app.engine.workload import Action
 from app.models.cluster import ClusterStatus, cluster_json, parse_cluster
-from app.services.context import LabContext
+from app.models.workload import Action
 from app.storage.events import EventType
 from app.storage.kubernetes import KubernetesError, KubernetesStorage
 from app.workloads.cluster.adapters import (
@@ -29,6 +28,7 @@ from app.workloads.cluster.adapters import (
 )
 from app.workloads.cluster.records import custom_kind, reachable_at
 from app.workloads.cluster.tracking import ClusterTracking
+from app.workloads.context import WorkloadContext
 from app.workloads.holdings import holdings_of
 from app.workloads.quota import sync_lab_quota
 from app.workloads.refs import CLUSTER_KIND, cluster_ref
@@ -63,7 +63,7 @@ class ClusterKind(WorkloadKind):
     name = CLUSTER_KIND
     admitted = True
 
-    def __init__(self, ctx: LabContext) -> None:
+    def __init__(self, ctx: WorkloadContext) -> None:
         self._ctx = ctx
         self.tracking = ClusterTracking(ctx.config, ctx.kube)
 

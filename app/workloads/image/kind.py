@@ -29,12 +29,11 @@ from app.builders.validation import (
     build_validation_pod,
     validation_pod_name,
 )
+from app.concurrency import concurrently
 from app.config.models import ImageValidation, PrepullConfig
-from app.engine.concurrency import concurrently
 from app.engine.kind import Finished, Run, StepFailed, WorkloadKind
 from app.engine.pods import judge
 from app.engine.waiting import pause_after_failed_watch
-from app.engine.workload import Action
 from app.images.placement import read_node
 from app.models.image_record import (
     UNDER_TEST,
@@ -44,11 +43,12 @@ from app.models.image_record import (
     image_json,
     parse_image,
 )
-from app.services.context import LabContext
-from app.services.image_lifecycle import ImageLifecycle
+from app.models.workload import Action
 from app.storage.events import EventType
 from app.storage.kubernetes import KubernetesError, WatchExpired
 from app.timestamps import iso_utc
+from app.workloads.context import WorkloadContext
+from app.workloads.image.lifecycle import ImageLifecycle
 from app.workloads.image.tracking import ValidationTracking
 from app.workloads.refs import IMAGE_KIND
 from app.workloads.sizes import pod_size
@@ -70,7 +70,7 @@ class ImageKind(WorkloadKind):
 
     name = IMAGE_KIND
 
-    def __init__(self, ctx: LabContext) -> None:
+    def __init__(self, ctx: WorkloadContext) -> None:
         self._ctx = ctx
         self.tracking = ValidationTracking()
 

@@ -21,17 +21,17 @@ from app.builders.kernel import (
     build_kernel_secret,
     build_kernels_network_policy,
 )
-from app.engine.concurrency import concurrently
+from app.concurrency import concurrently
 from app.engine.following import PodToFollow, follow_until_ready
 from app.engine.kind import Finished, Run, StepFailed, WorkloadKind
 from app.engine.reporter import HandedOver
 from app.engine.waiting import wait_pod_gone
-from app.engine.workload import Action
 from app.models.identity import user_from_json, user_to_json
 from app.models.kernel import KernelSpec, KernelStatus, kernel_json, parse_kernel
-from app.services.context import LabContext
+from app.models.workload import Action
 from app.storage.events import EventType
 from app.storage.kubernetes import KubernetesError
+from app.workloads.context import WorkloadContext
 from app.workloads.holdings import holdings_of
 from app.workloads.kernel.records import LAB_POD_ANNOTATION, RECORD_ANNOTATION
 from app.workloads.kernel.tracking import KernelTracking
@@ -62,7 +62,7 @@ class KernelKind(WorkloadKind):
     name = KERNEL_KIND
     admitted = True
 
-    def __init__(self, ctx: LabContext) -> None:
+    def __init__(self, ctx: WorkloadContext) -> None:
         self._ctx = ctx
         self.tracking = KernelTracking(ctx.config, ctx.kube)
 

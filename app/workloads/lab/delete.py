@@ -9,17 +9,17 @@ pod delete and its wait first.
 from __future__ import annotations
 
 from app.builders.names import lab_namespace
-from app.engine.concurrency import concurrently
+from app.concurrency import concurrently
 from app.engine.kind import Run
 from app.engine.waiting import wait_namespace_gone
-from app.services.context import LabContext
 from app.storage.kubernetes import is_ours
+from app.workloads.context import WorkloadContext
 
 DELETED = "The lab is deleted"
 """The delete's last event, announced with its ``complete`` when the record goes."""
 
 
-def run_delete(ctx: LabContext, run: Run) -> None:
+def run_delete(ctx: WorkloadContext, run: Run) -> None:
     reporter = run.reporter
     username = run.operation.ref.name
     namespace = lab_namespace(ctx.config.namespace_prefix, username)

@@ -6,12 +6,12 @@ from dataclasses import replace
 
 from app.builders.names import lab_namespace, object_name
 from app.engine.kind import Finished, Run, WorkloadKind
-from app.engine.workload import Action
 from app.models.lab import LabStatus, PodState
-from app.services.context import LabContext
+from app.models.workload import Action
 from app.storage.events import EventType
 from app.storage.kubernetes import KubernetesError
 from app.storage.labs import LAB_KIND, record_json
+from app.workloads.context import WorkloadContext
 from app.workloads.lab.delete import DELETED, run_delete
 from app.workloads.lab.spawn import run_spawn
 from app.workloads.lab.tracking import LabTracking
@@ -25,7 +25,7 @@ class LabKind(WorkloadKind):
     name = LAB_KIND
     admitted = True
 
-    def __init__(self, ctx: LabContext) -> None:
+    def __init__(self, ctx: WorkloadContext) -> None:
         self._ctx = ctx
         self.tracking = LabTracking(ctx.config, ctx.kube)
 

@@ -16,7 +16,7 @@ from typing import Any
 from app.builders.lab import LabObjects, build_lab
 from app.builders.names import lab_namespace, object_name
 from app.builders.namespace import build_namespace
-from app.engine.concurrency import concurrently
+from app.concurrency import concurrently
 from app.engine.following import PodToFollow, follow_until_ready
 from app.engine.kind import Run, StepFailed
 from app.engine.pods import judge
@@ -27,11 +27,11 @@ from app.metrics import FailureReason
 from app.models.identity import user_from_json
 from app.models.images import image_from_json
 from app.models.lab import LabApi, LabOptions, LabRecord, LabSpec, LabStatus, PodState
-from app.services.context import LabContext
-from app.services.registries import split_reference
 from app.storage.events import EventType
 from app.storage.kubernetes import KubernetesError, is_ours
+from app.storage.registries import split_reference
 from app.storage.registry import RegistryNotFound
+from app.workloads.context import WorkloadContext
 from app.workloads.lab.records import lab_record, reachable_at
 
 OPERATION_ANNOTATION = "lab-spawner.jupyter.org/operation"
@@ -52,7 +52,7 @@ class CopiedSecrets:
     """The pull secret's data, when one is configured."""
 
 
-def spec_from_operation(ctx: LabContext, data: dict[str, Any]) -> LabSpec:
+def spec_from_operation(ctx: WorkloadContext, data: dict[str, Any]) -> LabSpec:
     options = LabOptions(**data["options"])
     size = ctx.config.lab.size(options.size)
     if size is None:
@@ -84,7 +84,7 @@ class Spawned:
     events: list[tuple[EventType, str]]
 
 
-def run_spawn(ctx: LabContext, run: Run) -> Spawned:
+def run_spawn(ctx: WorkloadContext, run: Run) -> Spawned:
     """Create the lab and wait until it is reachable; returns its running record."""
     reporter = run.reporter
     if run.secret is None:
@@ -139,7 +139,7 @@ def run_spawn(ctx: LabContext, run: Run) -> Spawned:
     return Spawned(record, announced)
 
 
-def _pinned(ctx: LabContext, reporter: Reporter, spec: LabSpec) -> LabSpec:
+def _pinned(ctx: WorkloadContext, reporter: Reporter, spec: LabSpec) -> LabSpec:
     """The spec with its image pinned to a digest. Images from the form's radio list come
     pinned already; one picked from the dropdown may be a tag nobody resolved yet, so its
     digest is asked for here, off the request path, and remembered for the next user."""
@@ -160,7 +160,7 @@ def _pinned(ctx: LabContext, reporter: Reporter, spec: LabSpec) -> LabSpec:
 
 
 def _take_over_namespace(
-    ctx: LabContext, reporter: Reporter, body: dict[str, Any], pod_name: str
+    ctx: WorkloadContext, reporter: Reporter, body: dict[str, Any], pod_name: str
 ) -> bool:
     """Make the lab namespace that already existed ready for this spawn: wait out its
     deletion and create it again, or clear the pod a failed lab left in it. True if the pod
@@ -199,7 +199,7 @@ def _made_by(pod: dict[str, Any], reporter: Reporter) -> bool:
     return bool(annotations.get(OPERATION_ANNOTATION) == reporter.operation.id)
 
 
-def _read_copied_secrets(ctx: LabContext) -> CopiedSecrets:
+def _read_copied_secrets(ctx: WorkloadContext) -> CopiedSecrets:
     lab = ctx.config.lab
     source = ctx.config.kubernetes.service_namespace
     copied: dict[str, str] = {}
@@ -225,7 +225,7 @@ def _read_copied_secrets(ctx: LabContext) -> CopiedSecrets:
 
 
 def _create_objects(
-    ctx: LabContext, reporter: Reporter, objects: LabObjects, *, pod_absent: bool
+    ctx: WorkloadContext, reporter: Reporter, objects: LabObjects, *, pod_absent: bool
 ) -> dict[str, Any]:
     """Everything the pod needs at once, then the pod (the namespace exists already).
 
@@ -241,7 +241,7 @@ def _create_objects(
     return next(obj for (r, _), obj in zip(before_pod, applied, strict=True) if r == "services")
 
 
-def _try_create_namespace(ctx: LabContext, body: dict[str, Any]) -> bool:
+def _try_create_namespace(ctx: WorkloadContext, body: dict[str, Any]) -> bool:
     """Create the lab namespace; False if it already exists."""
     try:
         ctx.kube.create_namespace(body)
@@ -253,7 +253,7 @@ def _try_create_namespace(ctx: LabContext, body: dict[str, Any]) -> bool:
 
 
 def _create_pod(
-    ctx: LabContext, reporter: Reporter, body: dict[str, Any], *, known_absent: bool
+    ctx: WorkloadContext, reporter: Reporter, body: dict[str, Any], *, known_absent: bool
 ) -> None:
     """Create the lab pod, or adopt the one this operation made before a worker died.
 

@@ -1,7 +1,8 @@
-"""What background work needs, gathered once per process.
+"""What every kind's steps and services work with, gathered once per process.
 
 Operations run outside any Flask request (in worker threads, or greenlets under gevent), so
-they get their collaborators from this object rather than from ``current_app``.
+they get their collaborators from this object rather than from ``current_app``. It lives
+with the kinds, below the services that also use it, and holds nothing above them.
 """
 
 from __future__ import annotations
@@ -9,16 +10,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.config import Config
-from app.services.images import ImageService
-from app.services.registries import RegistryDirectory
 from app.storage.images import ImageStore
 from app.storage.kubernetes import KubernetesStorage
 from app.storage.labs import LabStore
 from app.storage.prepull import PrepullStore
+from app.storage.registries import RegistryDirectory
+from app.workloads.image.service import ImageService
 
 
 @dataclass(frozen=True)
-class LabContext:
+class WorkloadContext:
+    """The configuration, the stores and the clients a kind's work needs."""
+
     config: Config
     labs: LabStore
     kube: KubernetesStorage

@@ -21,7 +21,6 @@ from dataclasses import replace
 from app.config.models import Config, PrepullConfig
 from app.engine.engine import Engine
 from app.errors import ConflictError, NotFoundError
-from app.images.tags import TagKind, parse_tag
 from app.models.image_record import (
     UNDER_TEST,
     ImageRecord,
@@ -30,6 +29,7 @@ from app.models.image_record import (
     image_json,
     parse_image,
 )
+from app.models.image_tags import TagKind, parse_tag
 from app.models.images import ImageSet, KnownImage
 from app.storage.events import EventType
 from app.storage.images import ImageStore

@@ -18,15 +18,15 @@ from app.config import Config
 from app.config.models import PrepullConfig, SourceType
 from app.errors import DependencyUnavailableError, InvalidRequestError
 from app.images.catalog import build_simple_set
-from app.images.tags import TagKind, parse_tag
 from app.models.identity import UserInfo
 from app.models.image_record import ImageState, parse_image
+from app.models.image_tags import TagKind, parse_tag
 from app.models.images import ImageChoice, ImageClass, ImageSet, KnownImage, LabImage
-from app.services.entitlements import in_any_group
 from app.storage.images import ImageStore
 from app.storage.prepull import PrepullStore
 from app.storage.workloads import WorkloadStore
 from app.timestamps import iso_utc
+from app.workloads.entitlements import in_any_group
 from app.workloads.refs import image_ref
 
 STALE_AFTER_REFRESHES = 3
