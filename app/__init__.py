@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from flask import Flask
 
-    from app.config import Config
+    from app.models.config import Config
 
 
 def create_app(config: Config | None = None) -> Flask:

@@ -15,6 +15,7 @@ from app.errors import (
     TooManyRequestsError,
 )
 from app.extensions import labs_ext, limits_ext, redis_ext
+from app.extensions.redis import feed_events
 from app.schemas.admin import (
     MAX_LIMIT,
     AuditEntrySchema,
@@ -109,7 +110,7 @@ def admin_stream() -> Response:
     # It holds a connection like any event stream, so it counts toward the worker's cap.
     release = limits_ext.limits.streams.acquire(None, retry_after=_STREAM_RETRY_SECONDS)
     try:
-        feed = stream_with_context(follow_feed(labs_ext.engine.store))
+        feed = stream_with_context(follow_feed(labs_ext.engine.store, feed_events))
     except BaseException:
         release()
         raise

@@ -9,7 +9,6 @@ from dataclasses import asdict
 from typing import Any
 
 from app.builders.app import app_url
-from app.config.models import AppTemplate
 from app.errors import (
     ConflictError,
     DependencyUnavailableError,
@@ -22,6 +21,7 @@ from app.errors import (
 )
 from app.extensions import labs_ext, limits_ext
 from app.models.app import AppRecord
+from app.models.config import AppTemplate
 from app.schemas.apps import (
     AppChangeSchema,
     AppListQuerySchema,

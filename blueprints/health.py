@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from flask import Response, jsonify
 
+from app.extensions import kubernetes_ext, labs_ext, redis_ext
 from app.schemas.health import HealthSchema, NotReadySchema, ReadySchema
 from app.services.health import check_readiness
 from app.web.api import ApiBlueprint
@@ -42,7 +43,13 @@ def healthz() -> dict[str, str]:
 def readyz() -> tuple[Response, int]:
     """Ready only when Redis and the Kubernetes API answer, Redis holds every workload, and
     every image list has been read once."""
-    report = check_readiness()
+    report = check_readiness(
+        probe=redis_ext.probe,
+        api=kubernetes_ext.api_client,
+        images=labs_ext.context.images,
+        complete_key=labs_ext.engine.store.complete_key,
+        maintenance_key=labs_ext.machinery.maintenance.key,
+    )
     if report.ready:
         body = {"status": "ready", "checks": report.checks, "maintenance": report.maintenance}
         return jsonify(ReadySchema().dump(body)), 200

@@ -14,7 +14,7 @@ import yaml
 from marshmallow import Schema, fields
 
 from app.config import parse_config
-from app.schemas.config import ConfigSchema
+from app.config.schema import ConfigSchema
 
 REPO = Path(__file__).resolve().parent.parent
 REFERENCE = REPO / "docs" / "admin" / "configuration.md"

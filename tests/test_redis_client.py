@@ -11,13 +11,13 @@ import redis
 from flask import Flask
 from redis.sentinel import MasterNotFoundError
 
-from app.config.models import RedisConfig, RedisSentinelConfig
 from app.extensions.redis import (
     BlockingSentinelConnectionPool,
     PrimaryConnection,
     build_probe_redis,
     build_redis,
 )
+from app.models.config import RedisConfig, RedisSentinelConfig
 from app.storage import scripts
 from app.web.errors import register_error_handlers
 from devstack.sentinel import SentinelGroup

@@ -31,7 +31,7 @@ from typing import Any
 from app.builders import names
 from app.builders.pod import toleration_json
 from app.builders.volumes import configured_volumes
-from app.config.models import AdminPodConfig, Config, LabVolume
+from app.models.config import AdminPodConfig, Config, LabVolume
 from app.quantities import format_cpu, format_memory
 
 MOUNT_PREFIX_ENV = "MOUNT_PREFIX"

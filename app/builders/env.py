@@ -39,7 +39,7 @@ from typing import Any
 from app.builders import names
 from app.builders.metadata import object_meta
 from app.builders.nss import require_ids
-from app.config.models import Config, InitContainer
+from app.models.config import Config, InitContainer
 from app.models.lab import LabSpec
 
 SECRET_REQUEST_ENV = ("JUPYTERHUB_API_TOKEN", "JPY_API_TOKEN")

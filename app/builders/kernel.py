@@ -37,7 +37,7 @@ from app.builders.pod import (
 )
 from app.builders.resource_quota import pod_resources
 from app.builders.volumes import SECRET_VOLUME, lab_mounts, lab_volumes
-from app.config.models import Config
+from app.models.config import Config
 from app.models.kernel import KERNEL_PORTS, KernelSpec
 
 KERNEL_CONTAINER = "kernel"

@@ -18,7 +18,7 @@ from app.builders.pod import build_pod
 from app.builders.resource_quota import build_resource_quota, quotas
 from app.builders.secret import build_pull_secret, build_secret
 from app.builders.service import build_service, internal_url
-from app.config.models import Config
+from app.models.config import Config
 from app.models.lab import LabSpec
 
 __all__ = [

@@ -11,7 +11,7 @@ from typing import Any
 
 from app.builders import names
 from app.builders.metadata import lab_selector, object_meta
-from app.config.models import Config
+from app.models.config import Config
 from app.models.lab import LabSpec
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"

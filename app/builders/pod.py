@@ -50,7 +50,7 @@ from app.builders.record import spec_annotation
 from app.builders.resource_quota import container_resources
 from app.builders.secret import secret_env
 from app.builders.volumes import lab_mounts, lab_volumes, volume_mount
-from app.config.models import Config, InitContainer, Toleration
+from app.models.config import Config, InitContainer, Toleration
 from app.models.identity import UserInfo
 from app.models.images import LabImage
 from app.models.lab import LabSpec

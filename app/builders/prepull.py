@@ -18,7 +18,7 @@ from typing import Any
 
 from app.builders import names
 from app.builders.pod import toleration_json
-from app.config.models import Config
+from app.models.config import Config
 
 PREPULL_COMPONENT = "prepull"
 PREPULL_SELECTOR = (

@@ -16,7 +16,7 @@ from typing import Any
 
 from app.builders.env import public_request_env
 from app.builders.resource_quota import quotas
-from app.config.models import LabSize
+from app.models.config import LabSize
 from app.models.identity import Group, UserInfo
 from app.models.images import LabImage
 from app.models.lab import LabApi, LabOptions, LabSpec

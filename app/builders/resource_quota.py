@@ -14,7 +14,7 @@ from typing import Any
 
 from app.builders import names
 from app.builders.metadata import object_meta
-from app.config.models import LabSize
+from app.models.config import LabSize
 from app.models.lab import LabSpec
 from app.models.sizes import PodSize
 from app.quantities import format_cpu, format_memory

@@ -13,7 +13,7 @@ from typing import Any
 from app.builders import names
 from app.builders.env import TOKEN_ENV, secret_request_env
 from app.builders.metadata import object_meta
-from app.config.models import Config
+from app.models.config import Config
 from app.models.lab import LabSpec
 
 TOKEN_KEY = "token"  # noqa: S105 - a key name

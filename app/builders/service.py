@@ -12,9 +12,9 @@ from typing import Any
 
 from app.builders import names
 from app.builders.metadata import lab_selector, object_meta
-from app.config.models import Config
-from app.config.url_template import render, uses_service_address
+from app.models.config import Config
 from app.models.lab import LabSpec
+from app.url_template import render, uses_service_address
 
 
 def internal_url(config: Config, username: str, *, cluster_ip: str = "") -> str | None:

@@ -16,7 +16,7 @@ from typing import Any
 from app.builders import names
 from app.builders.pod import toleration_json
 from app.builders.resource_quota import pod_resources
-from app.config.models import Config, ImageValidation
+from app.models.config import Config, ImageValidation
 from app.models.sizes import PodSize
 
 VALIDATION_COMPONENT = "image-validation"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.builders import names
-from app.config.models import Config, LabVolume, LabVolumeMount
+from app.models.config import Config, LabVolume, LabVolumeMount
 
 NSS_VOLUME = "spawner-nss"
 SECRET_VOLUME = "spawner-secrets"  # noqa: S105 - a volume name

@@ -10,7 +10,7 @@ from app.config.loader import (
     load_config,
     parse_config,
 )
-from app.config.models import (
+from app.models.config import (
     Config,
     GafaelfawrConfig,
     KubernetesConfig,

@@ -15,7 +15,8 @@ from typing import Any
 import yaml
 from marshmallow import ValidationError
 
-from app.config.models import Config, RedisConfig
+from app.config.schema import ConfigSchema
+from app.models.config import Config, RedisConfig
 
 CONFIG_PATH_ENV = "SPAWNER_CONFIG_PATH"
 """Environment variable naming the configuration file."""
@@ -67,8 +68,6 @@ def _flatten(messages: Any, prefix: str = "") -> list[str]:
 
 def parse_config(raw: Any, source: str = "<config>") -> Config:
     """Validate an already-parsed YAML document."""
-    from app.schemas.config import ConfigSchema
-
     if raw is None:
         raw = {}
     if not isinstance(raw, Mapping):

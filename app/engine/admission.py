@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import logging
 
-from app.config.models import AdmissionConfig
 from app.errors import QueueFullError, TooManyRequestsError
+from app.models.config import AdmissionConfig
 from app.models.workload import Action, Operation, WorkloadRef
 from app.storage.admission import AdmissionRequest, AdmissionStore
 from app.storage.rate_limits import RateLimits

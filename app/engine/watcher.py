@@ -27,11 +27,11 @@ from typing import Any
 
 import redis
 
-from app.config.models import WatcherConfig
 from app.engine.kind import WorkloadKind
 from app.engine.leadership import ElectedWorker, Tenure
 from app.engine.reconcile import Reconciler, log_repair, tracked
 from app.engine.tracking import PodTracking
+from app.models.config import WatcherConfig
 from app.models.workload import WorkloadRef
 from app.storage.kubernetes import KubernetesError, KubernetesStorage, WatchExpired
 from app.storage.leader import LeadershipLease, LeadershipLost, worker_identity

@@ -20,9 +20,8 @@ from flask import Flask, current_app
 from flask_smorest import Api, Blueprint
 from marshmallow import Schema
 
-from app.schemas.errors import ErrorSchema
-from app.services.auth import TOKEN_HEADER
-from app.web.api import ERROR_SCHEMA_NAME, SECURITY_SCHEME
+from app.schemas.errors import ERROR_SCHEMA_NAME, ErrorSchema
+from app.services.auth import SECURITY_SCHEME, TOKEN_HEADER
 
 TITLE = "Lab spawner"
 OPENAPI_VERSION = "3.0.3"

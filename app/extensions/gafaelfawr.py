@@ -6,7 +6,7 @@ from typing import cast
 
 from flask import Flask, current_app
 
-from app.config import Config
+from app.models.config import Config
 from app.storage.gafaelfawr import GafaelfawrClient
 
 

@@ -25,7 +25,7 @@ from kubernetes import config as k8s_config
 from kubernetes.config.config_exception import ConfigException
 from urllib3.util.retry import Retry
 
-from app.config import KubernetesConfig
+from app.models.config import KubernetesConfig
 
 USER_AGENT = "lab-spawner/1"
 """The ``User-Agent`` of every Kubernetes call the service makes."""

@@ -15,12 +15,12 @@ from typing import cast
 from flask import Flask, current_app
 
 from app import metrics
-from app.config import Config
 from app.engine.admission import Admission
 from app.engine.engine import Engine
 from app.engine.leadership import ElectedWorker
 from app.engine.watcher import WorkloadWatcher
 from app.metrics import HotCounterFlusher
+from app.models.config import Config
 from app.models.workload import Action
 from app.services.image_refresh import ImageRefresher
 from app.services.labs import LabService

@@ -24,8 +24,9 @@ from redis.retry import Retry
 from redis.sentinel import Sentinel, SentinelConnectionPool, SentinelManagedConnection
 
 from app import metrics
-from app.config import RedisConfig
 from app.extensions.redis_stalls import RedisStalledError, StallBreaker, breaker_for
+from app.models.config import RedisConfig
+from app.services.health import PROBE_TIMEOUT
 
 NO_REPLICAS = "NOREPLICAS"
 """The error a primary answers a write with when it has fewer replicas than its
@@ -238,10 +239,6 @@ def build_redis(config: RedisConfig) -> redis.Redis:
     )
 
 
-PROBE_TIMEOUT = 1.0
-"""Seconds the readiness probe waits for Redis: Kubernetes gives the whole probe two."""
-
-
 def build_probe_redis(config: RedisConfig) -> redis.Redis:
     """A small client of its own for the readiness probe, with the probe's short timeouts:
     a stalled Redis fails the probe in time, and a probe never waits behind requests for a
@@ -283,7 +280,7 @@ class FeedEvents(ServerSentEventsBlueprint):
 
 
 feed_events = FeedEvents("admin-feed-events", __name__)
-"""What ``services.admin`` follows the administrators' live feed with."""
+"""What the administrators' live feed is followed with (``services.admin.follow_feed``)."""
 
 
 class RedisExtension:

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from app.config.models import PrepullConfig, SourceType
+from app.models.config import PrepullConfig, SourceType
 from app.models.image_tags import ParsedTag, TagKind, newest_first, parse_tag
 from app.models.images import ImageSet, KnownImage
 

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.config.models import Toleration
+from app.models.config import Toleration
 from app.models.images import KnownImage
 
 __all__ = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from app.config.models import LabSize
+from app.models.config import LabSize
 from app.models.identity import UserInfo
 from app.models.images import ImageChoice, LabImage
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from marshmallow import ValidationError, fields, post_load, validate, validates_schema
 
-from app.config.models import (
+from app.models.config import (
     AppQuota,
     AppsConfig,
     AppServicePort,

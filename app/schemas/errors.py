@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from marshmallow import Schema, fields
 
+ERROR_SCHEMA_NAME = "Error"
+"""The error body's name among the OpenAPI document's components."""
+
 
 class ErrorSchema(Schema):
     """``{"code": ..., "message": ..., "field": ...}``; ``field`` only for input errors."""

@@ -9,9 +9,9 @@ from dataclasses import asdict
 from typing import Any
 
 import redis
+from flask_sse import ServerSentEventsBlueprint
 
 from app.engine.leadership import ElectedWorker
-from app.extensions.redis import feed_events
 from app.models.admin import Maintenance
 from app.models.workload import Operation, WorkloadRef
 from app.storage.admission import AdmissionStore
@@ -59,7 +59,7 @@ def _operation_status(
     }
 
 
-def follow_feed(store: WorkloadStore) -> Iterator[str]:
+def follow_feed(store: WorkloadStore, feed: ServerSentEventsBlueprint) -> Iterator[str]:
     """The administrators' live feed as server-sent events (see ``storage.admin_feed``).
 
     A comment comes first, so the client has its headers at once rather than at the first
@@ -68,7 +68,7 @@ def follow_feed(store: WorkloadStore) -> Iterator[str]:
     (``stream_with_context``).
     """
     yield ": live feed\n\n"
-    for message in feed_events.messages(channel=store.feed_channel):
+    for message in feed.messages(channel=store.feed_channel):
         yield str(message)
 
 

@@ -20,13 +20,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.builders.admin_pod import build_admin_namespace, build_admin_pod
-from app.config.models import Config
 from app.errors import (
     ConflictError,
     DependencyUnavailableError,
     NotConfiguredError,
     NotFoundError,
 )
+from app.models.config import Config
 from app.storage.kubernetes import KubernetesError, KubernetesStorage, is_transient
 
 logger = logging.getLogger(__name__)

@@ -16,7 +16,7 @@ Apps belong to a group already and wait with it (``AppService``).
 
 from __future__ import annotations
 
-from app.config.models import AdmissionConfig
+from app.models.config import AdmissionConfig
 from app.models.identity import UserInfo
 
 

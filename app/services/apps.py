@@ -17,7 +17,6 @@ from dataclasses import dataclass, replace
 
 from app.builders import names
 from app.builders.app import app_selector, missing_variables
-from app.config.models import AppQuota, AppTemplate
 from app.engine.engine import Engine
 from app.errors import (
     ConflictError,
@@ -28,6 +27,7 @@ from app.errors import (
     RebuildingError,
 )
 from app.models.app import AppPhase, AppRecord, AppScope, AppState, app_json, parse_app
+from app.models.config import AppQuota, AppTemplate
 from app.models.identity import UserInfo
 from app.models.sizes import PodSize
 from app.quantities import format_cpu, format_memory

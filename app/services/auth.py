@@ -11,8 +11,8 @@ from dataclasses import dataclass, replace
 from operator import attrgetter
 from typing import Protocol
 
-from app.config.models import AdminPodConfig
 from app.errors import AuthenticationError, PermissionDeniedError
+from app.models.config import AdminPodConfig
 from app.models.identity import Caller
 from app.storage.gafaelfawr import GafaelfawrClient
 
@@ -24,6 +24,9 @@ EXEC_SCOPE = "exec:notebook"
 
 USER_HEADER = "X-Auth-Request-User"
 TOKEN_HEADER = "X-Auth-Request-Token"  # noqa: S105 (a header name)
+
+SECURITY_SCHEME = "bearer"
+"""The OpenAPI document's name for a Gafaelfawr token sent as a bearer token."""
 
 
 class Headers(Protocol):

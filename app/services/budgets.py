@@ -15,9 +15,9 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from app.config.models import Budget, BudgetsConfig
 from app.engine.engine import Engine
 from app.errors import DependencyUnavailableError
+from app.models.config import Budget, BudgetsConfig
 from app.models.identity import UserInfo, user_from_json
 from app.models.lab import LabRecord
 from app.models.usage import Usage

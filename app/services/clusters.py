@@ -14,7 +14,6 @@ import secrets
 from dataclasses import asdict, dataclass, replace
 
 from app.builders.names import lab_namespace
-from app.config.models import HardwareTier
 from app.engine.engine import Engine
 from app.errors import (
     ConflictError,
@@ -24,6 +23,7 @@ from app.errors import (
     RebuildingError,
 )
 from app.models.cluster import ClusterRecord, ClusterStatus, cluster_json, parse_cluster
+from app.models.config import HardwareTier
 from app.models.identity import UserInfo
 from app.models.images import ImageChoice
 from app.models.lab import LabStatus

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.config import Config
 from app.models.admin import Maintenance
+from app.models.config import Config
 from app.models.identity import UserInfo
 from app.models.images import KnownImage
 from app.schemas.labs import USE_DROPDOWN

@@ -19,12 +19,14 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from app.concurrency import concurrently
-from app.extensions import kubernetes_ext, labs_ext, redis_ext
-from app.extensions.redis import PROBE_TIMEOUT
 from app.models.admin import Maintenance
 from app.workloads.image.service import ImageService
 
 logger = logging.getLogger(__name__)
+
+PROBE_TIMEOUT = 1.0
+"""Seconds a readiness check waits for Redis or the Kubernetes API: Kubernetes gives the
+whole probe two."""
 
 OK = "ok"
 REBUILDING = "rebuilding"
@@ -101,17 +103,27 @@ def _check_images(images: ImageService) -> str:
     return OK if not unread else "unread: " + ", ".join(unread)
 
 
-def check_readiness() -> Readiness:
-    # Clients are looked up here, in the request's context; the checks run beside it.
-    probe, complete_key = redis_ext.probe, labs_ext.engine.store.complete_key
-    maintenance_key = labs_ext.machinery.maintenance.key
-    api = kubernetes_ext.api_client
+def check_readiness(
+    *,
+    probe: redis.Redis,
+    api: k8s.ApiClient,
+    images: ImageService,
+    complete_key: str,
+    maintenance_key: str,
+) -> Readiness:
+    """The checks, run beside each other: ``probe`` is a Redis client whose deadline is
+    ``PROBE_TIMEOUT``; ``complete_key`` is there once Redis holds every workload."""
     (redis_state, state, maintenance), kubernetes = concurrently(
         lambda: _check_redis(probe, complete_key, maintenance_key),
         lambda: _check_kubernetes(api),
     )
     # Only once Redis has just answered: the image lists are read from it, on the service's
     # own connections, whose deadline is longer than the probe's.
-    images = _check_images(labs_ext.context.images) if redis_state == OK else UNKNOWN
-    checks = {"redis": redis_state, "kubernetes": kubernetes, "state": state, "images": images}
+    checks_images = _check_images(images) if redis_state == OK else UNKNOWN
+    checks = {
+        "redis": redis_state,
+        "kubernetes": kubernetes,
+        "state": state,
+        "images": checks_images,
+    }
     return Readiness(checks=checks, maintenance=maintenance)

@@ -19,11 +19,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import redis
 
-from app.config import Config
-from app.config.models import PrepullConfig, SourceType
 from app.engine.leadership import ElectedWorker, Tenure
 from app.errors import ServiceError
 from app.images.catalog import build_image_set, build_simple_set, digest_candidates
+from app.models.config import Config, PrepullConfig, SourceType
 from app.models.images import ImageSet
 from app.storage.images import ImageStore
 from app.storage.leader import LeadershipLease, worker_identity

@@ -28,8 +28,8 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from app.config.models import LimitsConfig
 from app.errors import ServiceError, TooManyRequestsError
+from app.models.config import LimitsConfig
 from app.models.identity import Caller
 from app.services.auth import ADMIN_SCOPE
 from app.storage.rate_limits import RateLimits

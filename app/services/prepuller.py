@@ -45,9 +45,9 @@ from app.builders.prepull import (
     pod_images,
     pull_container_name,
 )
-from app.config import Config
 from app.engine.leadership import ElectedWorker, Tenure
 from app.images.placement import NodeImages, Placement, place, pull_reference, read_node
+from app.models.config import Config
 from app.models.images import KnownImage
 from app.storage.admin_feed import AdminFeed
 from app.storage.kubernetes import KubernetesError, KubernetesStorage

@@ -20,7 +20,6 @@ import time
 from dataclasses import asdict, replace
 from typing import Any, NoReturn
 
-from app.config.models import HardwareTier
 from app.engine.engine import Engine
 from app.engine.pods import judge
 from app.errors import (
@@ -36,6 +35,7 @@ from app.errors import (
     UnauthorizedError,
 )
 from app.models.cluster import ClusterRecord, ClusterStatus, cluster_json, parse_cluster
+from app.models.config import HardwareTier
 from app.models.identity import Caller, UserInfo
 from app.models.usage import Usage, cluster_usage
 from app.services.auth import ADMIN_SCOPE

@@ -31,8 +31,8 @@ from urllib3.util.retry import Retry
 
 from app import metrics
 from app.concurrency import concurrently
-from app.config import GafaelfawrConfig
 from app.errors import AuthenticationError, DependencyUnavailableError
+from app.models.config import GafaelfawrConfig
 from app.models.identity import TokenData, UserInfo
 from app.schemas.gafaelfawr import TokenInfoSchema, UserInfoSchema
 

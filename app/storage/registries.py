@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from app.config import Config
+from app.models.config import Config
 from app.storage.kubernetes import KubernetesError, KubernetesStorage
 from app.storage.registry import RegistryClient
 

@@ -37,14 +37,11 @@ from app.errors import (
     ServiceError,
 )
 from app.schemas.errors import ErrorSchema
-from app.services.auth import Grant
+from app.services.auth import SECURITY_SCHEME, Grant
 from app.web.bodies import json_object
 from app.web.errors import ErrorBody, service_error_body, service_error_headers
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-SECURITY_SCHEME = "bearer"
-ERROR_SCHEMA_NAME = "Error"
 
 ERRORS_ATTRIBUTE = "service_errors"
 """Where ``@raises`` leaves its error classes on the view (``functools.wraps`` carries it)."""

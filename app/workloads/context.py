@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.config import Config
+from app.models.config import Config
 from app.storage.images import ImageStore
 from app.storage.kubernetes import KubernetesStorage
 from app.storage.labs import LabStore

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from app.config.models import LabSize
+from app.models.config import LabSize
 from app.models.identity import UserInfo
 
 GIB = 1024**3

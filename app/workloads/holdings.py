@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from app.builders.resource_quota import Compute, pod_compute
-from app.config.models import Config
 from app.models.cluster import ClusterRecord, ClusterStatus, parse_cluster
+from app.models.config import Config
 from app.models.kernel import KernelRecord, parse_kernel
 from app.models.usage import Usage
 from app.storage.workloads import WorkloadStore

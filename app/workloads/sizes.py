@@ -9,7 +9,7 @@ of the same name.
 
 from __future__ import annotations
 
-from app.config.models import Config, HardwareTier, LabSize
+from app.models.config import Config, HardwareTier, LabSize
 from app.models.identity import UserInfo
 from app.models.sizes import PodSize
 from app.workloads.entitlements import size_refusal

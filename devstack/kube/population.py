@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from app.builders.lab import LabObjects, build_lab
 from app.builders.pod import image_reference
-from app.config.models import Config
+from app.models.config import Config
 from app.models.identity import Group, UserInfo
 from app.models.images import LabImage
 from app.models.lab import LabOptions, LabSpec

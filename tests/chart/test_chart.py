@@ -14,7 +14,7 @@ import yaml
 from flask import Flask
 from marshmallow import fields
 
-from app.schemas.config import ConfigSchema
+from app.config.schema import ConfigSchema
 from devstack.helm import HelmRenderError, render_chart
 from devstack.stack import REPO_ROOT
 

@@ -3,7 +3,7 @@ pass one is refused naming it, with what is held and allowed."""
 
 from __future__ import annotations
 
-from app.config.models import Budget, BudgetsConfig, GroupBudget
+from app.models.config import Budget, BudgetsConfig, GroupBudget
 from app.models.identity import Group, UserInfo
 from app.models.usage import Usage
 from app.services.budgets import GIB, budget_for, budget_refusal

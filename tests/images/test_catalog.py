@@ -9,7 +9,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.config.models import PrepullConfig, SimpleImage, SourceType
 from app.images import catalog
 from app.images.catalog import (
     DIGEST_MARGIN,
@@ -17,6 +16,7 @@ from app.images.catalog import (
     build_simple_set,
     digest_candidates,
 )
+from app.models.config import PrepullConfig, SimpleImage, SourceType
 from app.models.image_tags import TagKind
 from app.models.images import ImageSet, KnownImage
 

@@ -8,7 +8,6 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.config.models import Toleration
 from app.images.placement import (
     NodeImages,
     Placement,
@@ -20,6 +19,7 @@ from app.images.placement import (
     read_node,
     tolerates,
 )
+from app.models.config import Toleration
 from app.models.image_tags import TagKind
 from app.models.images import KnownImage
 

@@ -5,8 +5,8 @@
 from __future__ import annotations
 
 from app.builders.resource_quota import Compute
-from app.config.models import ClustersConfig, HardwareTier
 from app.models.cluster import ClusterRecord
+from app.models.config import ClustersConfig, HardwareTier
 
 
 def tier_compute(tier: HardwareTier) -> Compute:

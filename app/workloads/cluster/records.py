@@ -12,8 +12,8 @@ import json
 from dataclasses import asdict
 from typing import Any
 
-from app.config.models import ClustersConfig, HardwareTier
 from app.models.cluster import ClusterRecord, ClusterStatus
+from app.models.config import ClustersConfig, HardwareTier
 from app.models.usage import Usage, cluster_usage
 from app.storage.kubernetes import CustomKind, KubernetesStorage
 from app.workloads.cluster.adapters import (

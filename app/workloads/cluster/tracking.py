@@ -18,10 +18,10 @@ from dataclasses import replace
 from typing import Any
 
 from app.builders.names import lab_namespace
-from app.config.models import Config
 from app.engine.pods import judge
 from app.engine.tracking import PodTracking
 from app.models.cluster import ClusterRecord, ClusterStatus, cluster_json, parse_cluster
+from app.models.config import Config
 from app.storage.kubernetes import KubernetesStorage
 from app.workloads.cluster.adapters import (
     ADAPTERS,

@@ -30,11 +30,11 @@ from app.builders.validation import (
     validation_pod_name,
 )
 from app.concurrency import concurrently
-from app.config.models import ImageValidation, PrepullConfig
 from app.engine.kind import Finished, Run, StepFailed, WorkloadKind
 from app.engine.pods import judge
 from app.engine.waiting import pause_after_failed_watch
 from app.images.placement import read_node
+from app.models.config import ImageValidation, PrepullConfig
 from app.models.image_record import (
     UNDER_TEST,
     ImageRecord,

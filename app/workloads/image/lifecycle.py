@@ -18,9 +18,9 @@ import logging
 import time
 from dataclasses import replace
 
-from app.config.models import Config, PrepullConfig
 from app.engine.engine import Engine
 from app.errors import ConflictError, NotFoundError
+from app.models.config import Config, PrepullConfig
 from app.models.image_record import (
     UNDER_TEST,
     ImageRecord,

@@ -14,10 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NoReturn
 
-from app.config import Config
-from app.config.models import PrepullConfig, SourceType
 from app.errors import DependencyUnavailableError, InvalidRequestError
 from app.images.catalog import build_simple_set
+from app.models.config import Config, PrepullConfig, SourceType
 from app.models.identity import UserInfo
 from app.models.image_record import ImageState, parse_image
 from app.models.image_tags import TagKind, parse_tag

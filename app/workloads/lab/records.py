@@ -8,7 +8,7 @@ from app.builders.env import SECRET_REQUEST_ENV
 from app.builders.lab import quotas
 from app.builders.names import LAB_SUFFIX, lab_namespace, object_name
 from app.builders.service import internal_url, needs_service_address, service_address
-from app.config import Config
+from app.models.config import Config
 from app.models.lab import LabRecord, LabSpec, LabStatus, PodState
 from app.storage.kubernetes import KubernetesStorage
 

@@ -22,9 +22,9 @@ from app.builders.names import (
 )
 from app.builders.record import spec_from_annotation
 from app.builders.service import needs_service_address
-from app.config.models import Config
 from app.engine.pods import judge, stopped_detail
 from app.engine.tracking import PodTracking
+from app.models.config import Config
 from app.models.lab import LabRecord, LabStatus, PodState
 from app.storage.kubernetes import KubernetesStorage
 from app.storage.labs import parse_record, record_json

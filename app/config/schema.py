@@ -16,7 +16,7 @@ from marshmallow import (
     validates_schema,
 )
 
-from app.config.models import (
+from app.models.config import (
     AdminConfig,
     AdminPodConfig,
     AdmissionConfig,
@@ -48,10 +48,10 @@ from app.config.models import (
     Toleration,
     WatcherConfig,
 )
-from app.config.url_template import DEFAULT_TEMPLATE, template_problem
 from app.schemas.apps_config import AppsSchema
 from app.schemas.base import StrictCamelCaseSchema, camel_case
 from app.schemas.quantities import CpuField, MemoryField
+from app.url_template import DEFAULT_TEMPLATE, template_problem
 from app.workloads.cluster.adapters import ADAPTERS
 
 _POSITIVE = validate.Range(min=0, min_inclusive=False)

@@ -1,6 +1,6 @@
 """The validated configuration, as typed objects the rest of the service reads.
 
-No field has a default here: the schemas (``app.schemas.config``) are the one place that says
+No field has a default here: the schemas (``app.config.schema``) are the one place that says
 what an unset key means, and they build these objects."""
 
 from __future__ import annotations
@@ -168,7 +168,7 @@ class LabConfig:
     args: tuple[str, ...]
     port: int
     internal_url: str
-    """Template of the URL JupyterHub reaches a lab at; see ``app.config.url_template``."""
+    """Template of the URL JupyterHub reaches a lab at; see ``app.url_template``."""
     spawn_timeout: float
     delete_timeout: float
     network_policy: NetworkPolicyConfig
