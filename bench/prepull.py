@@ -23,10 +23,10 @@ import redis
 
 from app.config import parse_config
 from app.extensions.kubernetes import DeadlineApiClient, build_configuration
-from app.services.prepuller import Prepuller
 from app.storage.images import ImageStore
 from app.storage.kubernetes import KubernetesStorage
 from app.storage.prepull import PrepullStore
+from app.workloads.image.prepuller import Prepuller
 from app.workloads.image.service import ImageService
 from devstack.kube import KubernetesEmulator
 from devstack.kube.cluster import ClusterSettings

@@ -50,8 +50,8 @@ from app.builders.names import lab_namespace, object_name
 from app.config import Config, parse_config
 from app.engine.reconcile import Reconciler, tracked
 from app.extensions.labs import Machinery, machinery_of
-from app.images.placement import pull_reference
 from app.models.images import LabImage
+from app.workloads.image.placement import pull_reference
 from bench import status as status_bench
 from bench.services import cpu_seconds, free_ports, log_findings, rss_kib, start_gunicorn
 from devstack.kube.population import Population, populate

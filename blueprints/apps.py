@@ -8,7 +8,6 @@ from contextlib import AbstractContextManager
 from dataclasses import asdict
 from typing import Any
 
-from app.builders.app import app_url
 from app.errors import (
     ConflictError,
     DependencyUnavailableError,
@@ -20,9 +19,14 @@ from app.errors import (
     TooManyRequestsError,
 )
 from app.extensions import labs_ext, limits_ext
-from app.models.app import AppRecord
 from app.models.config import AppTemplate
-from app.schemas.apps import (
+from app.services.auth import ADMIN, ANY_USER
+from app.web.api import ApiBlueprint, raises
+from app.web.auth import current_caller, current_user, requires
+from app.web.bodies import load_body, load_query
+from app.workloads.app.builders import app_url
+from app.workloads.app.models import AppRecord
+from app.workloads.app.schemas import (
     AppChangeSchema,
     AppListQuerySchema,
     AppLogsSchema,
@@ -31,11 +35,7 @@ from app.schemas.apps import (
     AppTemplateSchema,
     LogsQuerySchema,
 )
-from app.services.apps import AppChange, AppRequest, AppService, Switched
-from app.services.auth import ADMIN, ADMIN_SCOPE, ANY_USER
-from app.web.api import ApiBlueprint, raises
-from app.web.auth import current_caller, current_user, requires
-from app.web.bodies import load_body, load_query
+from app.workloads.app.service import AppChange, AppRequest, AppService, Switched
 
 apps = ApiBlueprint("apps", __name__, url_prefix="/spawner/v1")
 
@@ -46,7 +46,7 @@ _logs_query = LogsQuerySchema()
 
 
 def _service() -> AppService:
-    admin = ADMIN_SCOPE in current_caller().data.scopes
+    admin = current_caller().is_admin
     return AppService(labs_ext.context, labs_ext.engine, admin=admin)
 
 

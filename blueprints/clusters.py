@@ -16,13 +16,13 @@ from app.errors import (
     TooManyRequestsError,
 )
 from app.extensions import labs_ext, limits_ext
-from app.models.cluster import ClusterRecord
-from app.schemas.clusters import ClusterRequestSchema, ClusterSchema
 from app.services.auth import ADMIN, OWNER
-from app.services.clusters import ClusterRequest, ClusterService
 from app.web.api import ApiBlueprint, raises
 from app.web.auth import current_caller, current_user, requires
 from app.web.bodies import load_body
+from app.workloads.cluster.models import ClusterRecord
+from app.workloads.cluster.schemas import ClusterRequestSchema, ClusterSchema
+from app.workloads.cluster.service import ClusterRequest, ClusterService
 
 clusters = ApiBlueprint("clusters", __name__, url_prefix="/spawner/v1")
 

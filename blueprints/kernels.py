@@ -18,14 +18,14 @@ from app.errors import (
     TooManyRequestsError,
 )
 from app.extensions import labs_ext, limits_ext
-from app.models.kernel import KernelRecord
-from app.schemas.kernels import KernelRequestSchema, KernelSchema
 from app.services.auth import ADMIN, OWNER
-from app.services.kernels import KernelRequest, KernelService
 from app.web.api import ApiBlueprint, raises
 from app.web.auth import current_caller, current_user, requires
 from app.web.bodies import load_body
 from app.workloads.kernel.kind import DEFAULT_GRACE_SECONDS
+from app.workloads.kernel.models import KernelRecord
+from app.workloads.kernel.schemas import KernelRequestSchema, KernelSchema
+from app.workloads.kernel.service import KernelRequest, KernelService
 
 kernels = ApiBlueprint("kernels", __name__, url_prefix="/spawner/v1")
 

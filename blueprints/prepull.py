@@ -7,20 +7,20 @@ from typing import Any
 
 from app.errors import ConflictError, InvalidRequestError, NotFoundError
 from app.extensions import labs_ext
-from app.models.image_record import ImageRecord, ImageState, image_json
-from app.schemas.images import (
-    DecisionSchema,
-    ImageRecordSchema,
-    ImagesSchema,
-    PrepullStatusSchema,
-)
 from app.services.auth import ADMIN
-from app.services.prepuller import prepull_report
 from app.web.api import ApiBlueprint, raises
 from app.web.audit import audited
 from app.web.auth import current_user, requires
 from app.web.bodies import load_body
 from app.workloads.image.lifecycle import ImageLifecycle
+from app.workloads.image.models import ImageRecord, ImageState, image_json
+from app.workloads.image.prepuller import prepull_report
+from app.workloads.image.schemas import (
+    DecisionSchema,
+    ImageRecordSchema,
+    ImagesSchema,
+    PrepullStatusSchema,
+)
 
 prepull = ApiBlueprint("prepull", __name__, url_prefix="/spawner/v1")
 

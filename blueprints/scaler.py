@@ -24,10 +24,10 @@ from app.errors import (
 )
 from app.extensions import labs_ext, limits_ext
 from app.services.auth import ADMIN, ANY_USER
-from app.services.scaler import ScalerService
 from app.web.api import ApiBlueprint, raises
 from app.web.auth import current_caller, current_user, requires
 from app.web.bodies import json_object
+from app.workloads.cluster.scaler import ScalerService
 
 scaler = ApiBlueprint(
     "scaler", __name__, url_prefix="/ddl_cluster_scaler", body_error=BadRequestError

@@ -22,7 +22,7 @@ from app.extensions import gafaelfawr_ext, labs_ext, limits_ext
 from app.models.identity import Caller, UserInfo
 from app.models.lab import LabApi
 from app.schemas.labs import DeleteAcceptedSchema, LabStatusSchema, SpawnRequestSchema
-from app.services.auth import ADMIN, ADMIN_SCOPE, ANY_USER, OWNER, TOKEN_HEADER
+from app.services.auth import ADMIN, ANY_USER, OWNER, TOKEN_HEADER
 from app.services.form import build_spawn_form
 from app.services.labs import LabService
 from app.storage.event_hub import Following
@@ -175,7 +175,7 @@ def queue_spawn(username: str, api: LabApi) -> None:
         token, user = _delegated_identity(caller)
         if user.username != username:
             raise PermissionDeniedError("the delegated token belongs to another user")
-        admin = ADMIN_SCOPE in caller.data.scopes
+        admin = caller.is_admin
         _service().spawn(user, body["options"], body["env"], token, admin=admin, api=api)
 
 

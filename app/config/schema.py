@@ -48,10 +48,10 @@ from app.models.config import (
     Toleration,
     WatcherConfig,
 )
-from app.schemas.apps_config import AppsSchema
 from app.schemas.base import StrictCamelCaseSchema, camel_case
 from app.schemas.quantities import CpuField, MemoryField
 from app.url_template import DEFAULT_TEMPLATE, template_problem
+from app.workloads.app.config import AppsSchema
 from app.workloads.cluster.adapters import ADAPTERS
 
 _POSITIVE = validate.Range(min=0, min_inclusive=False)

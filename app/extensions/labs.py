@@ -22,9 +22,7 @@ from app.engine.watcher import WorkloadWatcher
 from app.metrics import HotCounterFlusher
 from app.models.config import Config
 from app.models.workload import Action
-from app.services.image_refresh import ImageRefresher
 from app.services.labs import LabService
-from app.services.prepuller import Prepuller
 from app.storage.admin_feed import AdminFeed
 from app.storage.admission import AdmissionStore
 from app.storage.audit import AuditLog
@@ -42,6 +40,8 @@ from app.workloads.cluster.kind import ClusterKind
 from app.workloads.context import WorkloadContext
 from app.workloads.image.kind import ImageKind
 from app.workloads.image.lifecycle import ImageLifecycle
+from app.workloads.image.prepuller import Prepuller
+from app.workloads.image.refresh import ImageRefresher
 from app.workloads.image.service import ImageService
 from app.workloads.kernel.kind import KernelKind
 from app.workloads.lab import LabKind

@@ -57,6 +57,10 @@ class UserInfo:
     notebook_quota: NotebookQuota | None
 
 
+ADMIN_SCOPE = "admin:notebook"
+"""Held by JupyterHub's own token and administrators."""
+
+
 @dataclass(frozen=True)
 class Caller:
     """An authenticated request: the raw token (for delegation), what it proves, and the
@@ -69,6 +73,11 @@ class Caller:
     @property
     def username(self) -> str:
         return self.data.username
+
+    @property
+    def is_admin(self) -> bool:
+        """JupyterHub or an administrator: may act on every user's workloads."""
+        return ADMIN_SCOPE in self.data.scopes
 
     def __repr__(self) -> str:
         # The token is a credential: keep it out of any log line or traceback.

@@ -1,4 +1,5 @@
-"""What workloads hold, in the terms budgets count: the one currency of ``app.services.budgets``."""
+"""What workloads hold, in the terms budgets count: the one currency of
+``app.workloads.budgets``."""
 
 from __future__ import annotations
 

@@ -13,11 +13,8 @@ from typing import Protocol
 
 from app.errors import AuthenticationError, PermissionDeniedError
 from app.models.config import AdminPodConfig
-from app.models.identity import Caller
+from app.models.identity import ADMIN_SCOPE, Caller
 from app.storage.gafaelfawr import GafaelfawrClient
-
-ADMIN_SCOPE = "admin:notebook"
-"""Held by JupyterHub's own token and administrators."""
 
 EXEC_SCOPE = "exec:notebook"
 """Held by users' tokens; lets a user act on their own lab."""

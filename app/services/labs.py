@@ -33,14 +33,14 @@ from app.models.lab import (
     PodState,
     SpawnChoices,
 )
-from app.services.admission import admission_group
-from app.services.kernels import KernelService
 from app.storage.event_hub import Following
 from app.storage.events import Event, EventType, entry_order
 from app.storage.labs import LAB_KIND, lab_ref, parse_record, record_json
 from app.storage.workloads import DeleteQueued, FailedWorkload
+from app.workloads.admission_groups import admission_group
 from app.workloads.context import WorkloadContext
 from app.workloads.entitlements import allowed_sizes, size_refusal, spawn_refusal
+from app.workloads.kernel.service import KernelService
 from app.workloads.lab.records import lab_record
 from app.workloads.lab.spawn import starting_events
 

@@ -31,7 +31,6 @@ from contextlib import contextmanager
 from app.errors import ServiceError, TooManyRequestsError
 from app.models.config import LimitsConfig
 from app.models.identity import Caller
-from app.services.auth import ADMIN_SCOPE
 from app.storage.rate_limits import RateLimits
 
 MUTATION_WINDOW_SECONDS = 60.0
@@ -107,7 +106,7 @@ class Limits:
         block refuses it (a 4xx). Each kind is counted apart, so that a notebook restarting
         kernels never keeps its user from spawning their lab; an administrator's changes
         are not counted."""
-        if ADMIN_SCOPE in caller.data.scopes:
+        if caller.is_admin:
             yield
             return
         scope, name = f"changes-{kind}", caller.username
@@ -131,5 +130,5 @@ class Limits:
         """A slot for an event stream ``caller`` opens; the function gives it back. The
         caller's own slots are counted, except an administrator's, which count only in
         all."""
-        owner = None if ADMIN_SCOPE in caller.data.scopes else caller.username
+        owner = None if caller.is_admin else caller.username
         return self.streams.acquire(owner, retry_after=retry_after)

@@ -11,12 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from app.builders.resource_quota import Compute, pod_compute
-from app.models.cluster import ClusterRecord, ClusterStatus, parse_cluster
 from app.models.config import Config
-from app.models.kernel import KernelRecord, parse_kernel
 from app.models.usage import Usage
 from app.storage.workloads import WorkloadStore
+from app.workloads.cluster.models import ClusterRecord, ClusterStatus, parse_cluster
 from app.workloads.cluster.quota import cluster_compute
+from app.workloads.kernel.models import KernelRecord, parse_kernel
 from app.workloads.refs import CLUSTER_KIND, KERNEL_KIND
 from app.workloads.sizes import pod_size
 

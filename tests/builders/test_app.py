@@ -11,7 +11,10 @@ from typing import Any
 import pytest
 
 from app.builders import names
-from app.builders.app import (
+from app.config import Config, parse_config
+from app.config.loader import ConfigError
+from app.models.sizes import PodSize
+from app.workloads.app.builders import (
     build_deployment,
     build_group_namespace,
     build_group_quota,
@@ -20,10 +23,7 @@ from app.builders.app import (
     build_service,
     missing_variables,
 )
-from app.config import Config, parse_config
-from app.config.loader import ConfigError
-from app.models.app import AppPhase, AppRecord, AppScope, app_json, parse_app
-from app.models.sizes import PodSize
+from app.workloads.app.models import AppPhase, AppRecord, AppScope, app_json, parse_app
 from app.workloads.app.phases import app_state
 from app.workloads.sizes import pod_size
 from tests.builders.conftest import IMAGES, Validator

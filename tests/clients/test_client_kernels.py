@@ -28,7 +28,7 @@ from labspawner.errors import KernelFailedError
 from labspawner.kernels.launch import DEFAULT_PORTS
 from labspawner.models import Kernel
 
-from app.schemas.kernels import KernelSchema
+from app.workloads.kernel.schemas import KernelSchema
 from devstack.kube.cluster.images import node_has_image
 from devstack.stack import LocalStack
 from tests.labs.conftest import wait_for

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from labspawner.models import Cluster, LabStatus
 
-from app.schemas.clusters import ClusterSchema
 from app.schemas.labs import LabStatusSchema
+from app.workloads.cluster.schemas import ClusterSchema
 from devstack.stack import REPO_ROOT
 
 CLIENT = REPO_ROOT / "client"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from app.models.config import Budget, BudgetsConfig, GroupBudget
 from app.models.identity import Group, UserInfo
 from app.models.usage import Usage
-from app.services.budgets import GIB, budget_for, budget_refusal
+from app.workloads.budgets import GIB, budget_for, budget_refusal
 
 DEFAULT = Budget(clusters=1, workers=2, kernels=1, cpu=4, memory=16 * GIB, gpus=0)
 BUDGETS = BudgetsConfig(

@@ -9,16 +9,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.images import catalog
-from app.images.catalog import (
+from app.models.config import PrepullConfig, SimpleImage, SourceType
+from app.models.image_tags import TagKind
+from app.models.images import ImageSet, KnownImage
+from app.workloads.image import catalog
+from app.workloads.image.catalog import (
     DIGEST_MARGIN,
     build_image_set,
     build_simple_set,
     digest_candidates,
 )
-from app.models.config import PrepullConfig, SimpleImage, SourceType
-from app.models.image_tags import TagKind
-from app.models.images import ImageSet, KnownImage
 
 REGISTRY = "registry.hub.docker.com"
 REPOSITORY = "lsstsqre/sciplat-lab"

@@ -8,7 +8,10 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.images.placement import (
+from app.models.config import Toleration
+from app.models.image_tags import TagKind
+from app.models.images import KnownImage
+from app.workloads.image.placement import (
     NodeImages,
     Placement,
     has_image,
@@ -19,9 +22,6 @@ from app.images.placement import (
     read_node,
     tolerates,
 )
-from app.models.config import Toleration
-from app.models.image_tags import TagKind
-from app.models.images import KnownImage
 
 REPOSITORY = "registry.example.org:5000/lsstsqre/sciplat-lab"
 OTHER = "registry.example.org:5000/lsstsqre/other-lab"

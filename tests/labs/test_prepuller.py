@@ -328,7 +328,7 @@ def test_pods_of_a_previous_leader_are_adopted_or_removed(
     make_app: Callable[[Config], Flask],
     cluster: KubernetesEmulator,
 ) -> None:
-    from app.builders.prepull import build_pull_pod
+    from app.workloads.image.builders import build_pull_pod
 
     config = parse_config(prepull_raw_config)
     # A pull the previous leader started for an image nobody wants any more.

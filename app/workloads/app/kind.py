@@ -13,7 +13,14 @@ from __future__ import annotations
 from typing import Any
 
 from app.builders import names
-from app.builders.app import (
+from app.concurrency import concurrently
+from app.engine.kind import Finished, Run, StepFailed, WorkloadKind
+from app.engine.waiting import pause_after_failed_watch
+from app.models.sizes import PodSize
+from app.models.workload import Action
+from app.storage.events import EventType
+from app.storage.kubernetes import CustomKind, KubernetesError, WatchExpired, is_ours
+from app.workloads.app.builders import (
     GAFAELFAWR_API,
     app_selector,
     build_deployment,
@@ -23,14 +30,7 @@ from app.builders.app import (
     build_network_policy,
     build_service,
 )
-from app.concurrency import concurrently
-from app.engine.kind import Finished, Run, StepFailed, WorkloadKind
-from app.engine.waiting import pause_after_failed_watch
-from app.models.app import AppPhase, AppRecord, AppState, app_json, parse_app
-from app.models.sizes import PodSize
-from app.models.workload import Action
-from app.storage.events import EventType
-from app.storage.kubernetes import CustomKind, KubernetesError, WatchExpired, is_ours
+from app.workloads.app.models import AppPhase, AppRecord, AppState, app_json, parse_app
 from app.workloads.app.phases import app_state
 from app.workloads.app.tracking import AppTracking, selector_text
 from app.workloads.context import WorkloadContext

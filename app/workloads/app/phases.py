@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.engine.pods import judge
-from app.models.app import AppPhase, AppState
+from app.workloads.app.models import AppPhase, AppState
 
 
 def _condition(deployment: dict[str, Any], kind: str) -> dict[str, Any] | None:

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from app.builders import names
-from app.models.app import AppRecord, AppScope
+from app.workloads.app.models import AppRecord, AppScope
 
 
 def record_from_deployment(deployment: dict[str, Any]) -> AppRecord | None:

@@ -13,11 +13,11 @@ from __future__ import annotations
 from typing import Any
 
 from app.builders import names
-from app.builders.app import app_selector
 from app.engine.tracking import PodTracking
-from app.models.app import AppPhase, AppRecord, AppState, app_json, parse_app
 from app.models.config import Config
 from app.storage.kubernetes import KubernetesStorage
+from app.workloads.app.builders import app_selector
+from app.workloads.app.models import AppPhase, AppRecord, AppState, app_json, parse_app
 from app.workloads.app.phases import app_state
 from app.workloads.app.records import record_from_deployment
 

@@ -15,7 +15,6 @@ from typing import Any
 
 from app.engine.following import PodToFollow, follow_until_ready
 from app.engine.kind import Finished, Run, StepFailed, WorkloadKind
-from app.models.cluster import ClusterStatus, cluster_json, parse_cluster
 from app.models.workload import Action
 from app.storage.events import EventType
 from app.storage.kubernetes import KubernetesError, KubernetesStorage
@@ -26,6 +25,7 @@ from app.workloads.cluster.adapters import (
     ClusterShape,
     PodShape,
 )
+from app.workloads.cluster.models import ClusterStatus, cluster_json, parse_cluster
 from app.workloads.cluster.records import custom_kind, reachable_at
 from app.workloads.cluster.tracking import ClusterTracking
 from app.workloads.context import WorkloadContext

@@ -5,8 +5,8 @@
 from __future__ import annotations
 
 from app.builders.resource_quota import Compute
-from app.models.cluster import ClusterRecord
 from app.models.config import ClustersConfig, HardwareTier
+from app.workloads.cluster.models import ClusterRecord
 
 
 def tier_compute(tier: HardwareTier) -> Compute:

@@ -12,7 +12,6 @@ import json
 from dataclasses import asdict
 from typing import Any
 
-from app.models.cluster import ClusterRecord, ClusterStatus
 from app.models.config import ClustersConfig, HardwareTier
 from app.models.usage import Usage, cluster_usage
 from app.storage.kubernetes import CustomKind, KubernetesStorage
@@ -23,6 +22,7 @@ from app.workloads.cluster.adapters import (
     PodShape,
     resolve,
 )
+from app.workloads.cluster.models import ClusterRecord, ClusterStatus
 
 
 def custom_kind(adapter: ClusterAdapter) -> CustomKind:

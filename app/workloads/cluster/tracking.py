@@ -20,7 +20,6 @@ from typing import Any
 from app.builders.names import lab_namespace
 from app.engine.pods import judge
 from app.engine.tracking import PodTracking
-from app.models.cluster import ClusterRecord, ClusterStatus, cluster_json, parse_cluster
 from app.models.config import Config
 from app.storage.kubernetes import KubernetesStorage
 from app.workloads.cluster.adapters import (
@@ -30,6 +29,7 @@ from app.workloads.cluster.adapters import (
     OWNER_LABEL,
     ROLE_LABEL,
 )
+from app.workloads.cluster.models import ClusterRecord, ClusterStatus, cluster_json, parse_cluster
 from app.workloads.cluster.records import custom_kind, reachable_at, record_from_object
 
 HEAD_SELECTOR = f"{ROLE_LABEL}=head,{CLUSTER_LABEL},{OWNER_LABEL}"

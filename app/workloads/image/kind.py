@@ -33,9 +33,14 @@ from app.concurrency import concurrently
 from app.engine.kind import Finished, Run, StepFailed, WorkloadKind
 from app.engine.pods import judge
 from app.engine.waiting import pause_after_failed_watch
-from app.images.placement import read_node
 from app.models.config import ImageValidation, PrepullConfig
-from app.models.image_record import (
+from app.models.workload import Action
+from app.storage.events import EventType
+from app.storage.kubernetes import KubernetesError, WatchExpired
+from app.timestamps import iso_utc
+from app.workloads.context import WorkloadContext
+from app.workloads.image.lifecycle import ImageLifecycle
+from app.workloads.image.models import (
     UNDER_TEST,
     ImageRecord,
     ImageState,
@@ -43,12 +48,7 @@ from app.models.image_record import (
     image_json,
     parse_image,
 )
-from app.models.workload import Action
-from app.storage.events import EventType
-from app.storage.kubernetes import KubernetesError, WatchExpired
-from app.timestamps import iso_utc
-from app.workloads.context import WorkloadContext
-from app.workloads.image.lifecycle import ImageLifecycle
+from app.workloads.image.placement import read_node
 from app.workloads.image.tracking import ValidationTracking
 from app.workloads.refs import IMAGE_KIND
 from app.workloads.sizes import pod_size

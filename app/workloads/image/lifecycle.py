@@ -1,7 +1,7 @@
 """Only validated images reach users: what a refreshed image list may offer.
 
 The refresher lists a source's images; this decides which of them users see. Every digest
-the list holds gets a record (``app.models.image_record``) the first time it is seen, and a
+the list holds gets a record (``app.workloads.image.models``) the first time it is seen, and a
 validation is queued for it (one operation per digest, whichever worker runs it); a trusted
 source's digests are validated at once by that same operation. The list stored for the
 form, the spawns and the prepuller keeps only images whose digest is validated: an image
@@ -21,7 +21,13 @@ from dataclasses import replace
 from app.engine.engine import Engine
 from app.errors import ConflictError, NotFoundError
 from app.models.config import Config, PrepullConfig
-from app.models.image_record import (
+from app.models.image_tags import TagKind, parse_tag
+from app.models.images import ImageSet, KnownImage
+from app.storage.events import EventType
+from app.storage.images import ImageStore
+from app.storage.workloads import WorkloadStore
+from app.timestamps import iso_utc
+from app.workloads.image.models import (
     UNDER_TEST,
     ImageRecord,
     ImageState,
@@ -29,12 +35,6 @@ from app.models.image_record import (
     image_json,
     parse_image,
 )
-from app.models.image_tags import TagKind, parse_tag
-from app.models.images import ImageSet, KnownImage
-from app.storage.events import EventType
-from app.storage.images import ImageStore
-from app.storage.workloads import WorkloadStore
-from app.timestamps import iso_utc
 from app.workloads.refs import IMAGE_KIND, image_ref
 
 logger = logging.getLogger(__name__)

@@ -15,10 +15,8 @@ from dataclasses import dataclass
 from typing import NoReturn
 
 from app.errors import DependencyUnavailableError, InvalidRequestError
-from app.images.catalog import build_simple_set
 from app.models.config import Config, PrepullConfig, SourceType
 from app.models.identity import UserInfo
-from app.models.image_record import ImageState, parse_image
 from app.models.image_tags import TagKind, parse_tag
 from app.models.images import ImageChoice, ImageClass, ImageSet, KnownImage, LabImage
 from app.storage.images import ImageStore
@@ -26,6 +24,8 @@ from app.storage.prepull import PrepullStore
 from app.storage.workloads import WorkloadStore
 from app.timestamps import iso_utc
 from app.workloads.entitlements import in_any_group
+from app.workloads.image.catalog import build_simple_set
+from app.workloads.image.models import ImageState, parse_image
 from app.workloads.refs import image_ref
 
 STALE_AFTER_REFRESHES = 3

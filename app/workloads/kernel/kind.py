@@ -16,23 +16,23 @@ from dataclasses import replace
 from typing import Any
 
 from app.builders import names
-from app.builders.kernel import (
-    build_kernel_pod,
-    build_kernel_secret,
-    build_kernels_network_policy,
-)
 from app.concurrency import concurrently
 from app.engine.following import PodToFollow, follow_until_ready
 from app.engine.kind import Finished, Run, StepFailed, WorkloadKind
 from app.engine.reporter import HandedOver
 from app.engine.waiting import wait_pod_gone
 from app.models.identity import user_from_json, user_to_json
-from app.models.kernel import KernelSpec, KernelStatus, kernel_json, parse_kernel
 from app.models.workload import Action
 from app.storage.events import EventType
 from app.storage.kubernetes import KubernetesError
 from app.workloads.context import WorkloadContext
 from app.workloads.holdings import holdings_of
+from app.workloads.kernel.builders import (
+    build_kernel_pod,
+    build_kernel_secret,
+    build_kernels_network_policy,
+)
+from app.workloads.kernel.models import KernelSpec, KernelStatus, kernel_json, parse_kernel
 from app.workloads.kernel.records import LAB_POD_ANNOTATION, RECORD_ANNOTATION
 from app.workloads.kernel.tracking import KernelTracking
 from app.workloads.quota import sync_lab_quota

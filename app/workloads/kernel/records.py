@@ -13,7 +13,7 @@ from dataclasses import asdict, replace
 from typing import Any
 
 from app.builders import names
-from app.models.kernel import (
+from app.workloads.kernel.models import (
     KernelRecord,
     KernelSpec,
     KernelStatus,

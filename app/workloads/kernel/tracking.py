@@ -16,8 +16,8 @@ from app.builders import names
 from app.engine.pods import judge
 from app.engine.tracking import PodTracking
 from app.models.config import Config
-from app.models.kernel import KernelStatus, kernel_json, parse_kernel
 from app.storage.kubernetes import KubernetesStorage
+from app.workloads.kernel.models import KernelStatus, kernel_json, parse_kernel
 from app.workloads.kernel.records import LAB_POD_ANNOTATION, exited, record_from_pod
 
 KERNEL_SELECTOR = (

@@ -22,17 +22,17 @@ from app.errors import (
     QuotaExceededError,
     RebuildingError,
 )
-from app.models.cluster import ClusterRecord, ClusterStatus, cluster_json, parse_cluster
 from app.models.config import HardwareTier
 from app.models.identity import UserInfo
 from app.models.images import ImageChoice
 from app.models.lab import LabStatus
-from app.services.admission import admission_group
-from app.services.budgets import budget_for, budget_lock, budget_refusal, lab_user
 from app.storage.events import EventType
 from app.storage.workloads import DeleteQueued
+from app.workloads.admission_groups import admission_group
+from app.workloads.budgets import budget_for, budget_lock, budget_refusal, lab_user
 from app.workloads.cluster.adapters import ADAPTERS, ClusterShape, PodShape
 from app.workloads.cluster.kind import cluster_ref, shape_to_json
+from app.workloads.cluster.models import ClusterRecord, ClusterStatus, cluster_json, parse_cluster
 from app.workloads.cluster.records import pod_shape
 from app.workloads.context import WorkloadContext
 from app.workloads.holdings import Holdings, holdings_of

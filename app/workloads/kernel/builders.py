@@ -6,8 +6,8 @@ Decisions, and why:
   ``secretKeyRef``; the pod spec, the ConfigMaps, the records and the answers never hold
   it. The kernel's start-up (``labspawner.kernels.launch``) writes it to a file only the user
   can read and starts ipykernel without it in its environment.
-- **Fixed ports on the pod's own address** (``app.models.kernel.KERNEL_PORTS``): each kernel
-  has a pod and so an address of its own; ``POD_IP`` comes from the downward API. The
+- **Fixed ports on the pod's own address** (``KERNEL_PORTS`` in the kernel's models): each
+  kernel has a pod and so an address of its own; ``POD_IP`` comes from the downward API. The
   container is ready once the heartbeat port accepts connections, as a lab is once its
   server listens.
 - ``restartPolicy: Never``: a kernel's state is its process's memory, so a kernel that
@@ -38,7 +38,7 @@ from app.builders.pod import (
 from app.builders.resource_quota import pod_resources
 from app.builders.volumes import SECRET_VOLUME, lab_mounts, lab_volumes
 from app.models.config import Config
-from app.models.kernel import KERNEL_PORTS, KernelSpec
+from app.workloads.kernel.models import KERNEL_PORTS, KernelSpec
 
 KERNEL_CONTAINER = "kernel"
 KEY_ENV = "KERNEL_KEY"

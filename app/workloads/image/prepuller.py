@@ -38,15 +38,7 @@ from typing import Any, TypeVar
 
 import redis
 
-from app.builders.prepull import (
-    NODE_ANNOTATION,
-    PREPULL_SELECTOR,
-    build_pull_pod,
-    pod_images,
-    pull_container_name,
-)
 from app.engine.leadership import ElectedWorker, Tenure
-from app.images.placement import NodeImages, Placement, place, pull_reference, read_node
 from app.models.config import Config
 from app.models.images import KnownImage
 from app.storage.admin_feed import AdminFeed
@@ -54,6 +46,14 @@ from app.storage.kubernetes import KubernetesError, KubernetesStorage
 from app.storage.leader import LeadershipLease, worker_identity
 from app.storage.prepull import PrepullStore, PullFailure, failure_key
 from app.timestamps import iso_utc, parse_iso
+from app.workloads.image.builders import (
+    NODE_ANNOTATION,
+    PREPULL_SELECTOR,
+    build_pull_pod,
+    pod_images,
+    pull_container_name,
+)
+from app.workloads.image.placement import NodeImages, Placement, place, pull_reference, read_node
 from app.workloads.image.service import ImageService
 
 logger = logging.getLogger(__name__)

@@ -16,7 +16,6 @@ import uuid
 from dataclasses import dataclass, field, replace
 
 from app.builders.env import ScreenedEnv, screen_request_env
-from app.builders.kernel import SERVICE_ENV, SERVICE_ENV_PREFIX
 from app.builders.names import lab_namespace
 from app.builders.pod import image_reference
 from app.engine.engine import Engine
@@ -29,7 +28,17 @@ from app.errors import (
 )
 from app.models.identity import UserInfo
 from app.models.images import ImageChoice
-from app.models.kernel import (
+from app.models.lab import LabStatus
+from app.storage.events import EventType
+from app.storage.workloads import DeleteQueued
+from app.timestamps import iso_utc
+from app.workloads.admission_groups import admission_group
+from app.workloads.budgets import budget_for, budget_lock, budget_refusal, lab_user
+from app.workloads.context import WorkloadContext
+from app.workloads.holdings import holdings_of
+from app.workloads.kernel.builders import SERVICE_ENV, SERVICE_ENV_PREFIX
+from app.workloads.kernel.kind import spec_to_json
+from app.workloads.kernel.models import (
     KernelRecord,
     KernelSpec,
     KernelStatus,
@@ -37,15 +46,6 @@ from app.models.kernel import (
     kernel_size_usage,
     parse_kernel,
 )
-from app.models.lab import LabStatus
-from app.services.admission import admission_group
-from app.services.budgets import budget_for, budget_lock, budget_refusal, lab_user
-from app.storage.events import EventType
-from app.storage.workloads import DeleteQueued
-from app.timestamps import iso_utc
-from app.workloads.context import WorkloadContext
-from app.workloads.holdings import holdings_of
-from app.workloads.kernel.kind import spec_to_json
 from app.workloads.kernel.records import new_record
 from app.workloads.refs import kernel_ref
 from app.workloads.sizes import size_for

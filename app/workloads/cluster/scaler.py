@@ -34,17 +34,16 @@ from app.errors import (
     RebuildingError,
     UnauthorizedError,
 )
-from app.models.cluster import ClusterRecord, ClusterStatus, cluster_json, parse_cluster
 from app.models.config import HardwareTier
 from app.models.identity import Caller, UserInfo
 from app.models.usage import Usage, cluster_usage
-from app.services.auth import ADMIN_SCOPE
-from app.services.budgets import budget_for, budget_lock, budget_refusal
-from app.services.clusters import ClusterService
 from app.timestamps import iso_utc, parse_iso
+from app.workloads.budgets import budget_for, budget_lock, budget_refusal
 from app.workloads.cluster.adapters import ADAPTERS, OWNER_LABEL, ClusterAdapter, resolve
 from app.workloads.cluster.kind import CLUSTER_KIND, cluster_ref, selector_text
+from app.workloads.cluster.models import ClusterRecord, ClusterStatus, cluster_json, parse_cluster
 from app.workloads.cluster.records import custom_kind, pod_shape
+from app.workloads.cluster.service import ClusterService
 from app.workloads.context import WorkloadContext
 from app.workloads.quota import sync_lab_quota
 
@@ -362,7 +361,7 @@ _NOT_OWNER = "only an administrator or the cluster's owner may do this"
 
 
 def _is_admin(caller: Caller) -> bool:
-    return ADMIN_SCOPE in caller.data.scopes
+    return caller.is_admin
 
 
 def _authorize(caller: Caller, obj: dict[str, Any]) -> None:

@@ -7,8 +7,8 @@ from typing import Any
 
 from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
 
-from app.models.kernel import KERNEL_PORTS
-from app.schemas.clusters import UsageSchema
+from app.workloads.cluster.schemas import UsageSchema
+from app.workloads.kernel.models import KERNEL_PORTS
 
 KEY_PATTERN = r"^[0-9a-f]{32,128}$"
 """16 to 64 random bytes in lowercase hex, as the kernel's start-up accepts them."""

@@ -31,11 +31,11 @@ from app.builders import names
 from app.builders.metadata import common_annotations
 from app.builders.network_policy import NAMESPACE_NAME_LABEL
 from app.builders.resource_quota import GPU_RESOURCE, pod_resources
-from app.models.app import AppRecord, AppScope
 from app.models.config import AppQuota, AppsConfig, AppTemplate, Config
 from app.models.identity import is_group_name
 from app.models.sizes import PodSize
 from app.quantities import format_cpu, format_memory
+from app.workloads.app.models import AppRecord, AppScope
 
 GROUP_VOLUME = "group"
 APP_ROOT_VOLUME = "app-root"

@@ -7,9 +7,9 @@ from typing import Any
 
 from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
 
-from app.models.app import AppPhase, AppScope
 from app.models.identity import GROUP_NAME_PATTERN
-from app.schemas.apps_config import PRESET_VARIABLES
+from app.workloads.app.config import PRESET_VARIABLES
+from app.workloads.app.models import AppPhase, AppScope
 
 MAX_ENV_VARIABLES = 64
 MAX_ENV_JSON_BYTES = 16 * 1024

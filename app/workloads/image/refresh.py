@@ -21,13 +21,13 @@ import redis
 
 from app.engine.leadership import ElectedWorker, Tenure
 from app.errors import ServiceError
-from app.images.catalog import build_image_set, build_simple_set, digest_candidates
 from app.models.config import Config, PrepullConfig, SourceType
 from app.models.images import ImageSet
 from app.storage.images import ImageStore
 from app.storage.leader import LeadershipLease, worker_identity
 from app.storage.registries import RegistryDirectory, split_reference
 from app.storage.registry import RegistryNotFound, is_valid_tag
+from app.workloads.image.catalog import build_image_set, build_simple_set, digest_candidates
 from app.workloads.image.lifecycle import ImageLifecycle
 
 logger = logging.getLogger(__name__)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from marshmallow import INCLUDE, RAISE, Schema, fields, validate
 
-from app.models.image_record import ImageState
 from app.models.image_tags import KIND_ORDER
+from app.workloads.image.models import ImageState
 
 
 class KnownImageSchema(Schema):

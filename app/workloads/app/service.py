@@ -16,7 +16,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 from app.builders import names
-from app.builders.app import app_selector, missing_variables
 from app.engine.engine import Engine
 from app.errors import (
     ConflictError,
@@ -26,16 +25,17 @@ from app.errors import (
     QuotaExceededError,
     RebuildingError,
 )
-from app.models.app import AppPhase, AppRecord, AppScope, AppState, app_json, parse_app
 from app.models.config import AppQuota, AppTemplate
 from app.models.identity import UserInfo
 from app.models.sizes import PodSize
 from app.quantities import format_cpu, format_memory
-from app.services.budgets import budget_lock
 from app.storage.events import EventType
 from app.storage.workloads import DeleteQueued
 from app.timestamps import iso_utc
+from app.workloads.app.builders import app_selector, missing_variables
+from app.workloads.app.models import AppPhase, AppRecord, AppScope, AppState, app_json, parse_app
 from app.workloads.app.tracking import selector_text
+from app.workloads.budgets import budget_lock
 from app.workloads.context import WorkloadContext
 from app.workloads.refs import APP_KIND, app_ref
 from app.workloads.sizes import pod_size

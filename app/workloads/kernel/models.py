@@ -77,7 +77,7 @@ def kernel_size_usage(size: PodSize) -> Usage:
 @dataclass(frozen=True)
 class KernelSpec:
     """A kernel as asked for, once checked: everything its objects are built from. The
-    key is not in it (see ``app.builders.kernel``)."""
+    key is not in it (see ``app.workloads.kernel.builders``)."""
 
     kernel_id: str
     user: UserInfo
