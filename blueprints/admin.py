@@ -42,11 +42,12 @@ from app.services.admin import (
     turn_maintenance_on,
 )
 from app.services.auth import ADMIN
-from app.services.labs import LabService
 from app.web.api import ApiBlueprint, raises
 from app.web.audit import audited
 from app.web.auth import current_caller, requires
 from app.web.bodies import load_body, load_query
+from app.web.event_stream import STREAM_RETRY_SECONDS
+from app.workloads.lab.service import LabService
 
 admin = ApiBlueprint("admin", __name__, url_prefix="/spawner/v1")
 
@@ -108,7 +109,7 @@ def list_leaders() -> list[dict[str, Any]]:
 def admin_stream() -> Response:
     """Live feed of workload state changes and prepull progress."""
     # It holds a connection like any event stream, so it counts toward the worker's cap.
-    release = limits_ext.limits.streams.acquire(None, retry_after=_STREAM_RETRY_SECONDS)
+    release = limits_ext.limits.streams.acquire(None, retry_after=STREAM_RETRY_SECONDS)
     try:
         feed = stream_with_context(follow_feed(labs_ext.engine.store, feed_events))
     except BaseException:
@@ -118,10 +119,6 @@ def admin_stream() -> Response:
     response.headers["Cache-Control"] = "no-cache"
     response.headers["X-Accel-Buffering"] = "no"
     return response
-
-
-_STREAM_RETRY_SECONDS = 5
-"""Retry-After of a feed refused at the worker's cap on open streams."""
 
 
 class _CountedFeed:

@@ -8,6 +8,8 @@ from contextlib import AbstractContextManager
 from dataclasses import asdict
 from typing import Any
 
+from flask import Response
+
 from app.errors import (
     ConflictError,
     DependencyUnavailableError,
@@ -24,6 +26,14 @@ from app.services.auth import ADMIN, ANY_USER
 from app.web.api import ApiBlueprint, raises
 from app.web.auth import current_caller, current_user, requires
 from app.web.bodies import load_body, load_query
+from app.web.event_stream import (
+    STREAM_RETRY_SECONDS,
+    documented_stream,
+    last_event_id,
+    open_stream,
+    stream_description,
+    stream_example,
+)
 from app.workloads.app.builders import app_url
 from app.workloads.app.models import AppRecord
 from app.workloads.app.schemas import (
@@ -224,3 +234,20 @@ def delete_app(app_id: str) -> tuple[dict[str, Any], int]:
     """Start deleting the app and its objects (the group's storage keeps its data)."""
     with _changing():
         return _body(_service().delete(current_user(), app_id)), 202
+
+
+@apps.get("/apps/<app_id>/events")
+@documented_stream(
+    apps,
+    description=stream_description("app", "creation, change or deletion"),
+    example=stream_example("app", "App 7k2m9q requested"),
+)
+@raises(InvalidRequestError, NotFoundError, RebuildingError, TooManyRequestsError)
+@requires(ANY_USER, ADMIN, with_user=True)
+def app_events(app_id: str) -> Response:
+    """Server-sent events of the app's current operation, for its group's members:
+    replay, then follow until it ends."""
+    after = last_event_id()
+    release = limits_ext.limits.stream(current_caller(), retry_after=STREAM_RETRY_SECONDS)
+    user = current_user()
+    return open_stream(release, lambda: _service().events(user, app_id, after=after), noun="app")

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
+from flask import Response
+
 from app.errors import (
     ConflictError,
     DependencyUnavailableError,
@@ -20,6 +22,14 @@ from app.services.auth import ADMIN, OWNER
 from app.web.api import ApiBlueprint, raises
 from app.web.auth import current_caller, current_user, requires
 from app.web.bodies import load_body
+from app.web.event_stream import (
+    STREAM_RETRY_SECONDS,
+    documented_stream,
+    last_event_id,
+    open_stream,
+    stream_description,
+    stream_example,
+)
 from app.workloads.cluster.models import ClusterRecord
 from app.workloads.cluster.schemas import ClusterRequestSchema, ClusterSchema
 from app.workloads.cluster.service import ClusterRequest, ClusterService
@@ -85,3 +95,21 @@ def delete_cluster(username: str, name: str) -> tuple[dict[str, Any], int]:
     """Start deleting the cluster; 202, or 404 if there is none."""
     with limits_ext.limits.change(current_caller(), "cluster"):
         return _body(_service().delete(username, name)), 202
+
+
+@clusters.get("/labs/<username>/clusters/<name>/events")
+@documented_stream(
+    clusters,
+    description=stream_description("cluster", "creation or deletion"),
+    example=stream_example("cluster", "daskcluster dask-1a2b3c requested"),
+)
+@raises(InvalidRequestError, NotFoundError, RebuildingError, TooManyRequestsError)
+@requires(OWNER, ADMIN)
+def cluster_events(username: str, name: str) -> Response:
+    """Server-sent events of the cluster's current operation: replay, then follow until it
+    ends."""
+    after = last_event_id()
+    release = limits_ext.limits.stream(current_caller(), retry_after=STREAM_RETRY_SECONDS)
+    return open_stream(
+        release, lambda: _service().events(username, name, after=after), noun="cluster"
+    )

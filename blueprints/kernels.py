@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from flask import request
+from flask import Response, request
 
 from app.errors import (
     ConflictError,
@@ -22,6 +22,14 @@ from app.services.auth import ADMIN, OWNER
 from app.web.api import ApiBlueprint, raises
 from app.web.auth import current_caller, current_user, requires
 from app.web.bodies import load_body
+from app.web.event_stream import (
+    STREAM_RETRY_SECONDS,
+    documented_stream,
+    last_event_id,
+    open_stream,
+    stream_description,
+    stream_example,
+)
 from app.workloads.kernel.kind import DEFAULT_GRACE_SECONDS
 from app.workloads.kernel.models import KernelRecord
 from app.workloads.kernel.schemas import KernelRequestSchema, KernelSchema
@@ -116,3 +124,21 @@ def _grace_seconds(value: str | None) -> int:
             field="grace_seconds",
         )
     return int(value)
+
+
+@kernels.get("/labs/<username>/kernels/<kernel_id>/events")
+@documented_stream(
+    kernels,
+    description=stream_description("kernel", "start or deletion"),
+    example=stream_example("kernel", "Kernel 0b6c6a1e requested"),
+)
+@raises(InvalidRequestError, NotFoundError, RebuildingError, TooManyRequestsError)
+@requires(OWNER, ADMIN)
+def kernel_events(username: str, kernel_id: str) -> Response:
+    """Server-sent events of the kernel's current operation: replay, then follow until it
+    ends."""
+    after = last_event_id()
+    release = limits_ext.limits.stream(current_caller(), retry_after=STREAM_RETRY_SECONDS)
+    return open_stream(
+        release, lambda: _service().events(username, kernel_id, after=after), noun="kernel"
+    )

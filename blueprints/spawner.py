@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 from flask import Response, jsonify, render_template, request, url_for
@@ -23,10 +22,6 @@ from app.models.identity import Caller, UserInfo
 from app.models.lab import LabApi
 from app.schemas.labs import DeleteAcceptedSchema, LabStatusSchema, SpawnRequestSchema
 from app.services.auth import ADMIN, ANY_USER, OWNER, TOKEN_HEADER
-from app.services.form import build_spawn_form
-from app.services.labs import LabService
-from app.storage.event_hub import Following
-from app.storage.events import EventType
 from app.web.api import (
     USERNAME_MAX_LENGTH,
     USERNAME_PATTERN,
@@ -37,59 +32,37 @@ from app.web.api import (
 from app.web.auth import current_caller, current_user, requires
 from app.web.bodies import load_body
 from app.web.event_frames import DmtnFrames, Frames, NubladoFrames
+from app.web.event_stream import (
+    STREAM_RETRY_SECONDS,
+    documented_stream,
+    last_event_id,
+    stream_description,
+    stream_example,
+    stream_response,
+)
+from app.workloads.lab.form import build_spawn_form
+from app.workloads.lab.service import LabService
 
 spawner = ApiBlueprint("spawner", __name__, url_prefix="/spawner/v1")
 
 _spawn_request = SpawnRequestSchema()
 """Built once: a schema's construction copies its fields, and loading does not change it."""
 _USERNAME = re.compile(USERNAME_PATTERN)
-_EVENT_ID = re.compile(r"^\d{1,20}-\d{1,20}$")
-_MAX_ID_PART = 2**64 - 1
-"""Redis stream ids are two unsigned 64-bit numbers."""
-_STREAM_RETRY_SECONDS = 5
-"""Retry-After of a stream refused at the per-user cap."""
-
 USERNAMES = {
     "type": "array",
     "items": {"type": "string"},
     "description": "Usernames that have a lab in any state.",
 }
 
-SSE_EVENTS: dict[EventType, str] = {
-    EventType.INFO: "A human-readable step of the operation; data is the message.",
-    EventType.PROGRESS: "Progress of the operation; data is a percentage from 0 to 100.",
-    EventType.ERROR: "A problem worth showing the user; data is the message.",
-    EventType.COMPLETE: "The operation succeeded; data is empty. The stream then closes.",
-    EventType.FAILED: "The operation failed; data is the reason. The stream then closes.",
-}
-"""Every event type a lab event stream can carry (the test checks none is missing)."""
-
-EVENT_STREAM_TEXT = "\n".join(
-    [
-        "Server-sent events of the lab's current operation (spawn or delete). The stream "
-        "replays from the start of the operation, then follows it, and closes after a "
-        "`complete` or `failed` event. Each event has an `id` to resume from with the "
-        "`Last-Event-ID` header. Comment lines keep the connection alive.",
-        "",
-        "Event types:",
-        *(f"- `{kind.value}`: {text}" for kind, text in SSE_EVENTS.items()),
-        "",
-        "A lab created through nublado's `POST .../create` streams as nublado's controller "
-        "does, for nublado's JupyterHub spawner: every `data` is JSON "
-        '`{"message": ..., "progress": ...}` (the percentage an integer from 1 to 100, absent '
-        "until there is one), there are no `progress` events (the percentage rides on the next "
-        "message), and `ping` events keep the connection alive.",
-    ]
+EVENT_STREAM_TEXT = stream_description(
+    "lab",
+    "spawn or delete",
+    "A lab created through nublado's `POST .../create` streams as nublado's controller "
+    "does, for nublado's JupyterHub spawner: every `data` is JSON "
+    '`{"message": ..., "progress": ...}` (the percentage an integer from 1 to 100, absent '
+    "until there is one), there are no `progress` events (the percentage rides on the next "
+    "message), and `ping` events keep the connection alive.",
 )
-
-EVENT_STREAM_EXAMPLE = (
-    ": stream of lab events\n\n"
-    "id: 1700000000000-0\nevent: info\ndata: Lab creation requested\n\n"
-    "id: 1700000000001-0\nevent: progress\ndata: 50\n\n"
-    "id: 1700000000002-0\nevent: complete\ndata: \n\n"
-)
-
-NO_CACHE = {"description": "Always `no-cache`: every stream is live.", "schema": {"type": "string"}}
 
 
 def _service() -> LabService:
@@ -246,41 +219,18 @@ def delete_lab(username: str) -> Response | dict[str, str]:
 
 
 @spawner.get("/labs/<username>/events")
-@spawner.response(
-    200,
-    {
-        "type": "object",
-        "description": "One server-sent event (the stream is a sequence of them).",
-        "required": ["id", "event", "data"],
-        "properties": {
-            "id": {"type": "string", "pattern": _EVENT_ID.pattern},
-            "event": {"type": "string", "enum": [*(kind.value for kind in SSE_EVENTS), "ping"]},
-            "data": {"type": "string"},
-        },
-    },
-    content_type="text/event-stream",
+@documented_stream(
+    spawner,
     description=EVENT_STREAM_TEXT,
-    example=EVENT_STREAM_EXAMPLE,
-    headers={"Cache-Control": NO_CACHE},
-)
-@spawner.doc(
-    parameters=[
-        header_parameter(
-            "Last-Event-ID",
-            "Resume after this event id instead of replaying the whole operation.",
-            pattern=_EVENT_ID.pattern,
-        )
-    ],
-    responses={200: {"x-event-types": {kind.value: text for kind, text in SSE_EVENTS.items()}}},
+    example=stream_example("lab", "Lab creation requested"),
+    event_types=["ping"],
 )
 @raises(InvalidRequestError, NotFoundError, RebuildingError, TooManyRequestsError)
 @requires(OWNER, ADMIN)
 def lab_events(username: str) -> Response:
     """Server-sent events of the current operation: replay, then follow until it ends."""
-    after = request.headers.get("Last-Event-ID", "0-0").strip() or "0-0"
-    if not _EVENT_ID.match(after) or max(map(int, after.split("-"))) > _MAX_ID_PART:
-        raise InvalidRequestError("Last-Event-ID is not an event id", field="Last-Event-ID")
-    release = limits_ext.limits.stream(current_caller(), retry_after=_STREAM_RETRY_SECONDS)
+    after = last_event_id()
+    release = limits_ext.limits.stream(current_caller(), retry_after=STREAM_RETRY_SECONDS)
     try:
         service = _service()
         following = service.follow_events(username, after)
@@ -293,51 +243,4 @@ def lab_events(username: str) -> Response:
     except BaseException:
         release()
         raise
-    # Passed straight to the server: no per-chunk encoding and closing wrappers.
-    response = Response(
-        _EventStreamBody(following, release, frames),
-        mimetype="text/event-stream",
-        direct_passthrough=True,
-    )
-    response.headers["Cache-Control"] = "no-cache"
-    response.headers["X-Accel-Buffering"] = "no"
-    return response
-
-
-class _EventStreamBody:
-    """The response body of an event stream: bytes, and no request context held (a worker
-    serves thousands of these at once, and each event passes through here once per
-    stream). The server closes it when the response ends or the client goes, which ends
-    the following even if the body was never iterated."""
-
-    def __init__(
-        self,
-        following: Following,
-        release: Callable[[], None],
-        frames: Frames,
-    ) -> None:
-        self._following = following
-        self._release = release
-        self._frames = frames
-
-    def __iter__(self) -> Iterator[bytes]:
-        yield _OPENING
-        frame, keepalive = self._frames.frame, self._frames.keepalive
-        for batch in self._following:
-            if batch is None:
-                yield keepalive
-                continue
-            # Never an empty chunk: in a chunked response that is the end of the body. (A
-            # batch of nublado's frames is empty when it held only progress.)
-            chunk = b"".join(map(frame, batch))
-            if chunk:
-                yield chunk
-
-    def close(self) -> None:
-        try:
-            self._following.close()
-        finally:
-            self._release()
-
-
-_OPENING = b": stream of lab events\n\n"
+    return stream_response(following, release, noun="lab", frames=frames)

@@ -22,7 +22,6 @@ from app.engine.watcher import WorkloadWatcher
 from app.metrics import HotCounterFlusher
 from app.models.config import Config
 from app.models.workload import Action
-from app.services.labs import LabService
 from app.storage.admin_feed import AdminFeed
 from app.storage.admission import AdmissionStore
 from app.storage.audit import AuditLog
@@ -45,6 +44,7 @@ from app.workloads.image.refresh import ImageRefresher
 from app.workloads.image.service import ImageService
 from app.workloads.kernel.kind import KernelKind
 from app.workloads.lab import LabKind
+from app.workloads.lab.service import LabService
 
 EXTENSION_KEY = "lab_spawner"
 """Where the app keeps its ``Machinery`` (``app.extensions``)."""

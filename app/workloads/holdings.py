@@ -9,16 +9,22 @@ the same records, read once, so a check and the quota written after it agree.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 from app.builders.resource_quota import Compute, pod_compute
 from app.models.config import Config
 from app.models.usage import Usage
-from app.storage.workloads import WorkloadStore
 from app.workloads.cluster.models import ClusterRecord, ClusterStatus, parse_cluster
 from app.workloads.cluster.quota import cluster_compute
 from app.workloads.kernel.models import KernelRecord, parse_kernel
 from app.workloads.refs import CLUSTER_KIND, KERNEL_KIND
 from app.workloads.sizes import pod_size
+
+
+class RecordsByKind(Protocol):
+    """Where records are read from: the engine for services, its store for a kind's steps."""
+
+    def records(self, kind: str) -> dict[str, str]: ...
 
 
 @dataclass(frozen=True)
@@ -64,7 +70,7 @@ class Holdings:
         return replace(self, kernels=[k for k in self.kernels if k.kernel_id != kernel_id])
 
 
-def holdings_of(store: WorkloadStore, owner: str) -> Holdings:
+def holdings_of(store: RecordsByKind, owner: str) -> Holdings:
     """``owner``'s clusters and kernels, read from Redis (one read per kind)."""
     prefix = f"{owner}/"
     clusters = store.records(CLUSTER_KIND)

@@ -139,9 +139,16 @@ def read_events(
     client: FlaskClient, username: str, headers: dict[str, str], last_id: str | None = None
 ) -> list[SseEvent]:
     """Read the user's event stream until the server closes it."""
+    return read_stream(client, f"/spawner/v1/labs/{username}/events", headers, last_id)
+
+
+def read_stream(
+    client: FlaskClient, path: str, headers: dict[str, str], last_id: str | None = None
+) -> list[SseEvent]:
+    """Read a workload's event stream at ``path`` until the server closes it."""
     if last_id is not None:
         headers = {**headers, "Last-Event-ID": last_id}
-    response = client.get(f"/spawner/v1/labs/{username}/events", headers=headers, buffered=False)
+    response = client.get(path, headers=headers, buffered=False)
     assert response.status_code == 200, response.get_data(as_text=True)
     assert response.mimetype == "text/event-stream"
     try:

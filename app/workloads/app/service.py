@@ -17,10 +17,10 @@ from dataclasses import dataclass, replace
 
 from app.builders import names
 from app.engine.engine import Engine
+from app.engine.service import RecordCodec, WorkloadService
 from app.errors import (
     ConflictError,
     InvalidRequestError,
-    NotFoundError,
     PermissionDeniedError,
     QuotaExceededError,
     RebuildingError,
@@ -29,8 +29,8 @@ from app.models.config import AppQuota, AppTemplate
 from app.models.identity import UserInfo
 from app.models.sizes import PodSize
 from app.quantities import format_cpu, format_memory
+from app.storage.event_hub import Following
 from app.storage.events import EventType
-from app.storage.workloads import DeleteQueued
 from app.timestamps import iso_utc
 from app.workloads.app.builders import app_selector, missing_variables
 from app.workloads.app.models import AppPhase, AppRecord, AppScope, AppState, app_json, parse_app
@@ -94,10 +94,19 @@ class Switched:
     queued: bool
 
 
-class AppService:
+APP_RECORDS = RecordCodec(
+    kind=APP_KIND,
+    noun="app",
+    parse=parse_app,
+    dump=app_json,
+    terminating=lambda record: replace(record, status="terminating"),
+)
+
+
+class AppService(WorkloadService[AppRecord]):
     def __init__(self, ctx: WorkloadContext, engine: Engine, *, admin: bool) -> None:
+        super().__init__(engine, APP_RECORDS, idle_seconds=ctx.config.operations.keepalive_seconds)
         self._ctx = ctx
-        self._engine = engine
         self._admin = admin
 
     # Reads ---------------------------------------------------------------------------
@@ -110,8 +119,7 @@ class AppService:
         every group, for an administrator); oldest first."""
         if group is not None:
             self._member(caller, group)
-        self._complete()
-        records = [parse_app(raw) for raw in self._engine.store.records(APP_KIND).values()]
+        records = self.all()
         mine = {g.name for g in caller.groups}
         shown = [
             r
@@ -121,13 +129,15 @@ class AppService:
         return sorted(shown, key=lambda r: (r.created, r.id))
 
     def app(self, caller: UserInfo, app_id: str) -> AppRecord:
-        raw = self._engine.store.record(app_ref(app_id))
-        if raw is None:
-            self._complete()
-            raise NotFoundError(f"no app {app_id}")
-        record = parse_app(raw)
+        record = self.find(app_ref(app_id), missing=_missing(app_id))
         self._member(caller, record.group)
         return record
+
+    def events(self, caller: UserInfo, app_id: str, *, after: str) -> Following:
+        """The events of the app's creation, change or deletion, from after ``after``: for
+        the members of its group (and administrators) only."""
+        self.app(caller, app_id)
+        return self.follow_events(app_ref(app_id), after=after, missing=_missing(app_id))
 
     def logs(self, caller: UserInfo, app_id: str, *, tail: int) -> AppLogs:
         """The last ``tail`` lines of the app's pod's log (the newest pod, during an
@@ -236,16 +246,12 @@ class AppService:
         raise ConflictError(f"app {app_id} keeps changing; ask again")
 
     def delete(self, caller: UserInfo, app_id: str) -> AppRecord:
-        current = self.app(caller, app_id)
-        ref = app_ref(app_id)
-        result = self._engine.queue_delete(
-            ref,
-            terminating=_terminating,
+        self.app(caller, app_id)
+        return self.start_delete(
+            app_ref(app_id),
+            missing=_missing(app_id),
             first_events=[(EventType.INFO, f"Deletion of app {app_id} requested")],
         )
-        if result is DeleteQueued.MISSING:
-            raise NotFoundError(f"no app {app_id}")
-        return replace(current, status="terminating")
 
     def _change(
         self, caller: UserInfo, current: AppRecord, wanted: AppRecord, size: PodSize, change: str
@@ -303,11 +309,9 @@ class AppService:
     def _within_quota(self, wanted: AppRecord, size: PodSize) -> None:
         """409 ``quota_exceeded`` if the group's running apps, with ``wanted`` as it would
         be, would use more than the group's quota."""
-        self._complete()
         quota = self._ctx.config.apps.quota_for(wanted.group)
         cpu, memory, gpus = size.cpu_limit, size.memory_limit, size.gpus
-        for raw in self._engine.store.records(APP_KIND).values():
-            other = parse_app(raw)
+        for other in self.all():
             if other.group != wanted.group or other.id == wanted.id or other.stopped:
                 continue
             other_size = pod_size(self._ctx.config, other.size)
@@ -324,10 +328,6 @@ class AppService:
         """Two requests of one group are checked against its quota one after the other."""
         with budget_lock(self._engine, f"{GROUP_LOCK_PREFIX}{group}"):
             yield
-
-    def _complete(self) -> None:
-        if not self._engine.store.is_complete():
-            raise RebuildingError()
 
 
 def _quota_refusal(group: str, quota: AppQuota, cpu: float, memory: int, gpus: int) -> str | None:
@@ -350,5 +350,5 @@ def _random_part() -> str:
     return "".join(secrets.choice(ID_ALPHABET) for _ in range(ID_LENGTH))
 
 
-def _terminating(raw: str) -> str:
-    return app_json(replace(parse_app(raw), status="terminating"))
+def _missing(app_id: str) -> str:
+    return f"no app {app_id}"

@@ -31,7 +31,6 @@ from app.errors import (
     NotScalableError,
     NotSupportedError,
     QuotaExceededError,
-    RebuildingError,
     UnauthorizedError,
 )
 from app.models.config import HardwareTier
@@ -40,8 +39,8 @@ from app.models.usage import Usage, cluster_usage
 from app.timestamps import iso_utc, parse_iso
 from app.workloads.budgets import budget_for, budget_lock, budget_refusal
 from app.workloads.cluster.adapters import ADAPTERS, OWNER_LABEL, ClusterAdapter, resolve
-from app.workloads.cluster.kind import CLUSTER_KIND, cluster_ref, selector_text
-from app.workloads.cluster.models import ClusterRecord, ClusterStatus, cluster_json, parse_cluster
+from app.workloads.cluster.kind import cluster_ref, selector_text
+from app.workloads.cluster.models import ClusterRecord, ClusterStatus, cluster_json
 from app.workloads.cluster.records import custom_kind, pod_shape
 from app.workloads.cluster.service import ClusterService
 from app.workloads.context import WorkloadContext
@@ -72,8 +71,7 @@ class ScalerService:
         """Every cluster of the kind for an administrator, the caller's own otherwise: the
         operators' objects as Kubernetes has them."""
         adapter = self.adapter(kind)
-        self._complete()
-        records = [parse_cluster(raw) for raw in self._engine.store.records(CLUSTER_KIND).values()]
+        records = self._clusters.all()
         mine = [
             r
             for r in records
@@ -332,19 +330,10 @@ class ScalerService:
         raise UnauthorizedError(_NOT_OWNER)
 
     def _find(self, kind: str, name: str) -> ClusterRecord | None:
-        self._complete()
-        for ref_name, raw in self._engine.store.records(CLUSTER_KIND).items():
-            if ref_name.rpartition("/")[2] == name:
-                record = parse_cluster(raw)
-                if record.kind == kind:
-                    return record
+        for record in self._clusters.all():
+            if record.name == name and record.kind == kind:
+                return record
         return None
-
-    def _complete(self) -> None:
-        """503 ``rebuilding`` while Redis is rebuilt from Kubernetes: until then a missing
-        record is not a missing cluster, and a list would be short."""
-        if not self._engine.store.is_complete():
-            raise RebuildingError()
 
     def _tier(self, name: str, kind: str, field: str) -> HardwareTier:
         tier = self._ctx.config.clusters.tier(name)

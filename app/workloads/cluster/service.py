@@ -15,19 +15,18 @@ from dataclasses import asdict, dataclass, replace
 
 from app.builders.names import lab_namespace
 from app.engine.engine import Engine
+from app.engine.service import RecordCodec, WorkloadService
 from app.errors import (
     ConflictError,
     InvalidRequestError,
-    NotFoundError,
     QuotaExceededError,
-    RebuildingError,
 )
 from app.models.config import HardwareTier
 from app.models.identity import UserInfo
 from app.models.images import ImageChoice
 from app.models.lab import LabStatus
+from app.storage.event_hub import Following
 from app.storage.events import EventType
-from app.storage.workloads import DeleteQueued
 from app.workloads.admission_groups import admission_group
 from app.workloads.budgets import budget_for, budget_lock, budget_refusal, lab_user
 from app.workloads.cluster.adapters import ADAPTERS, ClusterShape, PodShape
@@ -36,6 +35,7 @@ from app.workloads.cluster.models import ClusterRecord, ClusterStatus, cluster_j
 from app.workloads.cluster.records import pod_shape
 from app.workloads.context import WorkloadContext
 from app.workloads.holdings import Holdings, holdings_of
+from app.workloads.refs import CLUSTER_KIND
 
 
 @dataclass(frozen=True)
@@ -48,24 +48,36 @@ class ClusterRequest:
     image: str | None
 
 
-class ClusterService:
+CLUSTER_RECORDS = RecordCodec(
+    kind=CLUSTER_KIND,
+    noun="cluster",
+    parse=parse_cluster,
+    dump=cluster_json,
+    terminating=lambda record: replace(record, status=ClusterStatus.TERMINATING, error=None),
+)
+
+
+class ClusterService(WorkloadService[ClusterRecord]):
     def __init__(self, ctx: WorkloadContext, engine: Engine) -> None:
+        super().__init__(
+            engine, CLUSTER_RECORDS, idle_seconds=ctx.config.operations.keepalive_seconds
+        )
         self._ctx = ctx
-        self._engine = engine
 
     # Reads ---------------------------------------------------------------------------
 
     def clusters_of(self, owner: str) -> list[ClusterRecord]:
         """The owner's clusters; never a partial list while Redis is being rebuilt."""
-        return self.holdings(owner).clusters
+        return self.owned_by(owner)
 
     def cluster(self, owner: str, name: str) -> ClusterRecord:
-        raw = self._engine.store.record(cluster_ref(owner, name))
-        if raw is None:
-            if not self._engine.store.is_complete():
-                raise RebuildingError()
-            raise NotFoundError(f"user {owner} has no cluster {name}")
-        return parse_cluster(raw)
+        return self.find(cluster_ref(owner, name), missing=_missing(owner, name))
+
+    def events(self, owner: str, name: str, *, after: str) -> Following:
+        """The events of the cluster's creation, change or deletion, from after ``after``."""
+        return self.follow_events(
+            cluster_ref(owner, name), after=after, missing=_missing(owner, name)
+        )
 
     # Create --------------------------------------------------------------------------
 
@@ -170,26 +182,19 @@ class ClusterService:
     def holdings(self, owner: str) -> Holdings:
         """What the owner holds now, clusters and kernels; never partial while Redis is
         being rebuilt."""
-        if not self._engine.store.is_complete():
-            raise RebuildingError()
-        return holdings_of(self._engine.store, owner)
+        self.require_complete()
+        return holdings_of(self._engine, owner)
 
     # Delete --------------------------------------------------------------------------
 
     def delete(self, owner: str, name: str) -> ClusterRecord:
-        """Start deleting the cluster; its record as the deletion began (it may be gone by
-        the time anyone reads it again)."""
-        ref = cluster_ref(owner, name)
-        current = self._engine.store.record(ref)
-        result = self._engine.queue_delete(
-            ref,
-            terminating=_terminating,
+        """Start deleting the cluster; its record as the deletion began."""
+        return self.start_delete(
+            cluster_ref(owner, name),
+            missing=_missing(owner, name),
             first_events=[(EventType.INFO, f"Deletion of cluster {name} requested")],
         )
-        if result is DeleteQueued.MISSING or current is None:
-            raise NotFoundError(f"user {owner} has no cluster {name}")
-        return parse_cluster(_terminating(current))
 
 
-def _terminating(raw: str) -> str:
-    return cluster_json(replace(parse_cluster(raw), status=ClusterStatus.TERMINATING, error=None))
+def _missing(owner: str, name: str) -> str:
+    return f"user {owner} has no cluster {name}"

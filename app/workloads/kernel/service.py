@@ -19,16 +19,17 @@ from app.builders.env import ScreenedEnv, screen_request_env
 from app.builders.names import lab_namespace
 from app.builders.pod import image_reference
 from app.engine.engine import Engine
+from app.engine.service import RecordCodec, WorkloadService
 from app.errors import (
     ConflictError,
     InvalidRequestError,
-    NotFoundError,
     QuotaExceededError,
     RebuildingError,
 )
 from app.models.identity import UserInfo
 from app.models.images import ImageChoice
 from app.models.lab import LabStatus
+from app.storage.event_hub import Following
 from app.storage.events import EventType
 from app.storage.workloads import DeleteQueued
 from app.timestamps import iso_utc
@@ -47,7 +48,7 @@ from app.workloads.kernel.models import (
     parse_kernel,
 )
 from app.workloads.kernel.records import new_record
-from app.workloads.refs import kernel_ref
+from app.workloads.refs import KERNEL_KIND, kernel_ref
 from app.workloads.sizes import size_for
 
 
@@ -65,26 +66,37 @@ class KernelRequest:
         return f"KernelRequest(size={self.size!r}, image={self.image!r}, id={self.kernel_id!r})"
 
 
-class KernelService:
+KERNEL_RECORDS = RecordCodec(
+    kind=KERNEL_KIND,
+    noun="kernel",
+    parse=parse_kernel,
+    dump=kernel_json,
+    # A kernel being deleted keeps how it ended, if it had.
+    terminating=lambda record: replace(record, status=KernelStatus.TERMINATING),
+)
+
+
+class KernelService(WorkloadService[KernelRecord]):
     def __init__(self, ctx: WorkloadContext, engine: Engine) -> None:
+        super().__init__(
+            engine, KERNEL_RECORDS, idle_seconds=ctx.config.operations.keepalive_seconds
+        )
         self._ctx = ctx
-        self._engine = engine
 
     # Reads ---------------------------------------------------------------------------
 
     def kernels_of(self, owner: str) -> list[KernelRecord]:
         """The owner's kernels, oldest first; never a partial list while Redis is rebuilt."""
-        if not self._engine.store.is_complete():
-            raise RebuildingError()
-        return holdings_of(self._engine.store, owner).kernels
+        return sorted(self.owned_by(owner), key=lambda record: record.created)
 
     def kernel(self, owner: str, kernel_id: str) -> KernelRecord:
-        raw = self._engine.store.record(kernel_ref(owner, kernel_id))
-        if raw is None:
-            if not self._engine.store.is_complete():
-                raise RebuildingError()
-            raise NotFoundError(f"user {owner} has no kernel {kernel_id}")
-        return parse_kernel(raw)
+        return self.find(kernel_ref(owner, kernel_id), missing=_missing(owner, kernel_id))
+
+    def events(self, owner: str, kernel_id: str, *, after: str) -> Following:
+        """The events of the kernel's start or deletion, from after ``after``."""
+        return self.follow_events(
+            kernel_ref(owner, kernel_id), after=after, missing=_missing(owner, kernel_id)
+        )
 
     # Create --------------------------------------------------------------------------
 
@@ -113,9 +125,8 @@ class KernelService:
         namespace = lab_namespace(self._ctx.config.namespace_prefix, user.username)
         record = new_record(spec, namespace, iso_utc(time.time()) or "")
         with budget_lock(self._engine, user.username):
-            if not self._engine.store.is_complete():
-                raise RebuildingError()
-            held = holdings_of(self._engine.store, user.username).usage()
+            self.require_complete()
+            held = holdings_of(self._engine, user.username).usage()
             budget = budget_for(user, self._ctx.config.budgets)
             refusal = budget_refusal(budget, held, kernel_size_usage(size))
             if refusal is not None:
@@ -139,27 +150,22 @@ class KernelService:
     def delete(self, owner: str, kernel_id: str, *, grace_seconds: int) -> KernelRecord:
         """Start deleting the kernel, giving it ``grace_seconds`` to stop; its record as the
         deletion began."""
-        ref = kernel_ref(owner, kernel_id)
-        current = self._engine.store.record(ref)
-        result = self._engine.queue_delete(
-            ref,
-            terminating=_terminating,
+        return self.start_delete(
+            kernel_ref(owner, kernel_id),
+            missing=_missing(owner, kernel_id),
             first_events=[(EventType.INFO, f"Deletion of kernel {kernel_id} requested")],
             spec={"grace_seconds": grace_seconds},
         )
-        if result is DeleteQueued.MISSING or current is None:
-            raise NotFoundError(f"user {owner} has no kernel {kernel_id}")
-        return parse_kernel(_terminating(current))
 
     def delete_all(self, owner: str) -> int:
         """Start deleting every kernel of ``owner`` (their lab is going); how many."""
         count = 0
-        for record in holdings_of(self._engine.store, owner).kernels:
+        for record in holdings_of(self._engine, owner).kernels:
             if record.status is KernelStatus.TERMINATING:
                 continue
             result = self._engine.queue_delete(
                 kernel_ref(owner, record.kernel_id),
-                terminating=_terminating,
+                terminating=KERNEL_RECORDS.terminating_json,
                 first_events=[(EventType.INFO, "Deletion with the lab")],
             )
             count += result is DeleteQueued.QUEUED
@@ -176,6 +182,5 @@ def _requested_events(kernel_id: str, screened: ScreenedEnv) -> list[tuple[Event
     return events
 
 
-def _terminating(raw: str) -> str:
-    """A kernel being deleted: terminating, keeping how it ended if it had."""
-    return kernel_json(replace(parse_kernel(raw), status=KernelStatus.TERMINATING))
+def _missing(owner: str, kernel_id: str) -> str:
+    return f"user {owner} has no kernel {kernel_id}"
