@@ -6,12 +6,13 @@ still answered in milliseconds. The Kubernetes client and redis-py both work und
 monkey-patching, which the gevent worker applies before the app is imported.
 
 Every value can be set from the environment, so the Helm chart and ``make run`` tune it
-without editing this file.
+without editing this file. What the server does to its own process (the worker class, what
+it leaves unimported, its garbage collector) lives in ``app.runtime``: this file only calls
+it from the hooks.
 """
 
 from __future__ import annotations
 
-import gc
 import os
 import shutil
 import signal
@@ -21,17 +22,17 @@ from typing import Any
 
 import gevent
 
-from app.web.server_defaults import DEFAULT_WORKERS
-from app.web.server_imports import leave_validator_unimported
+from app import runtime
+from app.runtime.defaults import DEFAULT_WORKERS
 
-# Before any worker imports the app (and with it the Kubernetes client): see the module.
-leave_validator_unimported()
+# Before any worker imports the app (and with it the Kubernetes client): see the package.
+runtime.before_app_import()
 
 bind = os.environ.get("SPAWNER_BIND", "0.0.0.0:8080")
 # One worker per replica by default: see the module.
 workers = int(os.environ.get("SPAWNER_WORKERS", str(DEFAULT_WORKERS)))
 # gevent's WSGI server, with keep-alive connections taking turns (see the class).
-worker_class = "app.web.worker.SpawnerWorker"
+worker_class = "app.runtime.worker.SpawnerWorker"
 worker_connections = int(os.environ.get("SPAWNER_WORKER_CONNECTIONS", "2100"))
 # Event streams stay open for minutes; gevent workers notify the arbiter independently of
 # request length, so this only catches a worker whose event loop is truly stuck.
@@ -75,26 +76,8 @@ def post_worker_init(worker: Any) -> None:
             gevent.spawn(machinery.drain)
 
         signal.signal(signal.SIGTERM, on_term)
-    _freeze_startup_objects()
-
-
-def _freeze_startup_objects() -> None:
-    """Keep the garbage collector's pauses short in a worker holding thousands of streams.
-
-    Importing the Kubernetes client, pydantic, Flask and the app leaves about 300,000
-    long-lived objects; every full collection walked them all, which paused a worker
-    holding 2,000 event streams for 150-300 ms at a time. ``gc.freeze`` moves them to a
-    permanent generation the collector skips. The objects of open streams then still made
-    full collections of 50-120 ms every few seconds under load, so every generation is
-    collected less often: cyclic garbage is still collected, in larger batches.
-    """
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(GC_YOUNG_THRESHOLD, 50, 100)
-
-
-GC_YOUNG_THRESHOLD = 20_000
-"""Allocations between young collections (Python's default is 700)."""
+    # Last, so that what the app and its machinery made at start is what the collector skips.
+    runtime.after_worker_init()
 
 
 def worker_exit(server: Any, worker: Any) -> None:

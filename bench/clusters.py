@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from app.extensions.kubernetes import USER_AGENT
-from app.web.server_defaults import DEFAULT_WORKERS
+from app.runtime.defaults import DEFAULT_WORKERS
 from app.workloads.cluster.adapters import CLUSTER_LABEL, ROLE_LABEL
 from bench.services import BenchStack, StackSettings, log_findings
 from bench.stats import summary_ms

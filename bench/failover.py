@@ -28,7 +28,7 @@ from typing import Any
 
 import requests
 
-from app.web.server_defaults import DEFAULT_WORKERS
+from app.runtime.defaults import DEFAULT_WORKERS
 from bench.stats import median
 from devstack.gafaelfawr import GroupSpec, UserSpec
 from devstack.sentinel import SentinelGroup

@@ -26,7 +26,7 @@ from typing import Any
 import requests
 from labspawner.kernels.kernelspec import install
 
-from app.web.server_defaults import DEFAULT_WORKERS
+from app.runtime.defaults import DEFAULT_WORKERS
 from bench.services import log_findings, start_gunicorn
 from bench.stats import median, summary_ms
 from devstack.stack import REPO_ROOT, LocalStack, StackOptions

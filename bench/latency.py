@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from app.web.server_defaults import DEFAULT_WORKERS
+from app.runtime.defaults import DEFAULT_WORKERS
 from bench.client import SpawnerClient
 from bench.floor import Call, Replay, capture_objects
 from bench.services import REPO_ROOT_TEXT, BenchStack, StackSettings, log_findings

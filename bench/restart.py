@@ -17,7 +17,7 @@ from typing import Any
 
 import requests
 
-from app.web.server_defaults import DEFAULT_WORKERS
+from app.runtime.defaults import DEFAULT_WORKERS
 from bench.services import BenchStack, StackSettings, log_findings
 from bench.storm import LABS_PER_NODE, run_client
 

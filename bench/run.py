@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from app.web.server_defaults import DEFAULT_WORKERS
+from app.runtime.defaults import DEFAULT_WORKERS
 from bench import (
     clusters,
     failover,

@@ -24,7 +24,7 @@ from typing import Any
 import redis
 import requests
 
-from app.web.server_defaults import DEFAULT_WORKERS
+from app.runtime.defaults import DEFAULT_WORKERS
 from devstack.demo import add_load_users
 from devstack.gafaelfawr import GroupSpec
 from devstack.redis_process import free_port

@@ -20,8 +20,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from app.runtime.defaults import DEFAULT_WORKERS
 from app.storage.labs import LabStore
-from app.web.server_defaults import DEFAULT_WORKERS
 from bench.services import REPO_ROOT_TEXT, BenchStack, StackSettings, cpu_seconds, log_findings
 from bench.stats import summary_ms
 

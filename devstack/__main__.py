@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import FrameType
 
-from app.web.server_defaults import DEFAULT_WORKERS
+from app.runtime.defaults import DEFAULT_WORKERS
 from devstack.images import DEFAULT_PROGRAMS
 from devstack.stack import REPO_ROOT, LocalStack, StackOptions
 

@@ -37,7 +37,7 @@ from typing import Any
 import requests
 import yaml
 
-from app.web.server_defaults import DEFAULT_WORKERS
+from app.runtime.defaults import DEFAULT_WORKERS
 from devstack.balancer import Backend, LoadBalancer
 from devstack.demo import (
     demo_group_mapping,

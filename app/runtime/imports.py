@@ -4,13 +4,18 @@ Importing ``kubernetes`` always imports ``kubernetes.dynamic``, whose client imp
 optional ``kubernetes_validate`` package when it is installed (the development and test
 environment has it: the tests validate every manifest the builders make against the
 official schemas). That import brings ``jsonschema`` and a URI grammar compiled at import
-time: 1.1-1.5 s and 20 MiB more in every worker, and the service never validates with it.
-Marking the package absent in the server's own module table, before anything imports
-``kubernetes``, makes ``kubernetes.dynamic`` take its documented path for a missing
-validator; nothing of the library is changed.
+time: 1.1-1.5 s and 20 MiB more in every worker, measured by the ``restart`` benchmark
+(``docs/developer/benchmarks.md``, "Restart with 430 labs to a full list"), and the service
+never validates with it. Marking the package absent in the server's own module table,
+before anything imports ``kubernetes``, makes ``kubernetes.dynamic`` take its documented
+path for a missing validator; nothing of the library is changed.
 
-Only the server (``gunicorn.conf.py``) calls this: tests and tools that import the app
-in-process keep the validator.
+The version guard: that the validator is optional there was checked in the client's
+``dynamic`` package of the majors in ``CHECKED_CLIENT_MAJOR_VERSIONS``; under any other the
+validator is left importable, which costs start-up time and never correctness.
+
+Only the server calls this (``before_app_import``, from ``gunicorn.conf.py``): tests and
+tools that import the app in-process keep the validator.
 """
 
 from __future__ import annotations
@@ -26,7 +31,8 @@ the validator only optionally; for any other the validator is left importable.""
 
 
 def leave_validator_unimported() -> bool:
-    """Mark the validator absent for this process; False if that was not safe to do."""
+    """Mark the validator absent for this process; False if that was not safe to do (an
+    unchecked client version, or the client already imported)."""
     try:
         major = metadata.version("kubernetes").split(".", 1)[0]
     except metadata.PackageNotFoundError:
