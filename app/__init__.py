@@ -11,17 +11,23 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from flask import Flask
 
     from app.models.config import Config
+    from app.workloads.kinds import KindFactory
 
 
-def create_app(config: Config | None = None) -> Flask:
+def create_app(config: Config | None = None, kinds: Sequence[KindFactory] | None = None) -> Flask:
     """Build the service from ``config``, or from the file named by the environment.
 
     Each gunicorn worker calls this after forking, so every process gets its own Redis
-    pool, Kubernetes client and Gafaelfawr session.
+    pool, Kubernetes client and Gafaelfawr session. ``kinds``: the kinds of workload to run
+    (``app.workloads.kinds.KINDS`` unless a test adds its own).
     """
     from app.factory import build_app
 
-    return build_app(config)
+    if kinds is None:
+        return build_app(config)
+    return build_app(config, kinds)

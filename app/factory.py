@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from flask import Flask
 
 from app.config import Config, load_config
@@ -16,13 +18,15 @@ from app.extensions import (
 from app.log import configure_logging
 from app.web import request_id
 from app.web.errors import register_error_handlers
+from app.workloads.kinds import KINDS, KindFactory
 
 
-def build_app(config: Config | None = None) -> Flask:
+def build_app(config: Config | None = None, kinds: Sequence[KindFactory] = KINDS) -> Flask:
     """Build the service from ``config``, or from the file named by the environment.
 
     Each gunicorn worker calls this after forking, so every process gets its own Redis
-    pool, Kubernetes client and Gafaelfawr session.
+    pool, Kubernetes client and Gafaelfawr session. ``kinds`` are the kinds of workload
+    the engine runs (a test adds one of its own).
     """
     if config is None:
         config = load_config()
@@ -38,7 +42,7 @@ def build_app(config: Config | None = None) -> Flask:
     redis_ext.init_app(app, config.redis)
     kubernetes_ext.init_app(app, config.kubernetes)
     gafaelfawr_ext.init_app(app, config)
-    labs_ext.init_app(app, config)
+    labs_ext.init_app(app, config, kinds)
     limits_ext.init_app(app, config)
     api_ext.init_app(app)
 

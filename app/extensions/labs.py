@@ -8,7 +8,7 @@ building the app starts no thread and opens no connection.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -34,16 +34,12 @@ from app.storage.maintenance import MaintenanceStore
 from app.storage.prepull import PrepullStore
 from app.storage.rate_limits import RateLimits
 from app.storage.registries import RegistryDirectory
-from app.workloads.app.kind import AppKind
-from app.workloads.cluster.kind import ClusterKind
 from app.workloads.context import WorkloadContext
-from app.workloads.image.kind import ImageKind
 from app.workloads.image.lifecycle import ImageLifecycle
 from app.workloads.image.prepuller import Prepuller
 from app.workloads.image.refresh import ImageRefresher
 from app.workloads.image.service import ImageService
-from app.workloads.kernel.kind import KernelKind
-from app.workloads.lab import LabKind
+from app.workloads.kinds import KINDS, KindFactory
 from app.workloads.lab.service import LabService
 
 EXTENSION_KEY = "lab_spawner"
@@ -107,7 +103,7 @@ class Machinery:
         self.metrics_flusher.stop()
 
 
-def build_machinery(app: Flask, config: Config) -> Machinery:
+def build_machinery(app: Flask, config: Config, kinds: Sequence[KindFactory] = KINDS) -> Machinery:
     redis_client = app.extensions["redis"]
     prefix = config.redis.key_prefix
     kube = KubernetesStorage(
@@ -130,19 +126,13 @@ def build_machinery(app: Flask, config: Config) -> Machinery:
     operations = config.operations
     hub = EventHub(redis_client, events)
     hub.add_listener(image_store)
-    kinds = [
-        LabKind(context),
-        ClusterKind(context),
-        KernelKind(context),
-        AppKind(context),
-        ImageKind(context),
-    ]
+    declared = [make(context) for make in kinds]
     maintenance = MaintenanceStore(redis_client, prefix)
     engine = Engine(
         store=labs.workloads,
         events=events,
         hub=hub,
-        kinds=kinds,
+        kinds=declared,
         lease_seconds=operations.lease_seconds,
         scan_seconds=operations.scan_seconds,
         max_concurrent=operations.max_concurrent,
@@ -168,7 +158,7 @@ def build_machinery(app: Flask, config: Config) -> Machinery:
         watcher=WorkloadWatcher(
             store=labs.workloads,
             kube=kube,
-            kinds=kinds,
+            kinds=declared,
             config=config.watcher,
             client=redis_client,
             key_prefix=prefix,
@@ -229,8 +219,8 @@ def stop_background(app: Flask) -> None:
 class LabsExtension:
     """Builds the ``Machinery`` of an app, and finds the current app's."""
 
-    def init_app(self, app: Flask, config: Config) -> None:
-        app.extensions[EXTENSION_KEY] = build_machinery(app, config)
+    def init_app(self, app: Flask, config: Config, kinds: Sequence[KindFactory] = KINDS) -> None:
+        app.extensions[EXTENSION_KEY] = build_machinery(app, config, kinds)
 
     @property
     def machinery(self) -> Machinery:

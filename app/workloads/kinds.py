@@ -1,0 +1,23 @@
+"""The kinds of workload this service runs: the one list the engine is built from.
+
+Each entry builds a kind's declaration (``app.engine.kind.WorkloadKind``) from the
+process's ``WorkloadContext``. Adding a kind is its package under ``app/workloads/`` and
+one line here (and its routes' blueprint in the factory).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from app.engine.kind import WorkloadKind
+from app.workloads.app.kind import AppKind
+from app.workloads.cluster.kind import ClusterKind
+from app.workloads.context import WorkloadContext
+from app.workloads.image.kind import ImageKind
+from app.workloads.kernel.kind import KernelKind
+from app.workloads.lab.kind import LabKind
+
+KindFactory = Callable[[WorkloadContext], WorkloadKind]
+"""Builds one kind's declaration for a process."""
+
+KINDS: tuple[KindFactory, ...] = (LabKind, ClusterKind, KernelKind, AppKind, ImageKind)
