@@ -206,3 +206,26 @@ class NotConfiguredError(ServiceError):
 
     status = 409
     code = "not_configured"
+
+
+BUDGETED_CREATION_ERRORS: tuple[type[ServiceError], ...] = (
+    InvalidRequestError,
+    ConflictError,
+    QuotaExceededError,
+    TooManyRequestsError,
+    RebuildingError,
+    DependencyUnavailableError,
+    QueueFullError,
+)
+"""What creating a workload that counts against a budget or quota can answer: its checks,
+an existing workload, the budget, the caller's rate, a rebuild, the budget's lock or a
+dependency, and fair admission's full queue."""
+
+EVENT_STREAM_ERRORS: tuple[type[ServiceError], ...] = (
+    InvalidRequestError,
+    NotFoundError,
+    RebuildingError,
+    TooManyRequestsError,
+)
+"""What opening a workload's event stream can answer: a bad ``Last-Event-ID``, no such
+workload or operation, a rebuild, and the caller's stream cap."""

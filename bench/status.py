@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from app.models.lab import LabRecord
-from app.storage.labs import LabStore
+from app.workloads.lab.store import LabStore
 from bench.client import SpawnerClient
 from bench.services import (
     RECONCILE_OUT_OF_THE_WAY,
@@ -55,7 +55,7 @@ USER_FORMAT = "status-%04d"
 
 
 def _write_records(bench: BenchStack, template: LabRecord, count: int) -> int:
-    labs = LabStore(bench.redis(), bench.key_prefix)
+    labs = LabStore.reading(bench.redis(), bench.key_prefix)
     written = 0
     for index in range(count):
         username = USER_FORMAT % index
@@ -205,7 +205,7 @@ def run(
         client = SpawnerClient(bench.url, bench.admin_token)
         client.spawn(template_user, tokens[template_user], bench.image)
         client.follow(template_user, tokens[template_user])
-        template = LabStore(bench.redis(), bench.key_prefix).get(template_user)
+        template = LabStore.reading(bench.redis(), bench.key_prefix).get(template_user)
         if template is None:
             return {"error": "the template spawn left no lab record"}
         written = _write_records(bench, template, records)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from app.runtime.defaults import DEFAULT_WORKERS
-from app.storage.labs import LabStore
+from app.workloads.lab.store import LabStore
 from bench.services import REPO_ROOT_TEXT, BenchStack, StackSettings, cpu_seconds, log_findings
 from bench.stats import summary_ms
 
@@ -148,7 +148,7 @@ def _summarize(output: dict[str, Any]) -> dict[str, Any]:
 
 def _integrity(bench: BenchStack, users: list[str]) -> dict[str, Any]:
     """Exactly one pod per user, and nothing of ours without a lab record."""
-    labs = LabStore(bench.redis(), bench.key_prefix)
+    labs = LabStore.reading(bench.redis(), bench.key_prefix)
     prefix = f"{bench.namespace_prefix}-"
     records = {user: labs.get(user) for user in labs.usernames()}
     statuses = Counter(str(r.status.value) if r else "none" for r in records.values())
@@ -172,7 +172,7 @@ def _integrity(bench: BenchStack, users: list[str]) -> dict[str, Any]:
 
 
 def _wait_clean(bench: BenchStack, timeout: float = 60.0) -> dict[str, Any]:
-    labs = LabStore(bench.redis(), bench.key_prefix)
+    labs = LabStore.reading(bench.redis(), bench.key_prefix)
     started = time.monotonic()
     while True:
         state: dict[str, Any] = {

@@ -24,9 +24,10 @@ from typing import Any
 
 import requests
 
-from app.models.lab import LabRecord, LabStatus, PodState
+from app.models.lab import LabRecord, PodState
+from app.models.workload import WorkloadStatus
 from app.storage.events import EventStore, EventType
-from app.storage.labs import LabStore, lab_ref
+from app.workloads.lab.store import LabStore, lab_ref
 from bench.services import (
     RECONCILE_OUT_OF_THE_WAY,
     REPO_ROOT_TEXT,
@@ -40,12 +41,12 @@ from bench.stats import ms, percentile, summary_ms
 
 def _prepare(bench: BenchStack, users: list[str]) -> None:
     client = bench.redis()
-    labs = LabStore(client, bench.key_prefix)
+    labs = LabStore.reading(client, bench.key_prefix)
     events = EventStore(client, bench.key_prefix)
     for index, user in enumerate(users):
         record = LabRecord(
             username=user,
-            status=LabStatus.STARTING,
+            status=WorkloadStatus.STARTING,
             pod=PodState.MISSING,
             options={"image": bench.image, "size": "small", "debug": False},
             env={},

@@ -67,7 +67,7 @@ def list_operations() -> list[dict[str, Any]]:
     waiting for a place (fair admission) with their position."""
     admission = labs_ext.engine.admission
     queue = admission.store if admission is not None and admission.enabled else None
-    return operations_in_progress(labs_ext.engine.store, queue)
+    return operations_in_progress(labs_ext.engine.workloads, queue)
 
 
 @admin.get("/leaders")
@@ -111,7 +111,7 @@ def admin_stream() -> Response:
     # It holds a connection like any event stream, so it counts toward the worker's cap.
     release = limits_ext.limits.streams.acquire(None, retry_after=STREAM_RETRY_SECONDS)
     try:
-        feed = stream_with_context(follow_feed(labs_ext.engine.store, feed_events))
+        feed = stream_with_context(follow_feed(labs_ext.engine.workloads.feed_channel, feed_events))
     except BaseException:
         release()
         raise

@@ -11,12 +11,10 @@ from typing import Any
 from flask import Response
 
 from app.errors import (
+    BUDGETED_CREATION_ERRORS,
     ConflictError,
-    DependencyUnavailableError,
     InvalidRequestError,
     NotFoundError,
-    QueueFullError,
-    QuotaExceededError,
     RebuildingError,
     TooManyRequestsError,
 )
@@ -27,12 +25,10 @@ from app.web.api import ApiBlueprint, raises
 from app.web.auth import current_caller, current_user, requires
 from app.web.bodies import load_body, load_query
 from app.web.event_stream import (
-    STREAM_RETRY_SECONDS,
     documented_stream,
-    last_event_id,
-    open_stream,
     stream_description,
     stream_example,
+    workload_events,
 )
 from app.workloads.app.builders import app_url
 from app.workloads.app.models import AppRecord
@@ -105,8 +101,7 @@ def templates() -> list[dict[str, Any]]:
 @apps.post("/apps")
 @apps.request_body(AppRequestSchema)
 @apps.response(201, AppSchema, description="The app, starting.")
-@raises(InvalidRequestError, QuotaExceededError, ConflictError, TooManyRequestsError)
-@raises(RebuildingError, DependencyUnavailableError, QueueFullError)
+@raises(*BUDGETED_CREATION_ERRORS)
 @requires(ANY_USER, ADMIN, with_user=True)
 def create_app() -> tuple[dict[str, Any], int]:
     """Make an app of the group from a template, within the group's quota; the caller must
@@ -160,8 +155,7 @@ def app(app_id: str) -> dict[str, Any]:
 @apps.patch("/apps/<app_id>")
 @apps.request_body(AppChangeSchema)
 @apps.response(202, AppSchema, description="The app, updating.")
-@raises(InvalidRequestError, NotFoundError, QuotaExceededError, ConflictError)
-@raises(TooManyRequestsError, RebuildingError, DependencyUnavailableError, QueueFullError)
+@raises(*BUDGETED_CREATION_ERRORS, NotFoundError)
 @requires(ANY_USER, ADMIN, with_user=True)
 def update_app(app_id: str) -> tuple[dict[str, Any], int]:
     """Change the app's variables (all of them), scope or size; its pod is replaced, the
@@ -191,8 +185,7 @@ def stop_app(app_id: str) -> tuple[dict[str, Any], int]:
 @apps.alt_response(
     200, schema=AppSchema, success=True, description="The app, running (or starting) already."
 )
-@raises(NotFoundError, ConflictError, QuotaExceededError, TooManyRequestsError)
-@raises(RebuildingError, DependencyUnavailableError, QueueFullError)
+@raises(*BUDGETED_CREATION_ERRORS, NotFoundError)
 @requires(ANY_USER, ADMIN, with_user=True)
 def start_app(app_id: str) -> tuple[dict[str, Any], int]:
     """Start a stopped app again, within the group's quota (or one in Error once more). A
@@ -242,12 +235,9 @@ def delete_app(app_id: str) -> tuple[dict[str, Any], int]:
     description=stream_description("app", "creation, change or deletion"),
     example=stream_example("app", "App 7k2m9q requested"),
 )
-@raises(InvalidRequestError, NotFoundError, RebuildingError, TooManyRequestsError)
 @requires(ANY_USER, ADMIN, with_user=True)
 def app_events(app_id: str) -> Response:
     """Server-sent events of the app's current operation, for its group's members:
     replay, then follow until it ends."""
-    after = last_event_id()
-    release = limits_ext.limits.stream(current_caller(), retry_after=STREAM_RETRY_SECONDS)
     user = current_user()
-    return open_stream(release, lambda: _service().events(user, app_id, after=after), noun="app")
+    return workload_events(lambda after: _service().events(user, app_id, after=after), noun="app")

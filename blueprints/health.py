@@ -47,7 +47,7 @@ def readyz() -> tuple[Response, int]:
         probe=redis_ext.probe,
         api=kubernetes_ext.api_client,
         images=labs_ext.context.images,
-        complete_key=labs_ext.engine.store.complete_key,
+        complete_key=labs_ext.engine.workloads.complete_key,
         maintenance_key=labs_ext.machinery.maintenance.key,
     )
     if report.ready:

@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
-from typing import Any
-
 from flask import Response, request
 
 from app.errors import (
-    ConflictError,
-    DependencyUnavailableError,
+    BUDGETED_CREATION_ERRORS,
     InvalidRequestError,
     NotFoundError,
-    QueueFullError,
-    QuotaExceededError,
     RebuildingError,
     TooManyRequestsError,
 )
@@ -23,12 +17,10 @@ from app.web.api import ApiBlueprint, raises
 from app.web.auth import current_caller, current_user, requires
 from app.web.bodies import load_body
 from app.web.event_stream import (
-    STREAM_RETRY_SECONDS,
     documented_stream,
-    last_event_id,
-    open_stream,
     stream_description,
     stream_example,
+    workload_events,
 )
 from app.workloads.kernel.kind import DEFAULT_GRACE_SECONDS
 from app.workloads.kernel.models import KernelRecord
@@ -46,51 +38,37 @@ def _service() -> KernelService:
     return KernelService(labs_ext.context, labs_ext.engine)
 
 
-def _body(record: KernelRecord) -> dict[str, Any]:
-    data = asdict(record)
-    data["status"] = record.status.value
-    return data
-
-
 @kernels.post("/labs/<username>/kernels")
 @kernels.request_body(KernelRequestSchema)
 @kernels.response(201, KernelSchema, description="The kernel, starting.")
-@raises(
-    InvalidRequestError,
-    ConflictError,
-    QuotaExceededError,
-    RebuildingError,
-    TooManyRequestsError,
-    DependencyUnavailableError,
-    QueueFullError,
-)
+@raises(*BUDGETED_CREATION_ERRORS)
 @requires(OWNER, ADMIN, with_user=True)
-def create_kernel(username: str) -> tuple[dict[str, Any], int]:
+def create_kernel(username: str) -> tuple[KernelRecord, int]:
     """Start a kernel in the user's lab namespace, within their budget; the connection key
     goes to the kernel's Secret only."""
     with limits_ext.limits.change(current_caller(), "kernel"):
         body = load_body(_request)
         connection = body.pop("connection")
         kernel = KernelRequest(key=connection["key"], **body)
-        return _body(_service().create(username, current_user(), kernel)), 201
+        return _service().create(username, current_user(), kernel), 201
 
 
 @kernels.get("/labs/<username>/kernels")
 @kernels.response(200, KernelSchema(many=True))
 @raises(RebuildingError)
 @requires(OWNER, ADMIN)
-def list_kernels(username: str) -> list[dict[str, Any]]:
+def list_kernels(username: str) -> list[KernelRecord]:
     """The user's kernels, oldest first."""
-    return [_body(record) for record in _service().kernels_of(username)]
+    return _service().kernels_of(username)
 
 
 @kernels.get("/labs/<username>/kernels/<kernel_id>")
 @kernels.response(200, KernelSchema)
 @raises(NotFoundError, RebuildingError)
 @requires(OWNER, ADMIN)
-def kernel(username: str, kernel_id: str) -> dict[str, Any]:
+def kernel(username: str, kernel_id: str) -> KernelRecord:
     """One of the user's kernels."""
-    return _body(_service().kernel(username, kernel_id))
+    return _service().kernel(username, kernel_id)
 
 
 @kernels.delete("/labs/<username>/kernels/<kernel_id>")
@@ -108,11 +86,11 @@ def kernel(username: str, kernel_id: str) -> dict[str, Any]:
 )
 @raises(InvalidRequestError, NotFoundError, TooManyRequestsError)
 @requires(OWNER, ADMIN)
-def delete_kernel(username: str, kernel_id: str) -> tuple[dict[str, Any], int]:
+def delete_kernel(username: str, kernel_id: str) -> tuple[KernelRecord, int]:
     """Start deleting the kernel, its pod given `grace_seconds` to stop; 202, or 404."""
     with limits_ext.limits.change(current_caller(), "kernel"):
         grace = _grace_seconds(request.args.get("grace_seconds"))
-        return _body(_service().delete(username, kernel_id, grace_seconds=grace)), 202
+        return _service().delete(username, kernel_id, grace_seconds=grace), 202
 
 
 def _grace_seconds(value: str | None) -> int:
@@ -132,13 +110,10 @@ def _grace_seconds(value: str | None) -> int:
     description=stream_description("kernel", "start or deletion"),
     example=stream_example("kernel", "Kernel 0b6c6a1e requested"),
 )
-@raises(InvalidRequestError, NotFoundError, RebuildingError, TooManyRequestsError)
 @requires(OWNER, ADMIN)
 def kernel_events(username: str, kernel_id: str) -> Response:
     """Server-sent events of the kernel's current operation: replay, then follow until it
     ends."""
-    after = last_event_id()
-    release = limits_ext.limits.stream(current_caller(), retry_after=STREAM_RETRY_SECONDS)
-    return open_stream(
-        release, lambda: _service().events(username, kernel_id, after=after), noun="kernel"
+    return workload_events(
+        lambda after: _service().events(username, kernel_id, after=after), noun="kernel"
     )

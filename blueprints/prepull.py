@@ -47,7 +47,7 @@ def image_records() -> list[dict[str, Any]]:
 
 def _lifecycle() -> ImageLifecycle:
     ctx = labs_ext.context
-    return ImageLifecycle(ctx.config, ctx.labs.workloads, ctx.image_store, labs_ext.engine)
+    return ImageLifecycle(ctx.config, labs_ext.engine.workloads, ctx.image_store, labs_ext.engine)
 
 
 def _record_body(record: ImageRecord) -> dict[str, Any]:

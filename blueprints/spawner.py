@@ -225,7 +225,6 @@ def delete_lab(username: str) -> Response | dict[str, str]:
     example=stream_example("lab", "Lab creation requested"),
     event_types=["ping"],
 )
-@raises(InvalidRequestError, NotFoundError, RebuildingError, TooManyRequestsError)
 @requires(OWNER, ADMIN)
 def lab_events(username: str) -> Response:
     """Server-sent events of the current operation: replay, then follow until it ends."""

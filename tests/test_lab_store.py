@@ -7,10 +7,10 @@ import time
 
 import redis
 
-from app.models.lab import LabRecord, LabStatus, PodState
-from app.models.workload import Action, Operation, WorkloadRef
+from app.engine.reads import WorkloadReads
+from app.models.lab import LabRecord, PodState
+from app.models.workload import Action, Operation, WorkloadRef, WorkloadStatus
 from app.storage.events import EventStore, EventType
-from app.storage.labs import LabStore, lab_ref, record_json
 from app.storage.workloads import (
     DeleteQueued,
     LeaseRequest,
@@ -18,11 +18,12 @@ from app.storage.workloads import (
     StoredRecord,
     WorkloadStore,
 )
+from app.workloads.lab.store import LabStore, lab_ref, record_json
 
 PREFIX = "t:"
 
 
-def _record(username: str, status: LabStatus = LabStatus.STARTING) -> LabRecord:
+def _record(username: str, status: WorkloadStatus = WorkloadStatus.STARTING) -> LabRecord:
     return LabRecord(
         username=username,
         status=status,
@@ -82,9 +83,9 @@ def test_a_spawn_is_recorded_and_queued_in_one_step(redis_client: redis.Redis) -
     assert 0 < redis_client.ttl(store.secret_key(ref)) <= 120
     assert store.names("lab") == ["ada"]
     assert store.pending() == [ref]
-    labs = LabStore(redis_client, PREFIX)
+    labs = LabStore.reading(redis_client, PREFIX)
     record = labs.get("ada")
-    assert record is not None and record.status == LabStatus.STARTING
+    assert record is not None and record.status == WorkloadStatus.STARTING
     assert labs.get_unless_busy("ada") == (record, True)
     assert labs.get_unless_busy("nobody") == (None, False)
     # The stream starts again: the older operation's event is gone.
@@ -112,7 +113,7 @@ def test_a_failed_lab_is_replaced_but_not_while_an_operation_is_queued(
     redis_client: redis.Redis,
 ) -> None:
     store, events = _stores(redis_client)
-    failed = record_json(_record("cy", LabStatus.FAILED))
+    failed = record_json(_record("cy", WorkloadStatus.FAILED))
     redis_client.set(store.record_key(lab_ref("cy")), failed)
     redis_client.set(store.operation_key(lab_ref("cy")), "{}")
     _, queued, current = _queue_spawn(store, events, "cy")
@@ -120,8 +121,8 @@ def test_a_failed_lab_is_replaced_but_not_while_an_operation_is_queued(
     redis_client.delete(store.operation_key(lab_ref("cy")))
     _, queued, _ = _queue_spawn(store, events, "cy")
     assert queued
-    record = LabStore(redis_client, PREFIX).get("cy")
-    assert record is not None and record.status == LabStatus.STARTING
+    record = LabStore.reading(redis_client, PREFIX).get("cy")
+    assert record is not None and record.status == WorkloadStatus.STARTING
 
 
 def test_an_update_replaces_only_the_record_it_read_and_only_when_idle(
@@ -129,9 +130,9 @@ def test_an_update_replaces_only_the_record_it_read_and_only_when_idle(
 ) -> None:
     store, events = _stores(redis_client)
     ref = lab_ref("di")
-    running = record_json(_record("di", LabStatus.RUNNING))
+    running = record_json(_record("di", WorkloadStatus.RUNNING))
     redis_client.set(store.record_key(ref), running)
-    wanted = record_json(_record("di", LabStatus.STARTING))
+    wanted = record_json(_record("di", WorkloadStatus.STARTING))
     first = events.announcement(ref.key, [(EventType.INFO, "Update requested")])
 
     def update(expect: str) -> tuple[Operation, bool, str | None]:
@@ -142,7 +143,7 @@ def test_an_update_replaces_only_the_record_it_read_and_only_when_idle(
         return operation, queued.queued, queued.current
 
     # Not over a record it did not read...
-    assert update(record_json(_record("di", LabStatus.FAILED)))[1:] == (False, running)
+    assert update(record_json(_record("di", WorkloadStatus.FAILED)))[1:] == (False, running)
     assert redis_client.get(store.record_key(ref)) == running
     # ...nor while another operation is queued...
     redis_client.set(store.operation_key(ref), "{}")
@@ -174,11 +175,11 @@ def test_a_step_writes_its_record_only_while_its_operation_is_current(
     store, events = _stores(redis_client)
     operation, _, _ = _queue_spawn(store, events, "ed")
     ref = lab_ref("ed")
-    halfway = record_json(_record("ed", LabStatus.STARTING)).replace("starting", "running")
+    halfway = record_json(_record("ed", WorkloadStatus.STARTING)).replace("starting", "running")
     assert store.put_if_current(operation=operation, record=halfway)
     assert redis_client.get(store.record_key(ref)) == halfway
     stale = _operation(ref)
-    later = record_json(_record("ed", LabStatus.FAILED))
+    later = record_json(_record("ed", WorkloadStatus.FAILED))
     assert not store.put_if_current(operation=stale, record=later)
     assert redis_client.get(store.record_key(ref)) == halfway
 
@@ -200,7 +201,7 @@ def test_a_delete_supersedes_a_spawn_only_over_the_record_it_read(
     _queue_spawn(store, events, "di")
     read = store.record(ref)
     assert read is not None
-    terminating = record_json(_record("di", LabStatus.TERMINATING))
+    terminating = record_json(_record("di", WorkloadStatus.TERMINATING))
     deletion = _operation(ref, Action.DELETE)
     announce = events.announcement(ref.key, [(EventType.INFO, "Lab deletion requested")])
     changed = store.queue_delete(
@@ -231,7 +232,7 @@ def test_finishing_stores_the_outcome_only_for_the_current_operation(
     store, events = _stores(redis_client)
     ref = lab_ref("ed")
     spawn, _, _ = _queue_spawn(store, events, "ed")
-    running = record_json(_record("ed", LabStatus.RUNNING))
+    running = record_json(_record("ed", WorkloadStatus.RUNNING))
     stale = _operation(ref)
     closing = events.announcement(ref.key, [(EventType.COMPLETE, "")])
     assert not store.finish(operation=stale, record=running, events=closing)
@@ -249,15 +250,15 @@ def test_finishing_stores_the_outcome_only_for_the_current_operation(
 
 
 def test_repairs_never_undo_an_operation_or_a_newer_record(redis_client: redis.Redis) -> None:
-    labs = LabStore(redis_client, PREFIX)
-    store, events = labs.workloads, EventStore(redis_client, PREFIX)
-    running = _record("fy", LabStatus.RUNNING)
+    store, events = WorkloadStore(redis_client, PREFIX), EventStore(redis_client, PREFIX)
+    labs = LabStore(redis_client, PREFIX, WorkloadReads(store))
+    running = _record("fy", WorkloadStatus.RUNNING)
     assert labs.put_if_idle(running, None)
     assert labs.get("fy") == running and labs.usernames() == ["fy"]
-    failed = _record("fy", LabStatus.FAILED)
+    failed = _record("fy", WorkloadStatus.FAILED)
     # Not over a record it did not read.
     assert not labs.put_if_idle(failed, None)
-    assert not labs.put_if_idle(failed, _record("fy", LabStatus.STARTING))
+    assert not labs.put_if_idle(failed, _record("fy", WorkloadStatus.STARTING))
     # Not while an operation runs.
     redis_client.set(store.operation_key(lab_ref("fy")), "{}")
     assert not labs.put_if_idle(failed, running)

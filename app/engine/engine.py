@@ -17,8 +17,9 @@ from typing import Any
 
 from app.engine.admission import Admission
 from app.engine.kind import WorkloadKind
+from app.engine.reads import WorkloadReads
 from app.engine.runner import HandOff, OperationRunner, Queued
-from app.errors import MaintenanceError, RebuildingError
+from app.errors import MaintenanceError
 from app.log import current_request_id
 from app.models.workload import Action, Operation, WorkloadRef
 from app.storage.event_hub import EventHub, Following
@@ -48,6 +49,8 @@ class Engine:
         maintenance: MaintenanceStore | None = None,
     ) -> None:
         self.store = store
+        self.workloads = WorkloadReads(store)
+        """What services and kinds' stores read of the records (the store stays the engine's)."""
         self.maintenance = maintenance
         self.events = events
         self._hub = hub
@@ -172,30 +175,6 @@ class Engine:
                 # A spawn it superseded gave its place back, or waits no more.
                 self.runner.admit(withdraw=ref)
         return result
-
-    # Reads ---------------------------------------------------------------------------
-    # What services read of the workloads goes through here, so the store stays the
-    # engine's own and a rebuild is answered alike everywhere.
-
-    def record(self, ref: WorkloadRef) -> str | None:
-        """``ref``'s record as stored; None when there is none (or none yet, during a
-        rebuild: ``require_complete`` tells those apart)."""
-        return self.store.record(ref)
-
-    def records(self, kind: str) -> dict[str, str]:
-        """Every record of ``kind`` by name; complete only once ``is_complete``."""
-        return self.store.records(kind)
-
-    def is_complete(self) -> bool:
-        """Whether Redis holds every workload (false while they are rebuilt from
-        Kubernetes after Redis came back empty)."""
-        return self.store.is_complete()
-
-    def require_complete(self) -> None:
-        """503 ``rebuilding`` while Redis does not hold every workload: an answer read now
-        could leave out what exists."""
-        if not self.store.is_complete():
-            raise RebuildingError()
 
     def follow(self, ref: WorkloadRef, *, after: str, idle_seconds: float) -> Following | None:
         """Follow the events of ``ref``'s current (or last) operation from after ``after``:

@@ -30,12 +30,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from app.engine.reporter import Reporter
 from app.engine.tracking import PodTracking
 from app.metrics import FailureReason
-from app.models.workload import Action, Operation
+from app.models.workload import Action, Operation, WorkloadRef
 from app.storage.events import EventType
+from app.storage.workloads import WorkloadStore
 
 
 class StepFailed(Exception):
@@ -47,6 +49,48 @@ class StepFailed(Exception):
         self.reason = reason
 
 
+class WorkloadRecords(Protocol):
+    """The engine's records as a kind's code reads and repairs them: the engine for a
+    service, ``RunWorkloads`` for a run's steps. Nothing else holds the store."""
+
+    def record(self, ref: WorkloadRef) -> str | None: ...
+
+    def records(self, kind: str) -> dict[str, str]: ...
+
+    def put_if_idle(self, *, ref: WorkloadRef, record: str, expect: str | None) -> bool: ...
+
+
+class RunWorkloads:
+    """What a run's steps read and write of the engine's records: their own workload's (as
+    long as their operation is current), and the others' they count against or repair (a
+    user's clusters and kernels, a group's apps, a source's images)."""
+
+    def __init__(self, store: WorkloadStore, operation: Operation) -> None:
+        self._store = store
+        self._operation = operation
+
+    def current(self) -> str | None:
+        """The workload's record now (the one its service queued, or wrote since)."""
+        return self._store.record(self._operation.ref)
+
+    def keep(self, record: str) -> bool:
+        """Write the workload's record while this run's operation is still current; False
+        when another has superseded it (the record is left to that one)."""
+        return self._store.put_if_current(operation=self._operation, record=record)
+
+    def record(self, ref: WorkloadRef) -> str | None:
+        return self._store.record(ref)
+
+    def records(self, kind: str) -> dict[str, str]:
+        """Every record of ``kind``, by name."""
+        return self._store.records(kind)
+
+    def put_if_idle(self, *, ref: WorkloadRef, record: str, expect: str | None) -> bool:
+        """Write another workload's record while no operation works on it and it is still
+        ``expect`` (see ``WorkloadStore.put_if_idle``)."""
+        return self._store.put_if_idle(ref=ref, record=record, expect=expect)
+
+
 @dataclass(frozen=True)
 class Run:
     """One run of an operation, as its steps see it."""
@@ -55,6 +99,7 @@ class Run:
     reporter: Reporter
     secret: str | None
     """The secret queued with the operation (a spawn's token), None once it expired."""
+    workloads: RunWorkloads
     start_announced: bool = False
     """The operation's ``start_events`` were written when it was queued, because this run
     started at once in the worker that queued it: the steps need not announce their start."""

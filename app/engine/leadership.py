@@ -24,7 +24,7 @@ from collections.abc import Callable
 import redis
 
 from app import metrics
-from app.storage.leader import Fence, LeadershipLease
+from app.storage.leader import Fence, LeadershipLease, worker_identity
 
 logger = logging.getLogger(__name__)
 
@@ -235,3 +235,50 @@ class ElectedWorker:
             self._lease.release()
         except redis.RedisError as exc:
             logger.warning("%s: cannot release the lease (%s); it will expire", self._name, exc)
+
+
+class ElectedLoop:
+    """A loop only one worker of all replicas runs at a time: the elected watcher, the image
+    refresher, the prepuller. A subclass says what its leader does (``_lead``); this holds
+    its candidacy, under the lease ``<key_prefix>leader:<loop>``."""
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        *,
+        key_prefix: str,
+        loop: str,
+        ttl_seconds: float,
+        owner: str | None = None,
+    ) -> None:
+        lease = LeadershipLease(
+            client,
+            key=f"{key_prefix}leader:{loop}",
+            loop=loop,
+            owner=owner or worker_identity(),
+            ttl_seconds=ttl_seconds,
+        )
+        self.lease_key = lease.key
+        self._election = ElectedWorker(lease, self._lead, name=loop)
+
+    def _lead(self, tenure: Tenure) -> None:
+        raise NotImplementedError
+
+    @property
+    def owner(self) -> str:
+        return self._election.owner
+
+    @property
+    def election(self) -> ElectedWorker:
+        """This process's candidacy for the loop (``GET /spawner/v1/leaders`` lists them)."""
+        return self._election
+
+    @property
+    def is_leader(self) -> bool:
+        return self._election.is_leader
+
+    def start(self) -> None:
+        self._election.start()
+
+    def stop(self) -> None:
+        self._election.stop()

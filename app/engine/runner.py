@@ -30,7 +30,7 @@ import redis
 from app import metrics
 from app.concurrency import start_task
 from app.engine.admission import Admission
-from app.engine.kind import Finished, Run, StepFailed, WorkloadKind
+from app.engine.kind import Finished, Run, RunWorkloads, StepFailed, WorkloadKind
 from app.engine.reporter import DeadlineExceeded, HandedOver, Reporter, Superseded
 from app.log import logging_context
 from app.metrics import FailureReason, Outcome
@@ -395,7 +395,14 @@ class OperationRunner:
             progress=handoff.progress if handoff is not None and announced else 0,
             stopping=self._stopping,
         )
-        run = Run(operation, reporter, secret, start_announced=announced, waiting=slot.given_up)
+        run = Run(
+            operation,
+            reporter,
+            secret,
+            RunWorkloads(self._store, operation),
+            start_announced=announced,
+            waiting=slot.given_up,
+        )
         try:
             steps = kind.spawn if operation.action is Action.SPAWN else kind.delete
             finished = steps(run)

@@ -49,27 +49,30 @@ class WorkloadService(Generic[R]):
 
     def require_complete(self) -> None:
         """503 ``rebuilding`` until Redis holds every workload again."""
-        self._engine.require_complete()
+        self._engine.workloads.require_complete()
 
     def find(self, ref: WorkloadRef, *, missing: str) -> R:
         """``ref``'s record; 404 with ``missing`` when there is none, 503 while a rebuild
         may not have restored it yet."""
-        raw = self._engine.record(ref)
+        raw = self._engine.workloads.record(ref)
         if raw is None:
-            self._engine.require_complete()
+            self._engine.workloads.require_complete()
             raise NotFoundError(missing)
         return self._codec.parse(raw)
 
     def all(self) -> list[R]:
         """Every workload of the kind; never a partial list during a rebuild."""
-        self._engine.require_complete()
-        return [self._codec.parse(raw) for raw in self._engine.records(self._codec.kind).values()]
+        self._engine.workloads.require_complete()
+        return [
+            self._codec.parse(raw)
+            for raw in self._engine.workloads.records(self._codec.kind).values()
+        ]
 
     def owned_by(self, owner: str) -> list[R]:
         """``owner``'s workloads of the kind (named ``owner/...``), in name order."""
-        self._engine.require_complete()
+        self._engine.workloads.require_complete()
         prefix = f"{owner}/"
-        records = self._engine.records(self._codec.kind)
+        records = self._engine.workloads.records(self._codec.kind)
         return [
             self._codec.parse(records[name]) for name in sorted(records) if name.startswith(prefix)
         ]
@@ -84,7 +87,7 @@ class WorkloadService(Generic[R]):
     ) -> R:
         """Queue the deletion of ``ref``; its record as the deletion began (it may be gone
         by the time anyone reads it again). 404 with ``missing`` when there is none."""
-        current = self._engine.record(ref)
+        current = self._engine.workloads.record(ref)
         result = self._engine.queue_delete(
             ref,
             terminating=self._codec.terminating_json,
@@ -107,6 +110,6 @@ class WorkloadService(Generic[R]):
                 field="Last-Event-ID",
             ) from None
         if following is None:
-            self._engine.require_complete()
+            self._engine.workloads.require_complete()
             raise NotFoundError(missing)
         return following

@@ -28,13 +28,13 @@ from typing import Any
 import redis
 
 from app.engine.kind import WorkloadKind
-from app.engine.leadership import ElectedWorker, Tenure
+from app.engine.leadership import ElectedLoop, Tenure
 from app.engine.reconcile import Reconciler, log_repair, tracked
 from app.engine.tracking import PodTracking
 from app.models.config import WatcherConfig
 from app.models.workload import WorkloadRef
 from app.storage.kubernetes import KubernetesError, KubernetesStorage, WatchExpired
-from app.storage.leader import LeadershipLease, LeadershipLost, worker_identity
+from app.storage.leader import LeadershipLost
 from app.storage.reconcile_requests import ReconcileRequests, ReconcileResult
 from app.storage.workloads import WorkloadStore
 
@@ -56,7 +56,7 @@ class _Cursor:
     version: str | None = None
 
 
-class WorkloadWatcher:
+class WorkloadWatcher(ElectedLoop):
     """This process's candidate for the watcher role; ``start`` it once, ``stop`` at exit."""
 
     def __init__(
@@ -78,44 +78,23 @@ class WorkloadWatcher:
         self._kube = kube
         self._kinds = list(kinds)
         self._config = config
-        lease = LeadershipLease(
+        super().__init__(
             client,
-            key=f"{key_prefix}leader:{LEASE_NAME}",
+            key_prefix=key_prefix,
             loop=LEASE_NAME,
-            owner=owner or worker_identity(),
             ttl_seconds=config.lease_seconds,
+            owner=owner,
         )
-        self.lease_key = lease.key
-        self._election = ElectedWorker(lease, self._lead, name=LEASE_NAME)
         self.requests = ReconcileRequests(client, key_prefix)
         """Administrators' requests for a reconcile now, which the leader answers."""
         self._count_lock = threading.Lock()
         self._reconciles = 0
 
     @property
-    def owner(self) -> str:
-        return self._election.owner
-
-    @property
-    def election(self) -> ElectedWorker:
-        """This process's candidacy for the loop (``GET /spawner/v1/leaders`` lists them)."""
-        return self._election
-
-    @property
-    def is_leader(self) -> bool:
-        return self._election.is_leader
-
-    @property
     def reconciles(self) -> int:
         """Reconciles completed by this process, under any tenure (tests await it)."""
         with self._count_lock:
             return self._reconciles
-
-    def start(self) -> None:
-        self._election.start()
-
-    def stop(self) -> None:
-        self._election.stop()
 
     # Leading -------------------------------------------------------------------------
 

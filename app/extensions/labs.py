@@ -18,6 +18,7 @@ from app import metrics
 from app.engine.admission import Admission
 from app.engine.engine import Engine
 from app.engine.leadership import ElectedWorker
+from app.engine.reads import WorkloadReads
 from app.engine.watcher import WorkloadWatcher
 from app.metrics import HotCounterFlusher
 from app.models.config import Config
@@ -29,11 +30,11 @@ from app.storage.event_hub import EventHub
 from app.storage.events import EventStore
 from app.storage.images import ImageStore
 from app.storage.kubernetes import KubernetesStorage
-from app.storage.labs import LabStore
 from app.storage.maintenance import MaintenanceStore
 from app.storage.prepull import PrepullStore
 from app.storage.rate_limits import RateLimits
 from app.storage.registries import RegistryDirectory
+from app.storage.workloads import WorkloadStore
 from app.workloads.context import WorkloadContext
 from app.workloads.image.lifecycle import ImageLifecycle
 from app.workloads.image.prepuller import Prepuller
@@ -41,6 +42,7 @@ from app.workloads.image.refresh import ImageRefresher
 from app.workloads.image.service import ImageService
 from app.workloads.kinds import KINDS, KindFactory
 from app.workloads.lab.service import LabService
+from app.workloads.lab.store import LabStore
 
 EXTENSION_KEY = "lab_spawner"
 """Where the app keeps its ``Machinery`` (``app.extensions``)."""
@@ -112,13 +114,15 @@ def build_machinery(app: Flask, config: Config, kinds: Sequence[KindFactory] = K
     image_store = ImageStore(redis_client, prefix)
     prepulls = PrepullStore(redis_client, prefix)
     registries = RegistryDirectory(config, kube)
-    labs = LabStore(redis_client, prefix)
+    store = WorkloadStore(redis_client, prefix)
+    workloads = WorkloadReads(store)
+    labs = LabStore(redis_client, prefix, workloads)
     events = EventStore(redis_client, prefix)
     context = WorkloadContext(
         config=config,
         labs=labs,
         kube=kube,
-        images=ImageService(config, image_store, prepulls, records=labs.workloads),
+        images=ImageService(config, image_store, prepulls, records=workloads),
         registries=registries,
         prepulls=prepulls,
         image_store=image_store,
@@ -129,7 +133,7 @@ def build_machinery(app: Flask, config: Config, kinds: Sequence[KindFactory] = K
     declared = [make(context) for make in kinds]
     maintenance = MaintenanceStore(redis_client, prefix)
     engine = Engine(
-        store=labs.workloads,
+        store=store,
         events=events,
         hub=hub,
         kinds=declared,
@@ -141,7 +145,7 @@ def build_machinery(app: Flask, config: Config, kinds: Sequence[KindFactory] = K
             AdmissionStore(
                 redis_client,
                 prefix,
-                pending_key=labs.workloads.pending_key,
+                pending_key=store.pending_key,
                 events_channel=events.channel,
             ),
             config.admission,
@@ -156,7 +160,7 @@ def build_machinery(app: Flask, config: Config, kinds: Sequence[KindFactory] = K
         audit=AuditLog(redis_client, prefix, length=config.admin.audit_length),
         maintenance=maintenance,
         watcher=WorkloadWatcher(
-            store=labs.workloads,
+            store=store,
             kube=kube,
             kinds=declared,
             config=config.watcher,
@@ -169,7 +173,7 @@ def build_machinery(app: Flask, config: Config, kinds: Sequence[KindFactory] = K
             image_store,
             registries,
             redis_client,
-            lifecycle=ImageLifecycle(config, labs.workloads, image_store, engine),
+            lifecycle=ImageLifecycle(config, engine.workloads, image_store, engine),
         ),
         prepuller=Prepuller(
             config,

@@ -8,15 +8,7 @@ from enum import StrEnum
 from app.models.config import LabSize
 from app.models.identity import UserInfo
 from app.models.images import ImageChoice, LabImage
-
-
-class LabStatus(StrEnum):
-    """The DMTN-222 lab states."""
-
-    STARTING = "starting"
-    RUNNING = "running"
-    TERMINATING = "terminating"
-    FAILED = "failed"
+from app.models.workload import WorkloadStatus
 
 
 class LabApi(StrEnum):
@@ -92,7 +84,7 @@ class LabSpec:
 @dataclass
 class LabRecord:
     """What Redis holds about a user's lab. It is stored as the status routes' body, written
-    and read with ``LabStatusSchema`` (``app.storage.labs``), so those routes serve it as
+    and read with ``LabStatusSchema`` (``app.workloads.lab.store``), so those routes serve it as
     stored.
 
     ``spec_annotation``-style data (options, env, identity, quotas) can be rebuilt from
@@ -100,7 +92,7 @@ class LabRecord:
     """
 
     username: str
-    status: LabStatus
+    status: WorkloadStatus
     pod: PodState
     options: dict[str, object]
     env: dict[str, str]

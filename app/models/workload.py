@@ -7,9 +7,12 @@ engine never looks inside a workload's record or spec; those belong to its kind.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import asdict, dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
+
+R = TypeVar("R")
 
 
 @dataclass(frozen=True, order=True)
@@ -31,6 +34,37 @@ class WorkloadRef:
         if not sep or not kind or not name:
             raise ValueError(f"not a workload key: {key!r}")
         return cls(kind, name)
+
+
+class WorkloadStatus(StrEnum):
+    """Where a workload stands, in every kind's record (its ``status``). The engine reads
+    two: a ``failed`` workload may be spawned again, and a delete sets ``terminating``."""
+
+    STARTING = "starting"
+    RUNNING = "running"
+    EXITED = "exited"
+    """Its process ended after it ran (a kernel; ``exit_code`` says how)."""
+    FAILED = "failed"
+    """It could not come up, or went without the service deleting it (``error`` says why)."""
+    TERMINATING = "terminating"
+
+
+def record_json(record: Any) -> str:
+    """A kind's record (a dataclass with a ``status``) as the engine stores it: compact,
+    keys sorted, so an equal record is the same text (idle writes compare texts)."""
+    return json.dumps(asdict(record), sort_keys=True, separators=(",", ":"))
+
+
+def parse_record(cls: type[R], raw: str) -> R:
+    """A stored record as ``cls`` (a dataclass with a ``status``)."""
+    data: dict[str, Any] = json.loads(raw)
+    data["status"] = WorkloadStatus(data["status"])
+    return cls(**data)
+
+
+def status_values(*statuses: WorkloadStatus) -> list[str]:
+    """The statuses a kind's records take, as its schema lists them."""
+    return [status.value for status in statuses]
 
 
 class Action(StrEnum):

@@ -17,6 +17,8 @@ from marshmallow import (
 
 from app.models.images import ImageChoice, ImageClass
 from app.models.lab import LabApi, SpawnChoices
+from app.models.workload import WorkloadStatus as S
+from app.models.workload import status_values
 
 _ENV_NAME = validate.Regexp(
     r"^[A-Za-z_][A-Za-z0-9_]*$", error="must be an environment variable name"
@@ -241,7 +243,7 @@ class LabStatusSchema(Schema):
     username = fields.String(required=True, metadata={"description": "The lab's user."})
     status = fields.String(
         required=True,
-        validate=validate.OneOf(["starting", "running", "terminating", "failed"]),
+        validate=validate.OneOf(status_values(S.STARTING, S.RUNNING, S.TERMINATING, S.FAILED)),
         metadata={"description": "Where the lab is in its life."},
     )
     pod = fields.String(

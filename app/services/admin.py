@@ -12,18 +12,18 @@ import redis
 from flask_sse import ServerSentEventsBlueprint
 
 from app.engine.leadership import ElectedWorker
+from app.engine.reads import WorkloadReads
 from app.models.admin import Maintenance
 from app.models.workload import Operation, WorkloadRef
 from app.storage.admission import AdmissionStore
-from app.storage.labs import LabStore
 from app.storage.leader import read_leaderships
 from app.storage.maintenance import MaintenanceStore
 from app.storage.reconcile_requests import ReconcileRequests
-from app.storage.workloads import WorkloadStore
+from app.workloads.lab.store import LabStore
 
 
 def operations_in_progress(
-    store: WorkloadStore, admission: AdmissionStore | None = None
+    workloads: WorkloadReads, admission: AdmissionStore | None = None
 ) -> list[dict[str, Any]]:
     """Every spawn or delete under way, oldest first, with the worker running it; then the
     creations waiting for a place (fair admission), in the order they will be admitted.
@@ -33,12 +33,12 @@ def operations_in_progress(
     waits in the admission queue, where no worker runs it yet.
     """
     result = []
-    for ref in store.pending():
-        operation = store.operation(ref)
+    for ref in workloads.pending():
+        operation = workloads.operation(ref)
         if operation is not None:
-            result.append(_operation_status(ref, operation, worker=store.lease_holder(ref)))
+            result.append(_operation_status(ref, operation, worker=workloads.lease_holder(ref)))
     for waiting in admission.queue() if admission is not None else []:
-        operation = store.operation(waiting.ref)
+        operation = workloads.operation(waiting.ref)
         if operation is not None and operation.id == waiting.operation_id:
             status = _operation_status(waiting.ref, operation, worker=None)
             result.append({**status, "position": waiting.position, "group": waiting.group})
@@ -59,7 +59,7 @@ def _operation_status(
     }
 
 
-def follow_feed(store: WorkloadStore, feed: ServerSentEventsBlueprint) -> Iterator[str]:
+def follow_feed(channel: str, feed: ServerSentEventsBlueprint) -> Iterator[str]:
     """The administrators' live feed as server-sent events (see ``storage.admin_feed``).
 
     A comment comes first, so the client has its headers at once rather than at the first
@@ -68,7 +68,7 @@ def follow_feed(store: WorkloadStore, feed: ServerSentEventsBlueprint) -> Iterat
     (``stream_with_context``).
     """
     yield ": live feed\n\n"
-    for message in feed.messages(channel=store.feed_channel):
+    for message in feed.messages(channel=channel):
         yield str(message)
 
 

@@ -45,23 +45,22 @@ class AdmissionRequest:
     places: int
     max_waiting: int
     prefix: str
+    channel: str
+    """The events channel (a waiting operation's positions are events)."""
     position_text: str
     """The event telling a waiting operation its position; ``{position}`` is replaced."""
 
-    def args(self, operation_id: str) -> list[str | int]:
-        """``queue_spawn.lua``'s admission arguments (ARGV[14] to ARGV[19])."""
-        return [
-            self.group,
-            operation_id,
-            self.places,
-            self.max_waiting,
-            self.prefix,
-            self.position_text,
-        ]
-
-
-NOT_ADMITTED: list[str | int] = ["", "", 0, 0, "", ""]
-"""``queue_spawn.lua``'s admission arguments for a spawn that is not admitted."""
+    def arguments(self, operation_id: str) -> dict[str, str | int]:
+        """``queue_spawn.lua``'s ``admission`` argument, by name."""
+        return {
+            "group": self.group,
+            "operation_id": operation_id,
+            "places": self.places,
+            "max_waiting": self.max_waiting,
+            "prefix": self.prefix,
+            "channel": self.channel,
+            "position": self.position_text,
+        }
 
 
 @dataclass(frozen=True)
@@ -129,6 +128,7 @@ class AdmissionStore:
             places=places,
             max_waiting=max_waiting,
             prefix=self._p,
+            channel=self._events_channel,
             position_text=position_text,
         )
 

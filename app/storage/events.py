@@ -69,6 +69,12 @@ class Announcement(NamedTuple):
     stream: str
     args: list[str | int]
 
+    def batch(self) -> dict[str, Any]:
+        """The events as ``add_events.lua``'s ``add_batch`` takes them, by name."""
+        channel, subject, request, *flat = self.args
+        events = [flat[i : i + 3] for i in range(0, len(flat), 3)]
+        return {"channel": channel, "subject": subject, "request": request, "events": events}
+
 
 class EventStore:
     """Append and replay the events of a subject (a workload's ``WorkloadRef.key``)."""

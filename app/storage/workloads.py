@@ -26,14 +26,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import cast
+from typing import Any, cast
 
 import redis
 
 from app.models.workload import Operation, WorkloadRef
 from app.storage import scripts
 from app.storage.admin_feed import admin_feed_channel
-from app.storage.admission import NOT_ADMITTED, AdmissionRequest
+from app.storage.admission import AdmissionRequest
 from app.storage.events import Announcement
 from app.storage.leader import Fence, LeadershipLost, RedisLease
 
@@ -312,10 +312,26 @@ class WorkloadStore:
         is full (``queue_full``); see ``app.storage.admission``.
         """
         ref = operation.ref
-        ttl = max(1, int(operation.deadline - operation.started) + 60)
-        # Where the events appended only with the lease start, counting from 1 as Lua does:
-        # after the 19 fixed arguments and the first events' own.
-        leased_events = 20 + len(events.args) if if_leased is not None else 0
+        arguments: dict[str, Any] = {
+            "record": record,
+            "operation": json.dumps(operation.to_json()),
+            "kind": ref.kind,
+            "name": ref.name,
+            "member": ref.key,
+            # A string: a number would lose digits on its way through Lua.
+            "queued_at": repr(operation.started),
+            "secret": secret or "",
+            "secret_ttl": max(1, int(operation.deadline - operation.started) + 60),
+            "feed": self.feed_channel,
+            "lease_owner": lease.owner if lease is not None else "",
+            "lease_ms": lease.ttl_ms if lease is not None else 0,
+            "expect": expect or "",
+            "events": events.batch(),
+        }
+        if if_leased is not None:
+            arguments["leased"] = if_leased.batch()
+        if admission is not None:
+            arguments["admission"] = admission.arguments(operation.id)
         reply = cast(
             list[int | str],
             self._queue_spawn(
@@ -331,24 +347,7 @@ class WorkloadStore:
                     self.failed_key(ref.kind),
                     *(admission.keys if admission is not None else ()),
                 ],
-                args=[
-                    record,
-                    json.dumps(operation.to_json()),
-                    ref.kind,
-                    ref.name,
-                    ref.key,
-                    operation.started,
-                    secret or "",
-                    ttl,
-                    self.feed_channel,
-                    lease.owner if lease is not None else "",
-                    lease.ttl_ms if lease is not None else 0,
-                    leased_events,
-                    expect or "",
-                    *(admission.args(operation.id) if admission is not None else NOT_ADMITTED),
-                    *events.args,
-                    *(if_leased.args if if_leased is not None else ()),
-                ],
+                args=[json.dumps(arguments)],
             ),
         )
         if int(reply[0]) == 1:

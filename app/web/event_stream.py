@@ -13,10 +13,12 @@ from typing import Any, TypeVar
 
 from flask import Response, request
 
-from app.errors import InvalidRequestError
+from app.errors import EVENT_STREAM_ERRORS, InvalidRequestError
+from app.extensions import limits_ext
 from app.storage.event_hub import Following
 from app.storage.events import EventType
-from app.web.api import ApiBlueprint, header_parameter
+from app.web.api import ApiBlueprint, header_parameter, raises
+from app.web.auth import current_caller
 from app.web.event_frames import DmtnFrames, Frames
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -75,7 +77,8 @@ def documented_stream(
     event_types: Iterable[str] = (),
 ) -> Callable[[F], F]:
     """The OpenAPI description of an event stream route: its frames, the ``Last-Event-ID``
-    header, and each event type. ``event_types`` names more than the engine's (``ping``)."""
+    header, each event type, and the errors opening a stream can answer. ``event_types``
+    names more than the engine's (``ping``)."""
     response = blueprint.response(
         200,
         {
@@ -108,7 +111,7 @@ def documented_stream(
     )
 
     def decorate(view: F) -> F:
-        return response(doc(view))
+        return response(doc(raises(*EVENT_STREAM_ERRORS)(view)))
 
     return decorate
 
@@ -139,16 +142,14 @@ def stream_response(
     return response
 
 
-def open_stream(
-    release: Callable[[], None],
-    follow: Callable[[], Following],
-    *,
-    noun: str,
-) -> Response:
-    """Follow with ``follow`` holding the slot ``release`` gives back: given back at once
-    if following fails (a 404, a bad id), else when the stream ends."""
+def workload_events(follow: Callable[[str], Following], *, noun: str) -> Response:
+    """A workload's event stream for the caller: ``follow`` opens it after the request's
+    ``Last-Event-ID``, holding one of the caller's stream slots, given back at once if
+    following fails (a 404, a bad id), else when the stream ends."""
+    after = last_event_id()
+    release = limits_ext.limits.stream(current_caller(), retry_after=STREAM_RETRY_SECONDS)
     try:
-        following = follow()
+        following = follow(after)
     except BaseException:
         release()
         raise

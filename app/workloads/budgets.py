@@ -43,7 +43,7 @@ def lab_user(lab: LabRecord) -> UserInfo:
 def budget_lock(engine: Engine, owner: str) -> Iterator[None]:
     """The owner's budget lock: a short lease in Redis, waited for briefly, held while a
     request is checked against the budget and carried out."""
-    lease = engine.store.lease(
+    lease = engine.workloads.lock(
         WorkloadRef(BUDGET_LOCK, owner), uuid.uuid4().hex, BUDGET_LOCK_SECONDS
     )
     deadline = time.monotonic() + BUDGET_LOCK_WAIT_SECONDS

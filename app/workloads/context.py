@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from app.models.config import Config
 from app.storage.images import ImageStore
 from app.storage.kubernetes import KubernetesStorage
-from app.storage.labs import LabStore
 from app.storage.prepull import PrepullStore
 from app.storage.registries import RegistryDirectory
 from app.workloads.image.service import ImageService
+from app.workloads.lab.store import LabStore
 
 
 @dataclass(frozen=True)

@@ -8,23 +8,18 @@ the same records, read once, so a check and the quota written after it agree.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Protocol
 
 from app.builders.resource_quota import Compute, pod_compute
 from app.models.config import Config
 from app.models.usage import Usage
-from app.workloads.cluster.models import ClusterRecord, ClusterStatus, parse_cluster
+from app.models.workload import WorkloadStatus
+from app.workloads.cluster.models import ClusterRecord, parse_cluster
 from app.workloads.cluster.quota import cluster_compute
 from app.workloads.kernel.models import KernelRecord, parse_kernel
 from app.workloads.refs import CLUSTER_KIND, KERNEL_KIND
 from app.workloads.sizes import pod_size
-
-
-class RecordsByKind(Protocol):
-    """Where records are read from: the engine for services, its store for a kind's steps."""
-
-    def records(self, kind: str) -> dict[str, str]: ...
 
 
 @dataclass(frozen=True)
@@ -40,7 +35,7 @@ class Holdings:
         hold nothing."""
         total = Usage()
         for cluster in self.clusters:
-            if cluster.status is not ClusterStatus.FAILED:
+            if cluster.status is not WorkloadStatus.FAILED:
                 total = total + Usage.from_json(cluster.usage)
         for kernel in self.kernels:
             if kernel.holds:
@@ -70,11 +65,12 @@ class Holdings:
         return replace(self, kernels=[k for k in self.kernels if k.kernel_id != kernel_id])
 
 
-def holdings_of(store: RecordsByKind, owner: str) -> Holdings:
-    """``owner``'s clusters and kernels, read from Redis (one read per kind)."""
+def holdings_of(records_of_kind: Callable[[str], dict[str, str]], owner: str) -> Holdings:
+    """``owner``'s clusters and kernels, read from Redis (one read per kind) with
+    ``records_of_kind``: the engine's for a service, a run's for a kind's steps."""
     prefix = f"{owner}/"
-    clusters = store.records(CLUSTER_KIND)
-    kernels = store.records(KERNEL_KIND)
+    clusters = records_of_kind(CLUSTER_KIND)
+    kernels = records_of_kind(KERNEL_KIND)
     return Holdings(
         owner=owner,
         clusters=sorted(

@@ -12,7 +12,8 @@ from app.builders.names import SPEC_ANNOTATION
 from app.builders.record import lab_record, spec_from_annotation
 from app.builders.service import service_address
 from app.config import Config
-from app.models.lab import LabStatus, PodState
+from app.models.lab import PodState
+from app.models.workload import WorkloadStatus
 from app.workloads.lab.records import lab_record as status_record
 from tests.builders.conftest import COPIED, PULL_DATA, TOKEN, WILE, make_config, make_spec
 
@@ -170,7 +171,7 @@ def test_status_record_holds_no_credentials_and_the_url_it_is_given() -> None:
     config = make_config()
     spec = make_spec(config, WILE, env={"JUPYTERHUB_API_TOKEN": "secret", "TZ": "UTC"})
     running = status_record(
-        spec, config, status=LabStatus.RUNNING, pod=PodState.PRESENT, url="http://10.0.0.1:1"
+        spec, config, status=WorkloadStatus.RUNNING, pod=PodState.PRESENT, url="http://10.0.0.1:1"
     )
     assert running.internal_url == "http://10.0.0.1:1"
     assert running.env == {"TZ": "UTC"}

@@ -23,9 +23,10 @@ from app.config import Config, parse_config
 from app.engine.reconcile import Reconciler
 from app.extensions.labs import machinery_of
 from app.models.images import LabImage
-from app.models.lab import LabStatus, PodState
-from app.storage.labs import LabStore
+from app.models.lab import PodState
+from app.models.workload import WorkloadStatus
 from app.workloads.lab.records import lab_record, reachable_at
+from app.workloads.lab.store import LabStore
 from app.workloads.lab.tracking import LAB_POD_SELECTOR
 from devstack.kube import KubernetesEmulator
 from devstack.kube.population import Population, lab_spec, populate
@@ -140,7 +141,7 @@ def test_reconcile_rebuilds_exactly_the_running_labs(
     reconciler = Reconciler(machinery.engine.store, machinery.context.kube, kinds)
     assert reconciler.run()
 
-    labs = LabStore(redis_client, population_config.redis.key_prefix)
+    labs = LabStore.reading(redis_client, population_config.redis.key_prefix)
     names = {population.username(index) for index in range(LABS)}
     assert set(machinery.engine.store.names("lab")) == names
     size = population_config.lab.sizes[0].name
@@ -148,7 +149,7 @@ def test_reconcile_rebuilds_exactly_the_running_labs(
         spec = lab_spec(population_config, population, index, size)
         url = reachable_at(machinery.context.kube, population_config, spec.username)
         expected = lab_record(
-            spec, population_config, status=LabStatus.RUNNING, pod=PodState.PRESENT, url=url
+            spec, population_config, status=WorkloadStatus.RUNNING, pod=PodState.PRESENT, url=url
         )
         assert labs.get(spec.username) == expected
 

@@ -106,7 +106,7 @@ def test_the_reconcile_deletes_kernels_whose_lab_pod_is_gone(
     assert settled(client, user, kernel_id)["status"] == "running"
     machinery = machinery_of(watched)
     ctx = machinery.context
-    reconciler = Reconciler(ctx.labs.workloads, ctx.kube, machinery.engine.kinds.values())
+    reconciler = Reconciler(machinery.engine.store, ctx.kube, machinery.engine.kinds.values())
     reconciler.run()
     assert kube.store.get("pods", namespace, f"kernel-{kernel_id}") is not None, "lab is there"
 

@@ -23,7 +23,8 @@ from app.builders.names import MANAGED_BY, MANAGED_BY_LABEL, USER_LABEL
 from app.engine.reconcile import Reconciler
 from app.engine.watcher import WorkloadWatcher
 from app.extensions.labs import machinery_of, stop_background
-from app.models.lab import LabRecord, LabStatus, PodState
+from app.models.lab import LabRecord, PodState
+from app.models.workload import WorkloadStatus
 from app.workloads.context import WorkloadContext
 from devstack.gafaelfawr import GafaelfawrEmulator, GroupSpec
 from devstack.kube import KubernetesEmulator
@@ -375,7 +376,7 @@ def test_leaked_namespace_is_deleted_only_when_seen_twice(
     # A lab whose pod went away keeps its namespace until someone deletes the lab.
     record = LabRecord(
         username=kept,
-        status=LabStatus.FAILED,
+        status=WorkloadStatus.FAILED,
         pod=PodState.MISSING,
         options={},
         env={},
@@ -388,7 +389,7 @@ def test_leaked_namespace_is_deleted_only_when_seen_twice(
     assert ctx.labs.put_if_idle(record, None)
 
     machinery = machinery_of(app)
-    reconciler = Reconciler(ctx.labs.workloads, ctx.kube, machinery.engine.kinds.values())
+    reconciler = Reconciler(machinery.engine.store, ctx.kube, machinery.engine.kinds.values())
     reconciler.run()
     assert f"nublado-{leaked}" in reconciler.suspects
     assert kube.store.get("namespaces", None, f"nublado-{leaked}") is not None

@@ -11,7 +11,7 @@ from flask.testing import FlaskClient
 
 from app.extensions.labs import machinery_of
 from app.storage.events import EventType
-from app.storage.labs import lab_ref
+from app.workloads.lab.store import lab_ref
 from tests.conftest import bearer
 from tests.labs.conftest import LabUser, read_events, spawn_body
 

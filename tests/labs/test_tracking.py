@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.models.lab import LabRecord, LabStatus, PodState
+from app.models.lab import LabRecord, PodState
+from app.models.workload import WorkloadStatus
 from app.workloads.lab.tracking import assess
 
 URL = "http://10.96.0.7:8888"
 
 
-def record(status: LabStatus, url: str | None = None) -> LabRecord:
+def record(status: WorkloadStatus, url: str | None = None) -> LabRecord:
     return LabRecord(
         username="wile",
         status=status,
@@ -49,11 +50,11 @@ def test_a_starting_lab_that_becomes_ready_gets_its_url() -> None:
         asked.append(username)
         return URL
 
-    assert assess(record(LabStatus.STARTING), pod(ready=False), reachable_at) is None
+    assert assess(record(WorkloadStatus.STARTING), pod(ready=False), reachable_at) is None
     assert asked == []
-    update = assess(record(LabStatus.STARTING), pod(ready=True), reachable_at)
+    update = assess(record(WorkloadStatus.STARTING), pod(ready=True), reachable_at)
     assert update is not None
-    assert (update.status, update.internal_url) == (LabStatus.RUNNING, URL)
+    assert (update.status, update.internal_url) == (WorkloadStatus.RUNNING, URL)
     assert asked == ["wile"]
 
 
@@ -63,8 +64,8 @@ def test_a_running_lab_without_a_url_gets_one_once_its_service_has_an_address() 
     def reachable_at(_username: str) -> str | None:
         return addresses.pop(0)
 
-    assert assess(record(LabStatus.RUNNING), pod(ready=True), reachable_at) is None
-    update = assess(record(LabStatus.RUNNING), pod(ready=True), reachable_at)
+    assert assess(record(WorkloadStatus.RUNNING), pod(ready=True), reachable_at) is None
+    update = assess(record(WorkloadStatus.RUNNING), pod(ready=True), reachable_at)
     assert update is not None and update.internal_url == URL
 
 
@@ -72,4 +73,4 @@ def test_a_running_lab_with_a_url_is_left_alone() -> None:
     def reachable_at(_username: str) -> str | None:
         raise AssertionError("a record with a URL needs no lookup")
 
-    assert assess(record(LabStatus.RUNNING, URL), pod(ready=True), reachable_at) is None
+    assert assess(record(WorkloadStatus.RUNNING, URL), pod(ready=True), reachable_at) is None

@@ -12,6 +12,10 @@
 -- add_event(stream, channel, subject, kind, data, ttl, request) appends and publishes one
 -- event given as values, for scripts whose events are not in ARGV (fair admission's
 -- positions, without a request).
+--
+-- add_batch(stream, batch) appends the events of a batch given as a table (a script's named
+-- JSON argument): batch.channel, batch.subject, batch.request ("": none) and batch.events,
+-- each {type, data, expire-seconds or 0}. Returns the last entry's id (false: none).
 local function add_event(stream, channel, subject, kind, data, ttl, request)
   local id
   if request and request ~= '' then
@@ -30,6 +34,16 @@ local function add_events(stream, first, last)
   local channel, subject, request, id = ARGV[first], ARGV[first + 1], ARGV[first + 2], false
   for i = first + 3, last or #ARGV, 3 do
     id = add_event(stream, channel, subject, ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), request)
+  end
+  return id
+end
+
+local function add_batch(stream, batch)
+  local id = false
+  for _, event in ipairs(batch.events) do
+    id = add_event(
+      stream, batch.channel, batch.subject, event[1], event[2], tonumber(event[3]), batch.request
+    )
   end
   return id
 end

@@ -23,6 +23,22 @@
 --   a.channel: the events channel; a.position: the event saying a position, '{position}'
 --     in it replaced by the number; a.started: the event saying the wait is over.
 
+-- The admission context ``a``: its five keys from KEYS[first] on (running, queue, waiting,
+-- groups, state, in that order) and ``texts`` (prefix, channel, position, started).
+local function admission_context(first, texts)
+  return {
+    running = KEYS[first],
+    queue = KEYS[first + 1],
+    waiting = KEYS[first + 2],
+    groups = KEYS[first + 3],
+    state = KEYS[first + 4],
+    prefix = texts.prefix,
+    channel = texts.channel,
+    position = texts.position,
+    started = texts.started,
+  }
+end
+
 -- The group, workload key and operation id of a member of the queue.
 local function admission_entry(member)
   return string.match(member, '^%d+\n([^\n]*)\n([^\n]*)\n(.*)$')
@@ -158,4 +174,19 @@ local function admission_announce(a)
       redis.call('HSET', a.waiting, wkey, position .. '\n' .. member)
     end
   end
+end
+
+-- A creation asks for a place: it takes one now if one of ``places`` is free and nobody
+-- waits ('admitted'), else it waits its turn ('waits'), unless ``max_waiting`` wait
+-- already: then the number waiting, and nothing is written.
+local function admission_ask(a, member, id, places, max_waiting)
+  local queued = redis.call('ZCARD', a.queue)
+  if queued == 0 and admission_in_progress(a, places) < places then
+    redis.call('HSET', a.running, member, id)
+    return 'admitted'
+  end
+  if queued >= max_waiting then
+    return queued
+  end
+  return 'waits'
 end

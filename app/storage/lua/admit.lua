@@ -11,17 +11,9 @@
 -- ARGV[8]: a workload whose waiting operation to withdraw if it is no longer current
 -- ("": none).
 -- Returns the workload keys admitted, in order.
-local a = {
-  running = KEYS[1],
-  queue = KEYS[2],
-  waiting = KEYS[3],
-  groups = KEYS[4],
-  state = KEYS[5],
-  prefix = ARGV[2],
-  channel = ARGV[3],
-  position = ARGV[4],
-  started = ARGV[5],
-}
+local a = admission_context(1, {
+  prefix = ARGV[2], channel = ARGV[3], position = ARGV[4], started = ARGV[5],
+})
 if ARGV[6] ~= '' and redis.call('HGET', a.running, ARGV[6]) == ARGV[7] then
   if not admission_current(a, ARGV[6], ARGV[7]) then
     redis.call('HDEL', a.running, ARGV[6])

@@ -14,10 +14,9 @@ from typing import Any
 
 from app.builders import names
 from app.concurrency import concurrently
-from app.engine.kind import Finished, Run, StepFailed, WorkloadKind
+from app.engine.kind import Finished, Run, StepFailed
 from app.engine.waiting import pause_after_failed_watch
 from app.models.sizes import PodSize
-from app.models.workload import Action
 from app.storage.events import EventType
 from app.storage.kubernetes import CustomKind, KubernetesError, WatchExpired, is_ours
 from app.workloads.app.builders import (
@@ -34,6 +33,7 @@ from app.workloads.app.models import AppPhase, AppRecord, AppState, app_json, pa
 from app.workloads.app.phases import app_state
 from app.workloads.app.tracking import AppTracking, selector_text
 from app.workloads.context import WorkloadContext
+from app.workloads.kind import ServiceKind
 from app.workloads.refs import APP_KIND
 from app.workloads.sizes import pod_size
 
@@ -44,23 +44,18 @@ of the Deployment alone, as a pod its quota refuses, shows no pod)."""
 PROGRESS = {AppPhase.STARTING: 40, AppPhase.UPDATING: 70, AppPhase.STOPPING: 70}
 
 
-class AppKind(WorkloadKind):
+class AppKind(ServiceKind):
     """A group's app, named by its id in the engine."""
 
     name = APP_KIND
     admitted = True
 
-    def __init__(self, ctx: WorkloadContext) -> None:
-        self._ctx = ctx
-        self.tracking = AppTracking(ctx.config, ctx.kube)
-
-    def timeout(self, action: Action) -> float:
-        lab = self._ctx.config.lab
-        return lab.spawn_timeout if action is Action.SPAWN else lab.delete_timeout
+    def track(self, ctx: WorkloadContext) -> AppTracking:
+        return AppTracking(ctx.config, ctx.kube)
 
     def spawn(self, run: Run) -> Finished:
         ctx, reporter = self._ctx, run.reporter
-        current = ctx.labs.workloads.record(run.operation.ref)
+        current = run.workloads.current()
         if current is None:
             raise StepFailed("the app's record is gone")
         record = parse_app(current)
@@ -72,7 +67,7 @@ class AppKind(WorkloadKind):
             raise StepFailed(f"the app's size {record.size} is no longer configured")
         namespace = names.apps_namespace(ctx.config.namespace_prefix, record.group)
         reporter.info(f"{_doing(record)} app {record.id} ({record.template})", progress=10)
-        self._group_namespace(record, namespace, size)
+        self._group_namespace(run, record, namespace, size)
         kube = ctx.kube
         concurrently(
             lambda: kube.apply("services", build_service(template, record, namespace)),
@@ -89,11 +84,11 @@ class AppKind(WorkloadKind):
         reporter.info("The app's objects are in place", progress=30)
         with run.waiting():
             state = self._follow(run, record, deployment)
-        latest = ctx.labs.workloads.record(run.operation.ref) or current
+        latest = run.workloads.current() or current
         done = parse_app(latest).with_state(state)
         return Finished(app_json(done), [(EventType.INFO, f"The app is {state.phase.value}")])
 
-    def _group_namespace(self, record: AppRecord, namespace: str, size: PodSize) -> None:
+    def _group_namespace(self, run: Run, record: AppRecord, namespace: str, size: PodSize) -> None:
         """The group's namespace, made on its first app, and its quota with room for one
         more pod of the group's largest app than the quota allows (a rolling update's)."""
         ctx = self._ctx
@@ -106,18 +101,12 @@ class AppKind(WorkloadKind):
             if existing is None or not is_ours(existing):
                 raise StepFailed(f"namespace {namespace} exists and is not the service's") from None
         largest = size
-        for other in self.group_apps(record.group):
+        for other in group_apps(run.workloads.records(APP_KIND), record.group):
             other_size = pod_size(ctx.config, other.size)
             if other_size is not None and other_size.cpu_limit > largest.cpu_limit:
                 largest = other_size
         quota = ctx.config.apps.quota_for(record.group)
         ctx.kube.apply("resourcequotas", build_group_quota(record.group, namespace, quota, largest))
-
-    def group_apps(self, group: str) -> list[AppRecord]:
-        """Every app of the group the service has a record of."""
-        records = self._ctx.labs.workloads.records(APP_KIND)
-        apps = [parse_app(text) for text in records.values()]
-        return [app for app in apps if app.group == group]
 
     def _follow(self, run: Run, record: AppRecord, deployment: dict[str, Any]) -> AppState:
         """Until the app is in the phase its record asks for; ``StepFailed`` on Error."""
@@ -156,7 +145,7 @@ class AppKind(WorkloadKind):
 
     def delete(self, run: Run) -> Finished:
         ctx = self._ctx
-        current = ctx.labs.workloads.record(run.operation.ref)
+        current = run.workloads.current()
         if current is None:
             return Finished(None)
         record = parse_app(current)
@@ -182,10 +171,16 @@ class AppKind(WorkloadKind):
 
     def failed_record(self, run: Run, message: str) -> str | None:
         """The app stays (it may run its previous pod, or be fixed by an update), in Error."""
-        current = self._ctx.labs.workloads.record(run.operation.ref)
+        current = run.workloads.current()
         if current is None:
             return None
         return app_json(parse_app(current).with_state(AppState(AppPhase.ERROR, message)))
+
+
+def group_apps(records: dict[str, str], group: str) -> list[AppRecord]:
+    """The apps of ``group`` among ``records`` (every app's, by id)."""
+    apps = [parse_app(text) for text in records.values()]
+    return [app for app in apps if app.group == group]
 
 
 def _doing(record: AppRecord) -> str:

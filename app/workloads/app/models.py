@@ -12,6 +12,8 @@ import json
 from dataclasses import asdict, dataclass, replace
 from enum import StrEnum
 
+from app.models.workload import WorkloadStatus
+
 
 class AppScope(StrEnum):
     """Who reaches the app's web pages (its API, through this service, is the group's)."""
@@ -65,7 +67,7 @@ class AppRecord:
     creator: str
     phase: AppPhase = AppPhase.STARTING
     message: str = ""
-    status: str = "running"
+    status: WorkloadStatus = WorkloadStatus.RUNNING
     """The engine's status: ``running`` while the app exists, whatever its phase (an app
     that cannot run stays, in Error, to be changed or deleted), ``terminating`` once its
     delete is queued."""
@@ -86,5 +88,9 @@ def parse_app(text: str) -> AppRecord:
     known = set(AppRecord.__dataclass_fields__)
     return AppRecord(
         **{name: value for name, value in fields.items() if name in known}
-        | {"scope": AppScope(fields["scope"]), "phase": AppPhase(fields["phase"])}
+        | {
+            "scope": AppScope(fields["scope"]),
+            "phase": AppPhase(fields["phase"]),
+            "status": WorkloadStatus(fields.get("status") or WorkloadStatus.RUNNING),
+        }
     )

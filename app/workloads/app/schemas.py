@@ -8,6 +8,8 @@ from typing import Any
 from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
 
 from app.models.identity import GROUP_NAME_PATTERN
+from app.models.workload import WorkloadStatus as S
+from app.models.workload import status_values
 from app.workloads.app.config import PRESET_VARIABLES
 from app.workloads.app.models import AppPhase, AppScope
 
@@ -147,7 +149,7 @@ class AppSchema(Schema):
     creator = fields.String(required=True)
     status = fields.String(
         required=True,
-        validate=validate.OneOf(["running", "terminating"]),
+        validate=validate.OneOf(status_values(S.RUNNING, S.TERMINATING)),
         metadata={"description": "`terminating` once its deletion began."},
     )
 

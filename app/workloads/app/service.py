@@ -28,6 +28,7 @@ from app.errors import (
 from app.models.config import AppQuota, AppTemplate
 from app.models.identity import UserInfo
 from app.models.sizes import PodSize
+from app.models.workload import WorkloadStatus
 from app.quantities import format_cpu, format_memory
 from app.storage.event_hub import Following
 from app.storage.events import EventType
@@ -99,7 +100,7 @@ APP_RECORDS = RecordCodec(
     noun="app",
     parse=parse_app,
     dump=app_json,
-    terminating=lambda record: replace(record, status="terminating"),
+    terminating=lambda record: replace(record, status=WorkloadStatus.TERMINATING),
 )
 
 
@@ -258,7 +259,7 @@ class AppService(WorkloadService[AppRecord]):
     ) -> AppRecord:
         """Record ``wanted`` over ``current`` and queue the operation that brings the app
         there: refused while the app is being deleted or another change is under way."""
-        if current.status == "terminating":
+        if current.status is WorkloadStatus.TERMINATING:
             raise ConflictError(f"app {current.id} is being deleted")
         phase = {"stop": AppPhase.STOPPING, "start": AppPhase.STARTING}.get(
             change, AppPhase.UPDATING

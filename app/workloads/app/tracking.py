@@ -15,6 +15,7 @@ from typing import Any
 from app.builders import names
 from app.engine.tracking import PodTracking
 from app.models.config import Config
+from app.models.workload import WorkloadStatus
 from app.storage.kubernetes import KubernetesStorage
 from app.workloads.app.builders import app_selector
 from app.workloads.app.models import AppPhase, AppRecord, AppState, app_json, parse_app
@@ -76,7 +77,7 @@ class AppTracking(PodTracking):
         """The app's phase from its Deployment: ``pod`` when it is that Deployment (the
         reconcile's), else (one of its pods changed or went) read afresh."""
         current = parse_app(record)
-        if current.status != "running":
+        if current.status is not WorkloadStatus.RUNNING:
             return None
         deployment = pod if pod is not None and is_deployment(pod) else self._deployment(current)
         if deployment is None:

@@ -14,8 +14,8 @@ from dataclasses import asdict, replace
 from typing import Any
 
 from app.engine.following import PodToFollow, follow_until_ready
-from app.engine.kind import Finished, Run, StepFailed, WorkloadKind
-from app.models.workload import Action
+from app.engine.kind import Finished, Run, StepFailed
+from app.models.workload import WorkloadStatus
 from app.storage.events import EventType
 from app.storage.kubernetes import KubernetesError, KubernetesStorage
 from app.workloads.cluster.adapters import (
@@ -25,11 +25,12 @@ from app.workloads.cluster.adapters import (
     ClusterShape,
     PodShape,
 )
-from app.workloads.cluster.models import ClusterStatus, cluster_json, parse_cluster
+from app.workloads.cluster.models import cluster_json, parse_cluster
 from app.workloads.cluster.records import custom_kind, reachable_at
 from app.workloads.cluster.tracking import ClusterTracking
 from app.workloads.context import WorkloadContext
 from app.workloads.holdings import holdings_of
+from app.workloads.kind import ServiceKind
 from app.workloads.quota import sync_lab_quota
 from app.workloads.refs import CLUSTER_KIND, cluster_ref
 
@@ -57,19 +58,14 @@ def selector_text(labels: dict[str, str]) -> str:
     return ",".join(f"{key}={value}" for key, value in sorted(labels.items()))
 
 
-class ClusterKind(WorkloadKind):
+class ClusterKind(ServiceKind):
     """A user's compute cluster, named ``owner/name`` in the engine."""
 
     name = CLUSTER_KIND
     admitted = True
 
-    def __init__(self, ctx: WorkloadContext) -> None:
-        self._ctx = ctx
-        self.tracking = ClusterTracking(ctx.config, ctx.kube)
-
-    def timeout(self, action: Action) -> float:
-        lab = self._ctx.config.lab
-        return lab.spawn_timeout if action is Action.SPAWN else lab.delete_timeout
+    def track(self, ctx: WorkloadContext) -> ClusterTracking:
+        return ClusterTracking(ctx.config, ctx.kube)
 
     def spawn(self, run: Run) -> Finished:
         assert run.operation.spec is not None
@@ -77,7 +73,7 @@ class ClusterKind(WorkloadKind):
         shape = shape_from_json(run.operation.spec["shape"])
         kube, reporter = self._ctx.kube, run.reporter
         # The lab namespace's quota first, so that Kubernetes admits the cluster's pods.
-        if not sync_lab_quota(self._ctx, holdings_of(self._ctx.labs.workloads, shape.owner)):
+        if not sync_lab_quota(self._ctx, holdings_of(run.workloads.records, shape.owner)):
             raise StepFailed(f"user {shape.owner} has no lab to run the cluster beside")
         reporter.info(f"Creating {adapter.kind} {shape.name}", progress=10)
         create_or_adopt(kube, adapter, shape)
@@ -86,7 +82,7 @@ class ClusterKind(WorkloadKind):
             head = _wait_for_head(kube, run, adapter, shape)
             pod = PodToFollow(shape.namespace, head["metadata"]["name"], noun="cluster head")
             follow_until_ready(kube, reporter, pod, head)
-        current = self._ctx.labs.workloads.record(run.operation.ref)
+        current = run.workloads.current()
         if current is None:
             raise StepFailed("the cluster's record is gone")
         scheduler, dashboard = reachable_at(
@@ -94,7 +90,7 @@ class ClusterKind(WorkloadKind):
         )
         record = replace(
             parse_cluster(current),
-            status=ClusterStatus.RUNNING,
+            status=WorkloadStatus.RUNNING,
             scheduler_address=scheduler,
             dashboard_url=dashboard,
             error=None,
@@ -103,7 +99,7 @@ class ClusterKind(WorkloadKind):
 
     def delete(self, run: Run) -> Finished:
         owner, _, name = run.operation.ref.name.partition("/")
-        current = self._ctx.labs.workloads.record(run.operation.ref)
+        current = run.workloads.current()
         if current is None:
             return Finished(None)
         record = parse_cluster(current)
@@ -116,16 +112,14 @@ class ClusterKind(WorkloadKind):
             while kube.list_pods(record.namespace, selector):
                 run.reporter.check()
                 time.sleep(HEAD_POLL_SECONDS)
-        sync_lab_quota(
-            self._ctx, holdings_of(self._ctx.labs.workloads, owner).without_cluster(name)
-        )
+        sync_lab_quota(self._ctx, holdings_of(run.workloads.records, owner).without_cluster(name))
         return Finished(None, [(EventType.INFO, f"Cluster {name} of {owner} deleted")])
 
     def failed_record(self, run: Run, message: str) -> str | None:
-        current = self._ctx.labs.workloads.record(run.operation.ref)
+        current = run.workloads.current()
         if current is None:
             return None
-        failed = replace(parse_cluster(current), status=ClusterStatus.FAILED, error=message)
+        failed = replace(parse_cluster(current), status=WorkloadStatus.FAILED, error=message)
         return cluster_json(failed)
 
 

@@ -2,17 +2,9 @@
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass, field
-from enum import StrEnum
-from typing import Any
+from dataclasses import dataclass, field
 
-
-class ClusterStatus(StrEnum):
-    STARTING = "starting"
-    RUNNING = "running"
-    FAILED = "failed"
-    TERMINATING = "terminating"
+from app.models.workload import WorkloadStatus, parse_record, record_json
 
 
 @dataclass(frozen=True)
@@ -24,7 +16,7 @@ class ClusterRecord:
     name: str
     namespace: str
     owner: str
-    status: ClusterStatus
+    status: WorkloadStatus
     workers: int
     max_workers: int
     worker_tier: str
@@ -38,12 +30,8 @@ class ClusterRecord:
 
 
 def cluster_json(record: ClusterRecord) -> str:
-    data = asdict(record)
-    data["status"] = record.status.value
-    return json.dumps(data, sort_keys=True, separators=(",", ":"))
+    return record_json(record)
 
 
 def parse_cluster(raw: str) -> ClusterRecord:
-    data: dict[str, Any] = json.loads(raw)
-    data["status"] = ClusterStatus(data["status"])
-    return ClusterRecord(**data)
+    return parse_record(ClusterRecord, raw)

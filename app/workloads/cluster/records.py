@@ -14,6 +14,7 @@ from typing import Any
 
 from app.models.config import ClustersConfig, HardwareTier
 from app.models.usage import Usage, cluster_usage
+from app.models.workload import WorkloadStatus
 from app.storage.kubernetes import CustomKind, KubernetesStorage
 from app.workloads.cluster.adapters import (
     OWNER_LABEL,
@@ -22,7 +23,7 @@ from app.workloads.cluster.adapters import (
     PodShape,
     resolve,
 )
-from app.workloads.cluster.models import ClusterRecord, ClusterStatus
+from app.workloads.cluster.models import ClusterRecord
 
 
 def custom_kind(adapter: ClusterAdapter) -> CustomKind:
@@ -92,7 +93,7 @@ def record_from_object(
         name=name,
         namespace=namespace,
         owner=str(owner),
-        status=ClusterStatus.RUNNING if running else ClusterStatus.STARTING,
+        status=WorkloadStatus.RUNNING if running else WorkloadStatus.STARTING,
         workers=workers,
         max_workers=adapter.max_workers(obj),
         worker_tier=str(tiers.get("worker")),

@@ -36,11 +36,12 @@ from app.errors import (
 from app.models.config import HardwareTier
 from app.models.identity import Caller, UserInfo
 from app.models.usage import Usage, cluster_usage
+from app.models.workload import WorkloadStatus
 from app.timestamps import iso_utc, parse_iso
 from app.workloads.budgets import budget_for, budget_lock, budget_refusal
 from app.workloads.cluster.adapters import ADAPTERS, OWNER_LABEL, ClusterAdapter, resolve
 from app.workloads.cluster.kind import cluster_ref, selector_text
-from app.workloads.cluster.models import ClusterRecord, ClusterStatus, cluster_json
+from app.workloads.cluster.models import ClusterRecord, cluster_json
 from app.workloads.cluster.records import custom_kind, pod_shape
 from app.workloads.cluster.service import ClusterService
 from app.workloads.context import WorkloadContext
@@ -102,7 +103,7 @@ class ScalerService:
             raise BadRequestError(
                 "worker_hw_tier_name must be a string", field="worker_hw_tier_name"
             )
-        if record.status is not ClusterStatus.RUNNING:
+        if record.status is not WorkloadStatus.RUNNING:
             raise NotScalableError(f"cluster {name} is {record.status.value}, not running")
         tier = self._tier(tier_name, kind, "worker_hw_tier_name") if tier_name else None
         maximum = adapter.max_workers(obj)
@@ -147,7 +148,7 @@ class ScalerService:
         tier = self._tier(tier_name, kind, "head_hw_tier_name")
         if not resolve(obj, f"{adapter.head_template_path}/spec/containers"):
             raise NotSupportedError(f"{adapter.kind} {name} has no head pod spec to change")
-        if record.status is not ClusterStatus.RUNNING:
+        if record.status is not WorkloadStatus.RUNNING:
             raise NotSupportedError(
                 f"cluster {name} is {record.status.value}; its head tier changes once it runs"
             )
@@ -212,7 +213,7 @@ class ScalerService:
             patched = self._ctx.kube.patch_custom(
                 custom_kind(adapter), record.namespace, name, patch
             )
-            if not self._engine.store.put_if_idle(
+            if not self._engine.workloads.put_if_idle(
                 ref=cluster_ref(record.owner, name),
                 record=cluster_json(replace(changed, usage=asdict(usage))),
                 expect=cluster_json(record),

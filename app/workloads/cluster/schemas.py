@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from marshmallow import RAISE, Schema, fields, validate
 
+from app.models.workload import WorkloadStatus as S
+from app.models.workload import status_values
+
 
 class ClusterRequestSchema(Schema):
     """``POST /spawner/v1/labs/<username>/clusters``: the cluster to create."""
@@ -57,7 +60,8 @@ class ClusterSchema(Schema):
     namespace = fields.String(required=True, metadata={"description": "The lab's namespace."})
     owner = fields.String(required=True)
     status = fields.String(
-        required=True, validate=validate.OneOf(["starting", "running", "terminating", "failed"])
+        required=True,
+        validate=validate.OneOf(status_values(S.STARTING, S.RUNNING, S.TERMINATING, S.FAILED)),
     )
     workers = fields.Integer(required=True)
     max_workers = fields.Integer(required=True)

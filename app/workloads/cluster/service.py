@@ -24,14 +24,14 @@ from app.errors import (
 from app.models.config import HardwareTier
 from app.models.identity import UserInfo
 from app.models.images import ImageChoice
-from app.models.lab import LabStatus
+from app.models.workload import WorkloadStatus
 from app.storage.event_hub import Following
 from app.storage.events import EventType
 from app.workloads.admission_groups import admission_group
 from app.workloads.budgets import budget_for, budget_lock, budget_refusal, lab_user
 from app.workloads.cluster.adapters import ADAPTERS, ClusterShape, PodShape
 from app.workloads.cluster.kind import cluster_ref, shape_to_json
-from app.workloads.cluster.models import ClusterRecord, ClusterStatus, cluster_json, parse_cluster
+from app.workloads.cluster.models import ClusterRecord, cluster_json, parse_cluster
 from app.workloads.cluster.records import pod_shape
 from app.workloads.context import WorkloadContext
 from app.workloads.holdings import Holdings, holdings_of
@@ -53,7 +53,7 @@ CLUSTER_RECORDS = RecordCodec(
     noun="cluster",
     parse=parse_cluster,
     dump=cluster_json,
-    terminating=lambda record: replace(record, status=ClusterStatus.TERMINATING, error=None),
+    terminating=lambda record: replace(record, status=WorkloadStatus.TERMINATING, error=None),
 )
 
 
@@ -91,7 +91,7 @@ class ClusterService(WorkloadService[ClusterRecord]):
                 field="kind",
             )
         lab = self._ctx.labs.get(username)
-        if lab is None or lab.status is not LabStatus.RUNNING:
+        if lab is None or lab.status is not WorkloadStatus.RUNNING:
             raise ConflictError(f"user {username} has no running lab to run a cluster beside")
         user = caller if caller.username == username else lab_user(lab)
         image = str(lab.options.get("image") or "")
@@ -132,7 +132,7 @@ class ClusterService(WorkloadService[ClusterRecord]):
             name=shape.name,
             namespace=shape.namespace,
             owner=user.username,
-            status=ClusterStatus.STARTING,
+            status=WorkloadStatus.STARTING,
             workers=shape.workers,
             max_workers=shape.max_workers,
             worker_tier=worker.name,
@@ -183,7 +183,7 @@ class ClusterService(WorkloadService[ClusterRecord]):
         """What the owner holds now, clusters and kernels; never partial while Redis is
         being rebuilt."""
         self.require_complete()
-        return holdings_of(self._engine, owner)
+        return holdings_of(self._engine.workloads.records, owner)
 
     # Delete --------------------------------------------------------------------------
 

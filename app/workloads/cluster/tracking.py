@@ -17,11 +17,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from app.builders.names import lab_namespace
 from app.engine.pods import judge
-from app.engine.tracking import PodTracking
-from app.models.config import Config
-from app.storage.kubernetes import KubernetesStorage
+from app.models.workload import WorkloadStatus
+from app.workloads.beside_lab import BesideLabTracking
 from app.workloads.cluster.adapters import (
     ADAPTERS,
     CLUSTER_LABEL,
@@ -29,7 +27,7 @@ from app.workloads.cluster.adapters import (
     OWNER_LABEL,
     ROLE_LABEL,
 )
-from app.workloads.cluster.models import ClusterRecord, ClusterStatus, cluster_json, parse_cluster
+from app.workloads.cluster.models import ClusterRecord, cluster_json, parse_cluster
 from app.workloads.cluster.records import custom_kind, reachable_at, record_from_object
 
 HEAD_SELECTOR = f"{ROLE_LABEL}=head,{CLUSTER_LABEL},{OWNER_LABEL}"
@@ -38,27 +36,16 @@ HEAD_SELECTOR = f"{ROLE_LABEL}=head,{CLUSTER_LABEL},{OWNER_LABEL}"
 GONE_ERROR = "the cluster's object is gone (deleted outside the service, or with the lab)"
 
 
-class ClusterTracking(PodTracking):
+class ClusterTracking(BesideLabTracking):
+    """A cluster is followed through its head pod (``owner/cluster``)."""
+
     selector = HEAD_SELECTOR
-
-    def __init__(self, config: Config, kube: KubernetesStorage) -> None:
-        self._config = config
-        self._kube = kube
-
-    def owner(self, obj: dict[str, Any]) -> str | None:
-        """``owner/cluster`` of a head pod in its owner's lab namespace."""
-        meta = obj.get("metadata") or {}
-        labels = meta.get("labels") or {}
-        owner, cluster = labels.get(OWNER_LABEL), labels.get(CLUSTER_LABEL)
-        if not owner or not cluster:
-            return None
-        if meta.get("namespace") != lab_namespace(self._config.namespace_prefix, str(owner)):
-            return None
-        return f"{owner}/{cluster}"
+    owner_label = OWNER_LABEL
+    name_label = CLUSTER_LABEL
 
     def assess(self, record: str, pod: dict[str, Any] | None) -> str | None:
         current = parse_cluster(record)
-        if current.status in (ClusterStatus.FAILED, ClusterStatus.TERMINATING):
+        if current.status in (WorkloadStatus.FAILED, WorkloadStatus.TERMINATING):
             return None
         if pod is None:
             adapter = ADAPTERS.get(current.kind)
@@ -66,17 +53,17 @@ class ClusterTracking(PodTracking):
                 custom_kind(adapter), current.namespace, current.name
             ):
                 return None  # its operator makes the head again
-            return cluster_json(replace(current, status=ClusterStatus.FAILED, error=GONE_ERROR))
+            return cluster_json(replace(current, status=WorkloadStatus.FAILED, error=GONE_ERROR))
         verdict = judge(pod, "cluster head")
         if verdict.failure is not None and not verdict.ready:
             # A head that keeps crashing (or whose image is gone) serves nothing, however
             # often its operator or the kubelet starts it again: the cluster has failed.
             return cluster_json(
-                replace(current, status=ClusterStatus.FAILED, error=verdict.failure)
+                replace(current, status=WorkloadStatus.FAILED, error=verdict.failure)
             )
-        if current.status is ClusterStatus.RUNNING:
+        if current.status is WorkloadStatus.RUNNING:
             return self._in_step(current)
-        if current.status is ClusterStatus.STARTING and verdict.ready:
+        if current.status is WorkloadStatus.STARTING and verdict.ready:
             scheduler, dashboard = reachable_at(
                 self._kube,
                 self._config.clusters,
@@ -86,7 +73,7 @@ class ClusterTracking(PodTracking):
             )
             running = replace(
                 current,
-                status=ClusterStatus.RUNNING,
+                status=WorkloadStatus.RUNNING,
                 scheduler_address=scheduler,
                 dashboard_url=dashboard,
             )

@@ -30,7 +30,7 @@ from app.builders.validation import (
     validation_pod_name,
 )
 from app.concurrency import concurrently
-from app.engine.kind import Finished, Run, StepFailed, WorkloadKind
+from app.engine.kind import Finished, Run, StepFailed
 from app.engine.pods import judge
 from app.engine.waiting import pause_after_failed_watch
 from app.models.config import ImageValidation, PrepullConfig
@@ -50,6 +50,7 @@ from app.workloads.image.models import (
 )
 from app.workloads.image.placement import read_node
 from app.workloads.image.tracking import ValidationTracking
+from app.workloads.kind import ServiceKind
 from app.workloads.refs import IMAGE_KIND
 from app.workloads.sizes import pod_size
 
@@ -65,14 +66,13 @@ def now() -> str:
     return iso_utc(time.time()) or ""
 
 
-class ImageKind(WorkloadKind):
+class ImageKind(ServiceKind):
     """A digest on its way into service, named by the digest in the engine."""
 
     name = IMAGE_KIND
 
-    def __init__(self, ctx: WorkloadContext) -> None:
-        self._ctx = ctx
-        self.tracking = ValidationTracking()
+    def track(self, ctx: WorkloadContext) -> ValidationTracking:
+        return ValidationTracking()
 
     def timeout(self, action: Action) -> float:
         if action is not Action.SPAWN:
@@ -85,7 +85,7 @@ class ImageKind(WorkloadKind):
     # Validate ----------------------------------------------------------------------------
 
     def spawn(self, run: Run) -> Finished:
-        current = self._ctx.labs.workloads.record(run.operation.ref)
+        current = run.workloads.current()
         if current is None:
             raise StepFailed("the image's record is gone")
         record = parse_image(current)
@@ -111,9 +111,7 @@ class ImageKind(WorkloadKind):
             pulling = record.moved(
                 ImageState.PULLING, at=now(), by=by, why=f"validation pods on {', '.join(nodes)}"
             )
-            self._ctx.labs.workloads.put_if_current(
-                operation=run.operation, record=image_json(pulling)
-            )
+            run.workloads.keep(image_json(pulling))
             logger.info("image %s is pulling on %s", record.digest, ", ".join(nodes))
         run.reporter.info(f"Validating {record.digest} on {', '.join(nodes)}", progress=10)
         started = time.monotonic()
@@ -137,7 +135,7 @@ class ImageKind(WorkloadKind):
                 result = self._follow(run, pulling, validation, nodes, started)
         finally:
             self._remove(record.digest, len(nodes))
-        latest = parse_image(self._ctx.labs.workloads.record(run.operation.ref) or current)
+        latest = parse_image(run.workloads.current() or current)
         # The record as this validation last wrote it (validating, if the command ran).
         base = latest if latest.state in (ImageState.PULLING, ImageState.VALIDATING) else pulling
         state = ImageState.VALIDATED if result.passed else ImageState.REJECTED
@@ -152,8 +150,8 @@ class ImageKind(WorkloadKind):
         """Record the outcome, then offer the source's images as it decides: users get a
         validated image as soon as it passed, not at the next refresh."""
         ctx = self._ctx
-        if ctx.labs.workloads.put_if_current(operation=run.operation, record=record):
-            ImageLifecycle(ctx.config, ctx.labs.workloads, ctx.image_store, None).publish(source)
+        if run.workloads.keep(record):
+            ImageLifecycle(ctx.config, run.workloads, ctx.image_store, None).publish(source)
 
     def _block(self, source: str) -> PrepullConfig | None:
         return next((b for b in self._ctx.config.prepull if b.name == source), None)
@@ -230,9 +228,7 @@ class ImageKind(WorkloadKind):
                     by=f"validation {run.operation.id}",
                     why=f"running {' '.join(validation.command)}",
                 )
-                self._ctx.labs.workloads.put_if_current(
-                    operation=run.operation, record=image_json(moved)
-                )
+                run.workloads.keep(image_json(moved))
                 logger.info("image %s is validating", pulling.digest)
                 run.reporter.info("The validation runs", progress=50)
             ended = [_exit_code(pods[name]) for name in sorted(names)]
@@ -284,7 +280,7 @@ class ImageKind(WorkloadKind):
 
     def delete(self, run: Run) -> Finished:
         """Forget the digest (its pods, if a validation left any, go with it)."""
-        current = self._ctx.labs.workloads.record(run.operation.ref)
+        current = run.workloads.current()
         if current is not None:
             record = parse_image(current)
             block = self._block(record.source)
@@ -295,7 +291,7 @@ class ImageKind(WorkloadKind):
     def failed_record(self, run: Run, message: str) -> str | None:
         """A validation that could not run (no nodes, its deadline) leaves the digest
         discovered, to be tried again; it says why."""
-        current = self._ctx.labs.workloads.record(run.operation.ref)
+        current = run.workloads.current()
         if current is None:
             return None
         record = parse_image(current)

@@ -19,13 +19,14 @@ import time
 from dataclasses import replace
 
 from app.engine.engine import Engine
+from app.engine.kind import WorkloadRecords
 from app.errors import ConflictError, NotFoundError
 from app.models.config import Config, PrepullConfig
 from app.models.image_tags import TagKind, parse_tag
 from app.models.images import ImageSet, KnownImage
+from app.models.workload import WorkloadStatus
 from app.storage.events import EventType
 from app.storage.images import ImageStore
-from app.storage.workloads import WorkloadStore
 from app.timestamps import iso_utc
 from app.workloads.image.models import (
     UNDER_TEST,
@@ -52,16 +53,22 @@ class ImageLifecycle:
     """Records digests, queues their validations, and offers validated images only."""
 
     def __init__(
-        self, config: Config, store: WorkloadStore, images: ImageStore, engine: Engine | None
+        self,
+        config: Config,
+        records: WorkloadRecords,
+        images: ImageStore,
+        engine: Engine | None,
     ) -> None:
+        """``records``: the engine (``engine`` too, to queue validations), or a validation's
+        run, which only publishes what it decided."""
         self._config = config
-        self._store = store
+        self._records = records
         self._images = images
         self._engine = engine
 
     def records(self) -> dict[str, ImageRecord]:
         """Every digest's record, by digest."""
-        raw = self._store.records(IMAGE_KIND)
+        raw = self._records.records(IMAGE_KIND)
         return {digest: parse_image(text) for digest, text in raw.items()}
 
     def admit(self, block: PrepullConfig, listed: ImageSet) -> ImageSet:
@@ -92,7 +99,7 @@ class ImageLifecycle:
         for record in records.values():
             if record.source != block.name or record.digest in digests:
                 continue
-            if record.state in UNDER_TEST or record.status != "running":
+            if record.state in UNDER_TEST or record.status is not WorkloadStatus.RUNNING:
                 continue
             why = f"no longer listed by {block.name}"
 
@@ -100,7 +107,7 @@ class ImageLifecycle:
                 moved = parse_image(raw).moved(
                     ImageState.DELETING, at=_now(), by=REFRESHER, why=why
                 )
-                return image_json(replace(moved, status="terminating"))
+                return image_json(replace(moved, status=WorkloadStatus.TERMINATING))
 
             self._engine.queue_delete(
                 image_ref(record.digest),
@@ -153,7 +160,7 @@ class ImageLifecycle:
                     continue
                 why = f"{block.retention} newer validated {kind.value} builds are in service"
                 retired = record.moved(ImageState.RETIRED, at=_now(), by="retention", why=why)
-                if self._store.put_if_idle(
+                if self._records.put_if_idle(
                     ref=image_ref(record.digest),
                     record=image_json(retired),
                     expect=image_json(record),
@@ -163,7 +170,7 @@ class ImageLifecycle:
     # An administrator's hand --------------------------------------------------------------
 
     def record(self, digest: str) -> ImageRecord:
-        raw = self._store.record(image_ref(digest))
+        raw = self._records.record(image_ref(digest))
         if raw is None:
             raise NotFoundError(f"no image {digest}")
         return parse_image(raw)
@@ -194,7 +201,7 @@ class ImageLifecycle:
         """Validate or reject the digest by hand (recorded with who and why)."""
         current = self.record(digest)
         wanted = current.moved(state, at=_now(), by=by, why=why)
-        if not self._store.put_if_idle(
+        if not self._records.put_if_idle(
             ref=image_ref(digest), record=image_json(wanted), expect=image_json(current)
         ):
             raise ConflictError(f"image {digest} is being validated; ask again once it is done")
@@ -219,7 +226,7 @@ class ImageLifecycle:
             trusted = record.moved(
                 ImageState.VALIDATED, at=at, by=REFRESHER, why=f"source {block.name} is trusted"
             )
-            if self._store.put_if_idle(
+            if self._records.put_if_idle(
                 ref=image_ref(image.digest), record=image_json(trusted), expect=None
             ):
                 logger.info("image %s (%s) is validated: trusted", image.digest, image.reference)
@@ -252,7 +259,7 @@ class ImageLifecycle:
     def _also_known_as(self, record: ImageRecord, reference: str) -> None:
         """Another tag names the digest (an alias moved to it): remember that tag too."""
         wanted = replace(record, references=[*record.references, reference])
-        self._store.put_if_idle(
+        self._records.put_if_idle(
             ref=image_ref(record.digest), record=image_json(wanted), expect=image_json(record)
         )
 

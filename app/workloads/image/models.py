@@ -21,6 +21,8 @@ from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
+from app.models.workload import WorkloadStatus
+
 
 class ImageState(StrEnum):
     DISCOVERED = "discovered"
@@ -72,7 +74,7 @@ class ImageRecord:
     state: ImageState
     history: list[Transition]
     validation: ValidationResult | None = None
-    status: str = "running"
+    status: WorkloadStatus = WorkloadStatus.RUNNING
     """The engine's status (``terminating`` while its record is deleted)."""
 
     def moved(self, state: ImageState, *, at: str, by: str, why: str) -> ImageRecord:
@@ -104,5 +106,5 @@ def parse_image(text: str) -> ImageRecord:
             for t in data.get("history") or []
         ],
         validation=ValidationResult(**validation) if validation else None,
-        status=data.get("status", "running"),
+        status=WorkloadStatus(data.get("status") or WorkloadStatus.RUNNING),
     )

@@ -38,12 +38,11 @@ from typing import Any, TypeVar
 
 import redis
 
-from app.engine.leadership import ElectedWorker, Tenure
+from app.engine.leadership import ElectedLoop, Tenure
 from app.models.config import Config
 from app.models.images import KnownImage
 from app.storage.admin_feed import AdminFeed
 from app.storage.kubernetes import KubernetesError, KubernetesStorage
-from app.storage.leader import LeadershipLease, worker_identity
 from app.storage.prepull import PrepullStore, PullFailure, failure_key
 from app.timestamps import iso_utc, parse_iso
 from app.workloads.image.builders import (
@@ -79,7 +78,7 @@ class PassReport:
     in_flight: int = 0
 
 
-class Prepuller:
+class Prepuller(ElectedLoop):
     """This process's candidate for the prepuller role; ``start`` once, ``stop`` at exit."""
 
     def __init__(
@@ -100,30 +99,17 @@ class Prepuller:
         self._kube = kube
         self._store = store
         self._namespace = config.kubernetes.service_namespace
-        lease = LeadershipLease(
+        super().__init__(
             client,
-            key=f"{config.redis.key_prefix}leader:{LEASE_NAME}",
+            key_prefix=config.redis.key_prefix,
             loop=LEASE_NAME,
-            owner=owner or worker_identity(),
             ttl_seconds=self._settings.lease_seconds,
+            owner=owner,
         )
-        self._election = ElectedWorker(lease, self._lead, name=LEASE_NAME)
-
-    @property
-    def election(self) -> ElectedWorker:
-        """This process's candidacy for the loop (``GET /spawner/v1/leaders`` lists them)."""
-        return self._election
-
-    @property
-    def is_leader(self) -> bool:
-        return self._election.is_leader
 
     def start(self) -> None:
         if self._settings.enabled:
-            self._election.start()
-
-    def stop(self) -> None:
-        self._election.stop()
+            super().start()
 
     def _lead(self, tenure: Tenure) -> None:
         while not tenure.ended:

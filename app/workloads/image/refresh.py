@@ -19,12 +19,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import redis
 
-from app.engine.leadership import ElectedWorker, Tenure
+from app.engine.leadership import ElectedLoop, Tenure
 from app.errors import ServiceError
 from app.models.config import Config, PrepullConfig, SourceType
 from app.models.images import ImageSet
 from app.storage.images import ImageStore
-from app.storage.leader import LeadershipLease, worker_identity
 from app.storage.registries import RegistryDirectory, split_reference
 from app.storage.registry import RegistryNotFound, is_valid_tag
 from app.workloads.image.catalog import build_image_set, build_simple_set, digest_candidates
@@ -38,7 +37,7 @@ DIGEST_LOOKUPS_AT_ONCE = 4
 pass, gentle enough for registries that rate-limit (Docker Hub does)."""
 
 
-class ImageRefresher:
+class ImageRefresher(ElectedLoop):
     """This process's candidate for the refresher role; ``start`` once, ``stop`` at exit."""
 
     def __init__(
@@ -55,29 +54,13 @@ class ImageRefresher:
         self._store = store
         self._lifecycle = lifecycle
         self._registries = registries
-        lease = LeadershipLease(
+        super().__init__(
             client,
-            key=f"{config.redis.key_prefix}leader:{LEASE_NAME}",
+            key_prefix=config.redis.key_prefix,
             loop=LEASE_NAME,
-            owner=owner or worker_identity(),
             ttl_seconds=config.images.lease_seconds,
+            owner=owner,
         )
-        self._election = ElectedWorker(lease, self._lead, name=LEASE_NAME)
-
-    @property
-    def election(self) -> ElectedWorker:
-        """This process's candidacy for the loop (``GET /spawner/v1/leaders`` lists them)."""
-        return self._election
-
-    @property
-    def is_leader(self) -> bool:
-        return self._election.is_leader
-
-    def start(self) -> None:
-        self._election.start()
-
-    def stop(self) -> None:
-        self._election.stop()
 
     def _lead(self, tenure: Tenure) -> None:
         while not tenure.ended:

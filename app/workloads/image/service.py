@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NoReturn
 
+from app.engine.reads import WorkloadReads
 from app.errors import DependencyUnavailableError, InvalidRequestError
 from app.models.config import Config, PrepullConfig, SourceType
 from app.models.identity import UserInfo
@@ -21,7 +22,6 @@ from app.models.image_tags import TagKind, parse_tag
 from app.models.images import ImageChoice, ImageClass, ImageSet, KnownImage, LabImage
 from app.storage.images import ImageStore
 from app.storage.prepull import PrepullStore
-from app.storage.workloads import WorkloadStore
 from app.timestamps import iso_utc
 from app.workloads.entitlements import in_any_group
 from app.workloads.image.catalog import build_simple_set
@@ -56,7 +56,7 @@ class ImageService:
         prepulls: PrepullStore | None = None,
         *,
         clock: Callable[[], float] = time.time,
-        records: WorkloadStore | None = None,
+        records: WorkloadReads | None = None,
     ) -> None:
         self._config = config
         self._store = store

@@ -18,11 +18,11 @@ from typing import Any
 from app.builders import names
 from app.concurrency import concurrently
 from app.engine.following import PodToFollow, follow_until_ready
-from app.engine.kind import Finished, Run, StepFailed, WorkloadKind
+from app.engine.kind import Finished, Run, StepFailed
 from app.engine.reporter import HandedOver
 from app.engine.waiting import wait_pod_gone
 from app.models.identity import user_from_json, user_to_json
-from app.models.workload import Action
+from app.models.workload import WorkloadStatus
 from app.storage.events import EventType
 from app.storage.kubernetes import KubernetesError
 from app.workloads.context import WorkloadContext
@@ -32,9 +32,10 @@ from app.workloads.kernel.builders import (
     build_kernel_secret,
     build_kernels_network_policy,
 )
-from app.workloads.kernel.models import KernelSpec, KernelStatus, kernel_json, parse_kernel
+from app.workloads.kernel.models import KernelSpec, kernel_json, parse_kernel
 from app.workloads.kernel.records import LAB_POD_ANNOTATION, RECORD_ANNOTATION
 from app.workloads.kernel.tracking import KernelTracking
+from app.workloads.kind import ServiceKind
 from app.workloads.quota import sync_lab_quota
 from app.workloads.refs import KERNEL_KIND
 from app.workloads.sizes import pod_size
@@ -56,19 +57,14 @@ def spec_to_json(spec: KernelSpec) -> dict[str, Any]:
     }
 
 
-class KernelKind(WorkloadKind):
+class KernelKind(ServiceKind):
     """A user's remote kernel, named ``owner/kernel_id`` in the engine."""
 
     name = KERNEL_KIND
     admitted = True
 
-    def __init__(self, ctx: WorkloadContext) -> None:
-        self._ctx = ctx
-        self.tracking = KernelTracking(ctx.config, ctx.kube)
-
-    def timeout(self, action: Action) -> float:
-        lab = self._ctx.config.lab
-        return lab.spawn_timeout if action is Action.SPAWN else lab.delete_timeout
+    def track(self, ctx: WorkloadContext) -> KernelTracking:
+        return KernelTracking(ctx.config, ctx.kube)
 
     def spawn(self, run: Run) -> Finished:
         assert run.operation.spec is not None
@@ -81,7 +77,7 @@ class KernelKind(WorkloadKind):
         # The quota first, so that Kubernetes admits the pod; the lab pod, whose run the
         # kernel belongs to, beside it.
         synced, lab_pod = concurrently(
-            lambda: sync_lab_quota(ctx, holdings_of(ctx.labs.workloads, spec.username)),
+            lambda: sync_lab_quota(ctx, holdings_of(run.workloads.records, spec.username)),
             lambda: ctx.kube.read_pod(
                 namespace, names.object_name(spec.username, names.LAB_SUFFIX)
             ),
@@ -89,7 +85,7 @@ class KernelKind(WorkloadKind):
         if not synced or lab_pod is None:
             raise StepFailed(f"user {spec.username} has no lab to run the kernel beside")
         reporter.info(f"Starting kernel {spec.kernel_id} ({spec.size.name})", progress=10)
-        record = ctx.labs.workloads.record(run.operation.ref)
+        record = run.workloads.current()
         if record is None:
             raise StepFailed("the kernel's record is gone")
         policy = build_kernels_network_policy(spec.username, ctx.config, namespace)
@@ -122,8 +118,8 @@ class KernelKind(WorkloadKind):
             raise
         running = ctx.kube.read_pod(namespace, pod_name) or {}
         ip = (running.get("status") or {}).get("podIP")
-        current = ctx.labs.workloads.record(run.operation.ref) or record
-        done = replace(parse_kernel(current), status=KernelStatus.RUNNING, ip=ip, error=None)
+        current = run.workloads.current() or record
+        done = replace(parse_kernel(current), status=WorkloadStatus.RUNNING, ip=ip, error=None)
         return Finished(kernel_json(done), [(EventType.INFO, "The kernel is running")])
 
     def _spec(self, data: dict[str, Any]) -> KernelSpec:
@@ -162,7 +158,7 @@ class KernelKind(WorkloadKind):
     def delete(self, run: Run) -> Finished:
         owner, _, kernel_id = run.operation.ref.name.partition("/")
         ctx = self._ctx
-        current = ctx.labs.workloads.record(run.operation.ref)
+        current = run.workloads.current()
         if current is None:
             return Finished(None)
         record = parse_kernel(current)
@@ -172,7 +168,7 @@ class KernelKind(WorkloadKind):
         run.reporter.info(f"Stopping kernel {kernel_id}")
         with run.waiting():
             wait_pod_gone(ctx.kube, run.reporter, record.namespace, name)
-        sync_lab_quota(ctx, holdings_of(ctx.labs.workloads, owner).without_kernel(kernel_id))
+        sync_lab_quota(ctx, holdings_of(run.workloads.records, owner).without_kernel(kernel_id))
         return Finished(None, [(EventType.INFO, f"Kernel {kernel_id} of {owner} deleted")])
 
     def _remove(self, namespace: str, name: str, *, grace_seconds: int) -> None:
@@ -184,8 +180,8 @@ class KernelKind(WorkloadKind):
         )
 
     def failed_record(self, run: Run, message: str) -> str | None:
-        current = self._ctx.labs.workloads.record(run.operation.ref)
+        current = run.workloads.current()
         if current is None:
             return None
-        failed = replace(parse_kernel(current), status=KernelStatus.FAILED, error=message)
+        failed = replace(parse_kernel(current), status=WorkloadStatus.FAILED, error=message)
         return kernel_json(failed)

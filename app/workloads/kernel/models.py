@@ -6,28 +6,16 @@ server that asked for the kernel, and nowhere else.
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass, field
-from enum import StrEnum
-from typing import Any
+from dataclasses import dataclass, field
 
 from app.models.identity import UserInfo
 from app.models.sizes import PodSize
 from app.models.usage import Usage, kernel_usage
+from app.models.workload import WorkloadStatus, parse_record, record_json
 
 KERNEL_PORTS = {"shell": 50001, "iopub": 50002, "stdin": 50003, "control": 50004, "hb": 50005}
 """The kernel's ports on its pod's own address: fixed, since each kernel has a pod (and so an
 address) of its own; the kernel pod's start-up uses the same defaults."""
-
-
-class KernelStatus(StrEnum):
-    STARTING = "starting"
-    RUNNING = "running"
-    EXITED = "exited"
-    """The kernel process ended after it ran (``exit_code`` says how)."""
-    FAILED = "failed"
-    """It could not come up, or its pod went without the service deleting it (``error``)."""
-    TERMINATING = "terminating"
 
 
 @dataclass(frozen=True)
@@ -37,7 +25,7 @@ class KernelRecord:
     kernel_id: str
     owner: str
     namespace: str
-    status: KernelStatus
+    status: WorkloadStatus
     size: str
     image: str
     created: str
@@ -52,21 +40,17 @@ class KernelRecord:
     def holds(self) -> bool:
         """Whether its pod holds (or is about to hold) resources: one starting or running
         does, and one being deleted until it is gone, unless it had ended or failed before."""
-        if self.status is KernelStatus.TERMINATING:
+        if self.status is WorkloadStatus.TERMINATING:
             return self.exit_code is None and self.error is None
-        return self.status in (KernelStatus.STARTING, KernelStatus.RUNNING)
+        return self.status in (WorkloadStatus.STARTING, WorkloadStatus.RUNNING)
 
 
 def kernel_json(record: KernelRecord) -> str:
-    data = asdict(record)
-    data["status"] = record.status.value
-    return json.dumps(data, sort_keys=True, separators=(",", ":"))
+    return record_json(record)
 
 
 def parse_kernel(raw: str) -> KernelRecord:
-    data: dict[str, Any] = json.loads(raw)
-    data["status"] = KernelStatus(data["status"])
-    return KernelRecord(**data)
+    return parse_record(KernelRecord, raw)
 
 
 def kernel_size_usage(size: PodSize) -> Usage:

@@ -13,13 +13,8 @@ from dataclasses import asdict, replace
 from typing import Any
 
 from app.builders import names
-from app.workloads.kernel.models import (
-    KernelRecord,
-    KernelSpec,
-    KernelStatus,
-    kernel_json,
-    kernel_size_usage,
-)
+from app.models.workload import WorkloadStatus
+from app.workloads.kernel.models import KernelRecord, KernelSpec, kernel_json, kernel_size_usage
 
 RECORD_ANNOTATION = "lab-spawner.jupyter.org/kernel-record"
 """On a kernel's pod: JSON of its record as created (starting, no address)."""
@@ -33,7 +28,7 @@ def new_record(spec: KernelSpec, namespace: str, created: str) -> KernelRecord:
         kernel_id=spec.kernel_id,
         owner=spec.username,
         namespace=namespace,
-        status=KernelStatus.STARTING,
+        status=WorkloadStatus.STARTING,
         size=spec.size.name,
         image=spec.image,
         created=created,
@@ -68,7 +63,7 @@ def exited(record: KernelRecord, pod: dict[str, Any]) -> KernelRecord | None:
     code = exit_code(pod)
     if code is None:
         return None
-    return replace(record, status=KernelStatus.EXITED, exit_code=code, error=exit_reason(pod))
+    return replace(record, status=WorkloadStatus.EXITED, exit_code=code, error=exit_reason(pod))
 
 
 def record_from_pod(pod: dict[str, Any], *, ready: bool) -> str | None:
@@ -76,7 +71,7 @@ def record_from_pod(pod: dict[str, Any], *, ready: bool) -> str | None:
     meta = pod.get("metadata") or {}
     try:
         data = json.loads((meta.get("annotations") or {}).get(RECORD_ANNOTATION) or "")
-        data["status"] = KernelStatus(data["status"])
+        data["status"] = WorkloadStatus(data["status"])
         record = KernelRecord(**data)
     except (TypeError, ValueError, KeyError):
         return None
@@ -88,5 +83,5 @@ def record_from_pod(pod: dict[str, Any], *, ready: bool) -> str | None:
         return kernel_json(ended)
     if ready:
         ip = (pod.get("status") or {}).get("podIP")
-        return kernel_json(replace(record, status=KernelStatus.RUNNING, ip=ip))
+        return kernel_json(replace(record, status=WorkloadStatus.RUNNING, ip=ip))
     return kernel_json(record)

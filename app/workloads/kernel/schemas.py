@@ -7,6 +7,8 @@ from typing import Any
 
 from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
 
+from app.models.workload import WorkloadStatus as S
+from app.models.workload import status_values
 from app.workloads.cluster.schemas import UsageSchema
 from app.workloads.kernel.models import KERNEL_PORTS
 
@@ -102,7 +104,9 @@ class KernelSchema(Schema):
     namespace = fields.String(required=True, metadata={"description": "The lab's namespace."})
     status = fields.String(
         required=True,
-        validate=validate.OneOf(["starting", "running", "exited", "failed", "terminating"]),
+        validate=validate.OneOf(
+            status_values(S.STARTING, S.RUNNING, S.EXITED, S.FAILED, S.TERMINATING)
+        ),
     )
     size = fields.String(required=True)
     image = fields.String(required=True)

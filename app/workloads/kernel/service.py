@@ -28,7 +28,7 @@ from app.errors import (
 )
 from app.models.identity import UserInfo
 from app.models.images import ImageChoice
-from app.models.lab import LabStatus
+from app.models.workload import WorkloadStatus
 from app.storage.event_hub import Following
 from app.storage.events import EventType
 from app.storage.workloads import DeleteQueued
@@ -42,7 +42,6 @@ from app.workloads.kernel.kind import spec_to_json
 from app.workloads.kernel.models import (
     KernelRecord,
     KernelSpec,
-    KernelStatus,
     kernel_json,
     kernel_size_usage,
     parse_kernel,
@@ -72,7 +71,7 @@ KERNEL_RECORDS = RecordCodec(
     parse=parse_kernel,
     dump=kernel_json,
     # A kernel being deleted keeps how it ended, if it had.
-    terminating=lambda record: replace(record, status=KernelStatus.TERMINATING),
+    terminating=lambda record: replace(record, status=WorkloadStatus.TERMINATING),
 )
 
 
@@ -104,7 +103,7 @@ class KernelService(WorkloadService[KernelRecord]):
         """Start a kernel for ``username``: the caller themself, or an administrator acting
         for them (the user is then known from their running lab's record)."""
         lab = self._ctx.labs.get(username)
-        if lab is None or lab.status is not LabStatus.RUNNING:
+        if lab is None or lab.status is not WorkloadStatus.RUNNING:
             raise ConflictError(f"user {username} has no running lab to run a kernel beside")
         user = caller if caller.username == username else lab_user(lab)
         size = size_for(self._ctx.config, request.size, user)
@@ -126,7 +125,7 @@ class KernelService(WorkloadService[KernelRecord]):
         record = new_record(spec, namespace, iso_utc(time.time()) or "")
         with budget_lock(self._engine, user.username):
             self.require_complete()
-            held = holdings_of(self._engine, user.username).usage()
+            held = holdings_of(self._engine.workloads.records, user.username).usage()
             budget = budget_for(user, self._ctx.config.budgets)
             refusal = budget_refusal(budget, held, kernel_size_usage(size))
             if refusal is not None:
@@ -160,8 +159,8 @@ class KernelService(WorkloadService[KernelRecord]):
     def delete_all(self, owner: str) -> int:
         """Start deleting every kernel of ``owner`` (their lab is going); how many."""
         count = 0
-        for record in holdings_of(self._engine, owner).kernels:
-            if record.status is KernelStatus.TERMINATING:
+        for record in holdings_of(self._engine.workloads.records, owner).kernels:
+            if record.status is WorkloadStatus.TERMINATING:
                 continue
             result = self._engine.queue_delete(
                 kernel_ref(owner, record.kernel_id),

@@ -14,10 +14,9 @@ from typing import Any
 
 from app.builders import names
 from app.engine.pods import judge
-from app.engine.tracking import PodTracking
-from app.models.config import Config
-from app.storage.kubernetes import KubernetesStorage
-from app.workloads.kernel.models import KernelStatus, kernel_json, parse_kernel
+from app.models.workload import WorkloadStatus
+from app.workloads.beside_lab import BesideLabTracking
+from app.workloads.kernel.models import kernel_json, parse_kernel
 from app.workloads.kernel.records import LAB_POD_ANNOTATION, exited, record_from_pod
 
 KERNEL_SELECTOR = (
@@ -28,36 +27,25 @@ KERNEL_SELECTOR = (
 GONE_ERROR = "the kernel's pod is gone (deleted outside the service, or with its lab)"
 
 
-class KernelTracking(PodTracking):
+class KernelTracking(BesideLabTracking):
+    """A kernel is followed through its pod (``owner/kernel_id``)."""
+
     selector = KERNEL_SELECTOR
-
-    def __init__(self, config: Config, kube: KubernetesStorage) -> None:
-        self._config = config
-        self._kube = kube
-
-    def owner(self, obj: dict[str, Any]) -> str | None:
-        """``owner/kernel_id`` of a kernel pod in its owner's lab namespace."""
-        meta = obj.get("metadata") or {}
-        labels = meta.get("labels") or {}
-        owner, kernel_id = labels.get(names.USER_LABEL), labels.get(names.KERNEL_LABEL)
-        if not owner or not kernel_id:
-            return None
-        if meta.get("namespace") != names.lab_namespace(self._config.namespace_prefix, owner):
-            return None
-        return f"{owner}/{kernel_id}"
+    owner_label = names.USER_LABEL
+    name_label = names.KERNEL_LABEL
 
     def assess(self, record: str, pod: dict[str, Any] | None) -> str | None:
         current = parse_kernel(record)
-        if current.status not in (KernelStatus.STARTING, KernelStatus.RUNNING):
+        if current.status not in (WorkloadStatus.STARTING, WorkloadStatus.RUNNING):
             return None
         if pod is None:
-            return kernel_json(replace(current, status=KernelStatus.FAILED, error=GONE_ERROR))
+            return kernel_json(replace(current, status=WorkloadStatus.FAILED, error=GONE_ERROR))
         ended = exited(current, pod)
         if ended is not None:
             return kernel_json(ended)
-        if current.status is KernelStatus.STARTING and judge(pod, "kernel").ready:
+        if current.status is WorkloadStatus.STARTING and judge(pod, "kernel").ready:
             ip = (pod.get("status") or {}).get("podIP")
-            return kernel_json(replace(current, status=KernelStatus.RUNNING, ip=ip))
+            return kernel_json(replace(current, status=WorkloadStatus.RUNNING, ip=ip))
         return None
 
     def rebuild(self, pod: dict[str, Any]) -> str | None:

@@ -5,33 +5,29 @@ from __future__ import annotations
 from dataclasses import replace
 
 from app.builders.names import lab_namespace, object_name
-from app.engine.kind import Finished, Run, WorkloadKind
-from app.models.lab import LabStatus, PodState
-from app.models.workload import Action
+from app.engine.kind import Finished, Run
+from app.models.lab import PodState
+from app.models.workload import WorkloadStatus
 from app.storage.events import EventType
 from app.storage.kubernetes import KubernetesError
-from app.storage.labs import LAB_KIND, record_json
 from app.workloads.context import WorkloadContext
+from app.workloads.kind import ServiceKind
 from app.workloads.lab.delete import DELETED, run_delete
 from app.workloads.lab.spawn import run_spawn
+from app.workloads.lab.store import LAB_KIND, record_json
 from app.workloads.lab.tracking import LabTracking
 
 RUNNING = "The lab is running"
 
 
-class LabKind(WorkloadKind):
+class LabKind(ServiceKind):
     """A user's lab: one per user, named after them."""
 
     name = LAB_KIND
     admitted = True
 
-    def __init__(self, ctx: WorkloadContext) -> None:
-        self._ctx = ctx
-        self.tracking = LabTracking(ctx.config, ctx.kube)
-
-    def timeout(self, action: Action) -> float:
-        lab = self._ctx.config.lab
-        return lab.spawn_timeout if action is Action.SPAWN else lab.delete_timeout
+    def track(self, ctx: WorkloadContext) -> LabTracking:
+        return LabTracking(ctx.config, ctx.kube)
 
     def spawn(self, run: Run) -> Finished:
         spawned = run_spawn(self._ctx, run)
@@ -55,7 +51,7 @@ class LabKind(WorkloadKind):
             present = current.pod == PodState.PRESENT
         failed = replace(
             current,
-            status=LabStatus.FAILED,
+            status=WorkloadStatus.FAILED,
             pod=PodState.PRESENT if present else PodState.MISSING,
             error=message,
         )

@@ -9,7 +9,8 @@ from app.builders.lab import quotas
 from app.builders.names import LAB_SUFFIX, lab_namespace, object_name
 from app.builders.service import internal_url, needs_service_address, service_address
 from app.models.config import Config
-from app.models.lab import LabRecord, LabSpec, LabStatus, PodState
+from app.models.lab import LabRecord, LabSpec, PodState
+from app.models.workload import WorkloadStatus
 from app.storage.kubernetes import KubernetesStorage
 
 
@@ -17,7 +18,7 @@ def lab_record(
     spec: LabSpec,
     config: Config,
     *,
-    status: LabStatus,
+    status: WorkloadStatus,
     pod: PodState,
     url: str | None,
     error: str | None = None,

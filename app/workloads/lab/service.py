@@ -24,18 +24,10 @@ from app.errors import (
 )
 from app.models.identity import UserInfo, user_to_json
 from app.models.images import image_to_json
-from app.models.lab import (
-    LabApi,
-    LabOptions,
-    LabRecord,
-    LabSpec,
-    LabStatus,
-    PodState,
-    SpawnChoices,
-)
+from app.models.lab import LabApi, LabOptions, LabRecord, LabSpec, PodState, SpawnChoices
+from app.models.workload import WorkloadStatus
 from app.storage.event_hub import Following
 from app.storage.events import Event, EventType, entry_order
-from app.storage.labs import LAB_KIND, lab_ref, parse_record, record_json
 from app.storage.workloads import DeleteQueued, FailedWorkload
 from app.workloads.admission_groups import admission_group
 from app.workloads.context import WorkloadContext
@@ -43,6 +35,7 @@ from app.workloads.entitlements import allowed_sizes, size_refusal, spawn_refusa
 from app.workloads.kernel.service import KernelService
 from app.workloads.lab.records import lab_record
 from app.workloads.lab.spawn import starting_events
+from app.workloads.lab.store import LAB_KIND, lab_ref, parse_record, record_json
 
 DROP_BATCH = 500
 """The most failed labs one sweep deletes; the next sweep takes the rest."""
@@ -132,7 +125,7 @@ class LabService:
         record = lab_record(
             spec,
             self._ctx.config,
-            status=LabStatus.STARTING,
+            status=WorkloadStatus.STARTING,
             pod=PodState.MISSING,
             url=None,
         )
@@ -155,7 +148,7 @@ class LabService:
             raise RebuildingError()
         if not queued.queued:
             state = parse_record(queued.current).status if queued.current else None
-            if state in (None, LabStatus.TERMINATING):
+            if state in (None, WorkloadStatus.TERMINATING):
                 raise OperationInProgressError(
                     f"user {user.username}'s lab is {state or 'busy'}; wait for it to end"
                 )
@@ -251,7 +244,7 @@ class LabService:
         record = self._ctx.labs.get(username)
         if record is None:
             self._missing(username, "no lab")
-        if record.status is not LabStatus.TERMINATING:
+        if record.status is not WorkloadStatus.TERMINATING:
             self.delete(username)
         namespace = names.lab_namespace(self._ctx.config.namespace_prefix, username)
         pod = names.object_name(username, names.LAB_SUFFIX)
@@ -262,7 +255,7 @@ class LabService:
         first, with when each failed; 503 while the records are rebuilt, when the list
         would be short."""
         self._complete()
-        return self._ctx.labs.workloads.failed(LAB_KIND, limit=limit)
+        return self._engine.workloads.failed(LAB_KIND, limit=limit)
 
     def drop_failed(self, *, older_than_seconds: float) -> list[FailedWorkload]:
         """Delete the labs that failed more than ``older_than_seconds`` ago, at most
@@ -276,7 +269,7 @@ class LabService:
         self._complete()
         before = time.time() - older_than_seconds
         dropped = []
-        for failed in self._ctx.labs.workloads.failed(LAB_KIND, before=before, limit=DROP_BATCH):
+        for failed in self._engine.workloads.failed(LAB_KIND, before=before, limit=DROP_BATCH):
             hours = (time.time() - failed.failed_at) / 3600
             result = self._engine.queue_delete(
                 lab_ref(failed.name),
@@ -296,8 +289,7 @@ class LabService:
 
     def _complete(self) -> None:
         """503 ``rebuilding`` while Redis is rebuilt from Kubernetes."""
-        if not self._ctx.labs.workloads.is_complete():
-            raise RebuildingError()
+        self._engine.workloads.require_complete()
 
 
 def _requested_events(screened: ScreenedEnv) -> list[tuple[EventType, str]]:
@@ -312,5 +304,5 @@ def _requested_events(screened: ScreenedEnv) -> list[tuple[EventType, str]]:
 
 def _terminating(raw: str) -> str:
     """The record of a lab being deleted: terminating, with no error left from before."""
-    record = replace(parse_record(raw), status=LabStatus.TERMINATING, error=None)
+    record = replace(parse_record(raw), status=WorkloadStatus.TERMINATING, error=None)
     return record_json(record)

@@ -26,7 +26,8 @@ from app.errors import ServiceError
 from app.metrics import FailureReason
 from app.models.identity import user_from_json
 from app.models.images import image_from_json
-from app.models.lab import LabApi, LabOptions, LabRecord, LabSpec, LabStatus, PodState
+from app.models.lab import LabApi, LabOptions, LabRecord, LabSpec, PodState
+from app.models.workload import WorkloadStatus
 from app.storage.events import EventType
 from app.storage.kubernetes import KubernetesError, is_ours
 from app.storage.registries import split_reference
@@ -135,7 +136,7 @@ def run_spawn(ctx: WorkloadContext, run: Run) -> Spawned:
         # Only now: the provisioning container is idempotent and ran to its end.
         ctx.labs.mark_provisioned(spec.username)
     url = reachable_at(ctx.kube, config, spec.username, service=service)
-    record = lab_record(spec, config, status=LabStatus.RUNNING, pod=PodState.PRESENT, url=url)
+    record = lab_record(spec, config, status=WorkloadStatus.RUNNING, pod=PodState.PRESENT, url=url)
     return Spawned(record, announced)
 
 

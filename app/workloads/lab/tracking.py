@@ -25,10 +25,11 @@ from app.builders.service import needs_service_address
 from app.engine.pods import judge, stopped_detail
 from app.engine.tracking import PodTracking
 from app.models.config import Config
-from app.models.lab import LabRecord, LabStatus, PodState
+from app.models.lab import LabRecord, PodState
+from app.models.workload import WorkloadStatus
 from app.storage.kubernetes import KubernetesStorage
-from app.storage.labs import parse_record, record_json
 from app.workloads.lab.records import lab_record, reachable_at
+from app.workloads.lab.store import parse_record, record_json
 
 logger = logging.getLogger(__name__)
 
@@ -111,7 +112,7 @@ def stopped_error(pod: dict[str, Any]) -> str:
 
 def _with(
     record: LabRecord,
-    status: LabStatus,
+    status: WorkloadStatus,
     pod: PodState,
     error: str | None,
     url: str | None = None,
@@ -137,26 +138,28 @@ def assess(
     failed lab stays failed and only learns whether its pod exists.
     """
     if pod is None:
-        if record.status == LabStatus.FAILED:
-            return _with(record, LabStatus.FAILED, PodState.MISSING, record.error or DELETED_ERROR)
-        return _with(record, LabStatus.FAILED, PodState.MISSING, DELETED_ERROR)
+        if record.status == WorkloadStatus.FAILED:
+            return _with(
+                record, WorkloadStatus.FAILED, PodState.MISSING, record.error or DELETED_ERROR
+            )
+        return _with(record, WorkloadStatus.FAILED, PodState.MISSING, DELETED_ERROR)
     if is_deleting(pod):
         return None  # Judged when it is gone; until then it may still be serving.
-    if record.status == LabStatus.FAILED:
-        return _with(record, LabStatus.FAILED, PodState.PRESENT, record.error)
+    if record.status == WorkloadStatus.FAILED:
+        return _with(record, WorkloadStatus.FAILED, PodState.PRESENT, record.error)
     if (pod.get("status") or {}).get("phase") in _TERMINAL_PHASES:
-        return _with(record, LabStatus.FAILED, PodState.PRESENT, stopped_error(pod))
-    if record.status == LabStatus.STARTING:
+        return _with(record, WorkloadStatus.FAILED, PodState.PRESENT, stopped_error(pod))
+    if record.status == WorkloadStatus.STARTING:
         verdict = judge(pod)
         if verdict.failure:
-            return _with(record, LabStatus.FAILED, PodState.PRESENT, verdict.failure)
+            return _with(record, WorkloadStatus.FAILED, PodState.PRESENT, verdict.failure)
         if verdict.ready:
             url = reachable_at(record.username)
-            return _with(record, LabStatus.RUNNING, PodState.PRESENT, None, url)
+            return _with(record, WorkloadStatus.RUNNING, PodState.PRESENT, None, url)
         return None
-    if record.status is LabStatus.RUNNING and record.internal_url is None:
+    if record.status is WorkloadStatus.RUNNING and record.internal_url is None:
         url = reachable_at(record.username)
-        return _with(record, LabStatus.RUNNING, PodState.PRESENT, record.error, url)
+        return _with(record, WorkloadStatus.RUNNING, PodState.PRESENT, record.error, url)
     return _with(record, record.status, PodState.PRESENT, record.error)
 
 
@@ -187,18 +190,18 @@ def rebuild_record(
     verdict = judge(pod)
     error: str | None = None
     if (pod.get("status") or {}).get("phase") in _TERMINAL_PHASES:
-        status, error = LabStatus.FAILED, stopped_error(pod)
+        status, error = WorkloadStatus.FAILED, stopped_error(pod)
     elif verdict.failure:
-        status, error = LabStatus.FAILED, verdict.failure
+        status, error = WorkloadStatus.FAILED, verdict.failure
     elif verdict.ready:
-        status = LabStatus.RUNNING
+        status = WorkloadStatus.RUNNING
     else:
-        status = LabStatus.STARTING
+        status = WorkloadStatus.STARTING
     return lab_record(
         spec,
         config,
         status=status,
         pod=PodState.PRESENT,
-        url=reachable_at(spec.username) if status is LabStatus.RUNNING else None,
+        url=reachable_at(spec.username) if status is WorkloadStatus.RUNNING else None,
         error=error,
     )

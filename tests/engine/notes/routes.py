@@ -9,12 +9,12 @@ from flask import Response
 from marshmallow import Schema, fields
 
 from app.errors import ConflictError, InvalidRequestError, NotFoundError, RebuildingError
-from app.extensions import labs_ext, limits_ext
+from app.extensions import labs_ext
 from app.services.auth import ADMIN, OWNER
 from app.web.api import ApiBlueprint, raises
-from app.web.auth import current_caller, requires
+from app.web.auth import requires
 from app.web.bodies import load_body
-from app.web.event_stream import STREAM_RETRY_SECONDS, last_event_id, open_stream
+from app.web.event_stream import workload_events
 from tests.engine.notes.service import NoteService
 
 notes = ApiBlueprint("notes", __name__, url_prefix="/spawner/v1")
@@ -63,6 +63,6 @@ def delete_note(username: str, name: str) -> tuple[dict[str, Any], int]:
 @raises(InvalidRequestError, NotFoundError, RebuildingError)
 @requires(OWNER, ADMIN)
 def note_events(username: str, name: str) -> Response:
-    after = last_event_id()
-    release = limits_ext.limits.stream(current_caller(), retry_after=STREAM_RETRY_SECONDS)
-    return open_stream(release, lambda: _service().events(username, name, after=after), noun="note")
+    return workload_events(
+        lambda after: _service().events(username, name, after=after), noun="note"
+    )

@@ -1,8 +1,8 @@
-"""Lab records as typed objects, and the provisioned-user flags, over the workload store.
+"""Lab records as typed objects, and the provisioned-user flags.
 
-Labs are the ``lab`` kind of workload: their records live where ``WorkloadStore`` keeps
-every kind's, under the user's name. This module only converts: a ``LabRecord`` in, the
-status body's JSON out, and back.
+Labs are the ``lab`` kind of workload: their records live where the engine keeps every
+kind's, under the user's name, and are read here through the engine's ``WorkloadReads``.
+This module only converts: a ``LabRecord`` in, the status body's JSON out, and back.
 """
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ import json
 
 import redis
 
-from app.models.lab import LabApi, LabRecord, LabStatus, PodState
-from app.models.workload import WorkloadRef
+from app.engine.reads import WorkloadReads
+from app.models.lab import LabApi, LabRecord, PodState
+from app.models.workload import WorkloadRef, WorkloadStatus
 from app.schemas.labs import LabStatusSchema
 from app.storage.workloads import StoredNames, StoredRecord, WorkloadStore
 
@@ -40,7 +41,7 @@ def parse_record(raw: str) -> LabRecord:
     data = _STATUS.load(json.loads(raw), partial=True)
     return LabRecord(
         username=data["username"],
-        status=LabStatus(data["status"]),
+        status=WorkloadStatus(data["status"]),
         pod=PodState(data["pod"]),
         options=dict(data.get("options") or {}),
         env=dict(data.get("env") or {}),
@@ -57,10 +58,16 @@ def parse_record(raw: str) -> LabRecord:
 class LabStore:
     """Reads and repairs of lab records, and who has been provisioned."""
 
-    def __init__(self, client: redis.Redis, key_prefix: str) -> None:
+    def __init__(self, client: redis.Redis, key_prefix: str, workloads: WorkloadReads) -> None:
         self._redis = client
-        self.workloads = WorkloadStore(client, key_prefix)
+        self.workloads = workloads
         self._provisioned = f"{key_prefix}provisioned"
+
+    @classmethod
+    def reading(cls, client: redis.Redis, key_prefix: str) -> LabStore:
+        """The labs of the service whose Redis keys start with ``key_prefix``, read from
+        outside its processes (the benchmarks, the local stack's tools)."""
+        return cls(client, key_prefix, WorkloadReads(WorkloadStore(client, key_prefix)))
 
     def get_json(self, username: str) -> str | None:
         """The record as stored: already the status routes' JSON body."""
