@@ -17,6 +17,7 @@ from marshmallow import (
 )
 
 from app.models.config import (
+    DEFAULT_ADMIN_POD_SCOPE,
     AdminConfig,
     AdminPodConfig,
     AdmissionConfig,
@@ -649,7 +650,7 @@ _SCOPE = validate.Regexp(r"^[a-z]+:[a-z][-a-z]*$", error="must be a scope like a
 
 class AdminPodSchema(StrictCamelCaseSchema):
     image = fields.String(load_default=None, validate=validate.Length(min=1))
-    scope = fields.String(load_default="admin:lab-pods", validate=_SCOPE)
+    scope = fields.String(load_default=DEFAULT_ADMIN_POD_SCOPE, validate=_SCOPE)
     namespace = fields.String(load_default="fsadmin", validate=_DNS_LABEL)
     name = fields.String(load_default="fsadmin", validate=_DNS_LABEL)
     mount_prefix = fields.String(load_default="/mnt", validate=_ABSOLUTE_PATH)

@@ -240,9 +240,9 @@ class PrepullConfig:
     images: tuple[SimpleImage, ...]
     groups: tuple[str, ...]
     document: dict[str, Any] = field(compare=False, hash=False)
-    validation: ImageValidation | None = None
+    validation: ImageValidation | None
     """None: the source is trusted, its images validated as soon as they are listed."""
-    retention: int = 2
+    retention: int
     """Validated builds of each class (release, weekly, daily) kept in service; older ones
     are retired."""
 
@@ -323,8 +323,8 @@ class LimitsConfig:
     max_body_bytes: int
     streams_per_user: int
     mutations_per_minute: int
-    streams_per_worker: int = 2000
-    group_mutations_per_minute: int = 0
+    streams_per_worker: int
+    group_mutations_per_minute: int
 
 
 @dataclass(frozen=True)
@@ -335,9 +335,14 @@ class AdmissionConfig:
     the first of ``groups`` they belong to, else their primary group (the one whose GID is
     their GID), else themselves alone."""
 
-    max_in_progress: int = 0
-    max_waiting: int = 1000
-    groups: tuple[str, ...] = ()
+    max_in_progress: int
+    max_waiting: int
+    groups: tuple[str, ...]
+
+
+DEFAULT_ADMIN_POD_SCOPE = "admin:lab-pods"
+"""The scope that lets an administrator start the maintenance pod, unless configured
+otherwise (``admin.pod.scope``): named here because the routes' documentation shows it."""
 
 
 @dataclass(frozen=True)
@@ -347,19 +352,19 @@ class AdminPodConfig:
     ``mount_prefix``, for repairs no lab may make. No ``image``: the routes refuse to start
     one. Only holders of ``scope`` may start, read or delete it."""
 
-    image: str | None = None
-    scope: str = "admin:lab-pods"
-    namespace: str = "fsadmin"
-    name: str = "fsadmin"
-    mount_prefix: str = "/mnt"
-    volumes: tuple[str, ...] = ()
+    image: str | None
+    scope: str
+    namespace: str
+    name: str
+    mount_prefix: str
+    volumes: tuple[str, ...]
     """Names of ``lab.volumes`` to mount; empty: all of them."""
-    command: tuple[str, ...] = ()
-    args: tuple[str, ...] = ()
-    cpu: float = 1.0
-    memory: int = 2 * 2**30
-    node_selector: dict[str, str] = field(default_factory=dict)
-    tolerations: tuple[Toleration, ...] = ()
+    command: tuple[str, ...]
+    args: tuple[str, ...]
+    cpu: float
+    memory: int
+    node_selector: dict[str, str]
+    tolerations: tuple[Toleration, ...]
 
 
 @dataclass(frozen=True)
@@ -368,9 +373,9 @@ class AdminConfig:
     whose spawn failed are deleted ``drop_failed_labs_after_seconds`` after they failed (0:
     only when an administrator asks); the privileged maintenance pod is ``pod``."""
 
-    audit_length: int = 1000
-    drop_failed_labs_after_seconds: float = 7 * 86400
-    pod: AdminPodConfig = AdminPodConfig()
+    audit_length: int
+    drop_failed_labs_after_seconds: float
+    pod: AdminPodConfig
 
 
 @dataclass(frozen=True)
@@ -404,7 +409,7 @@ class ClustersConfig:
     node_pool_label: str
     max_workers: int
     """The most workers any one cluster may have, whatever a budget allows."""
-    reach_by: str = "dns"
+    reach_by: str
     """How clusters' addresses name their head Service: ``dns`` (its DNS name, as pods in a
     Kubernetes cluster reach it) or ``clusterIP`` (its cluster IP, for a cluster without DNS
     such as the local stack's)."""
@@ -552,6 +557,6 @@ class Config:
     clusters: ClustersConfig
     budgets: BudgetsConfig
     apps: AppsConfig
-    admin: AdminConfig = AdminConfig()
-    log_format: str = "json"
+    admin: AdminConfig
+    log_format: str
     """``json``: one JSON object per line (production); ``text``: plain lines (local stack)."""

@@ -12,7 +12,7 @@ from operator import attrgetter
 from typing import Protocol
 
 from app.errors import AuthenticationError, PermissionDeniedError
-from app.models.config import AdminPodConfig
+from app.models.config import DEFAULT_ADMIN_POD_SCOPE
 from app.models.identity import ADMIN_SCOPE, Caller
 from app.storage.gafaelfawr import GafaelfawrClient
 
@@ -58,7 +58,7 @@ class Grant:
 ADMIN = Grant(ADMIN_SCOPE)
 OWNER = Grant(EXEC_SCOPE, same_user=True)
 ANY_USER = Grant(EXEC_SCOPE)
-ADMIN_POD = Grant(AdminPodConfig.scope, setting="admin.pod.scope")
+ADMIN_POD = Grant(DEFAULT_ADMIN_POD_SCOPE, setting="admin.pod.scope")
 """Who may start, read and delete the maintenance pod: a narrower scope than ``ADMIN``'s by
 default (a root shell over every user's files), which a deployment may change."""
 

@@ -411,6 +411,13 @@ EXPECTED_SCOPES = {
     ("POST", "/spawner/v1/labs/rachel/spawn"): {"all": ["exec:notebook"]},
     ("POST", "/spawner/v1/labs/rachel/create"): {"all": ["exec:notebook"]},
     ("GET", "/spawner/v1/labs/rachel/events"): {"any": ["exec:notebook", "admin:notebook"]},
+    ("GET", "/spawner/v1/labs/rachel/clusters/rachel/events"): {
+        "any": ["exec:notebook", "admin:notebook"]
+    },
+    ("GET", "/spawner/v1/labs/rachel/kernels/rachel/events"): {
+        "any": ["exec:notebook", "admin:notebook"]
+    },
+    ("GET", "/spawner/v1/apps/rachel/events"): {"any": ["exec:notebook", "admin:notebook"]},
     ("GET", "/spawner/v1/labs/rachel/clusters"): {"any": ["exec:notebook", "admin:notebook"]},
     ("GET", "/spawner/v1/labs/rachel/clusters/rachel"): {
         "any": ["exec:notebook", "admin:notebook"]

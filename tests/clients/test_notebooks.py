@@ -12,7 +12,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from labspawner import LabSpawnerClient, NotFoundError, WorkloadStatus
+from labspawner import LabSpawnerClient, LabStatus, NotFoundError
 
 from devstack.stack import LocalStack
 from tests.clients.conftest import delete_lab
@@ -56,7 +56,7 @@ def rachel(
 
 
 @pytest.fixture
-def rachel_lab(rachel: LabSpawnerClient, lab_options: dict[str, str]) -> WorkloadStatus:
+def rachel_lab(rachel: LabSpawnerClient, lab_options: dict[str, str]) -> LabStatus:
     status = rachel.spawn(USER, lab_options, wait=True, progress=False, timeout=60)
     assert status is not None and status.status == "running"
     return status
@@ -66,7 +66,7 @@ def test_in_lab_notebook_shows_the_running_lab_and_its_events(
     notebook_env: pytest.MonkeyPatch,
     stack_tokens: dict[str, str],
     rachel: LabSpawnerClient,
-    rachel_lab: WorkloadStatus,
+    rachel_lab: LabStatus,
     tmp_path: Path,
 ) -> None:
     # As inside rachel's lab, without JUPYTERHUB_USER: the username comes from the status.
@@ -111,7 +111,7 @@ def test_admin_notebook_lists_reports_and_deletes(
     notebook_env: pytest.MonkeyPatch,
     stack_tokens: dict[str, str],
     admin: LabSpawnerClient,
-    rachel_lab: WorkloadStatus,
+    rachel_lab: LabStatus,
     tmp_path: Path,
 ) -> None:
     notebook_env.setenv("LAB_SPAWNER_TOKEN", stack_tokens["admin"])

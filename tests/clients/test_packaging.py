@@ -11,7 +11,7 @@ import zipfile
 from importlib.metadata import entry_points
 from pathlib import Path
 
-from labspawner.models import Cluster, WorkloadStatus
+from labspawner.models import Cluster, LabStatus
 
 from app.schemas.labs import LabStatusSchema
 from app.workloads.cluster.schemas import ClusterSchema
@@ -94,7 +94,7 @@ def test_the_clients_lab_status_has_the_services_fields() -> None:
     in the same order."""
 
     served = list(LabStatusSchema().fields)
-    assert [f.name for f in dataclasses.fields(WorkloadStatus)] == served
+    assert [f.name for f in dataclasses.fields(LabStatus)] == served
 
 
 def test_the_clients_cluster_has_the_services_fields() -> None:
