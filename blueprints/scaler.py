@@ -28,92 +28,20 @@ from app.web.api import ApiBlueprint, raises
 from app.web.auth import current_caller, current_user, requires
 from app.web.bodies import json_object
 from app.workloads.cluster.scaler import ScalerService
+from app.workloads.cluster.schemas import (
+    ClusterListSchema,
+    HeadTieredSchema,
+    HeadTierRequestSchema,
+    OperatorObjectSchema,
+    RestartedSchema,
+    RestartStatusSchema,
+    ScaledSchema,
+    ScaleRequestSchema,
+)
 
 scaler = ApiBlueprint(
     "scaler", __name__, url_prefix="/ddl_cluster_scaler", body_error=BadRequestError
 )
-
-KIND_LIST = {
-    "type": "object",
-    "required": ["kind", "count", "clusters"],
-    "properties": {
-        "kind": {"type": "string"},
-        "count": {"type": "integer"},
-        "clusters": {"type": "array", "items": {"type": "object"}},
-    },
-}
-OBJECT = {"type": "object", "description": "The operator's object, as Kubernetes has it."}
-SCALED = {
-    "type": "object",
-    "required": ["kind", "name", "requested_replicas", "effective_replicas", "maxReplicas"],
-    "properties": {
-        "kind": {"type": "string"},
-        "name": {"type": "string"},
-        "requested_replicas": {"type": "integer"},
-        "effective_replicas": {"type": "integer"},
-        "maxReplicas": {"type": "integer"},
-        "capped": {"type": "boolean"},
-        "worker_hw_tier_id": {"type": "object", "description": "The tier, when one was given."},
-    },
-}
-SCALE_BODY = {
-    "type": "object",
-    "required": ["replicas"],
-    "properties": {
-        "replicas": {"type": "integer", "minimum": 0},
-        "worker_hw_tier_name": {"type": "string"},
-    },
-}
-
-HEAD_TIER_BODY = {
-    "type": "object",
-    "required": ["head_hw_tier_name"],
-    "properties": {"head_hw_tier_name": {"type": "string"}},
-}
-HEAD_TIERED = {
-    "type": "object",
-    "required": ["kind", "name", "head_hw_tier_name", "object"],
-    "properties": {
-        "kind": {"type": "string"},
-        "name": {"type": "string"},
-        "head_hw_tier_name": {"type": "string"},
-        "object": {"type": "object", "description": "The patched object."},
-    },
-}
-RESTARTED = {
-    "type": "object",
-    "required": ["ok", "namespace", "pod", "grace_period_seconds", "started_at"],
-    "properties": {
-        "ok": {"type": "boolean"},
-        "namespace": {"type": "string"},
-        "pod": {"type": "string", "description": "The head pod that was deleted."},
-        "grace_period_seconds": {"type": "integer"},
-        "started_at": {
-            "type": "string",
-            "format": "date-time",
-            "description": "Pass it to `restart_head_status`.",
-        },
-        "k8s_response": {"type": "object", "description": "The API server's answer, in short."},
-    },
-}
-RESTART_STATUS = {
-    "type": "object",
-    "required": ["ok", "restarted", "ready", "status", "namespace", "pod"],
-    "properties": {
-        "ok": {"type": "boolean", "description": "Restarted since `started_at`, and ready."},
-        "restarted": {"type": "boolean"},
-        "ready": {"type": "boolean"},
-        "status": {
-            "type": "string",
-            "enum": ["restarted_and_ready", "restarted_not_ready", "not_restarted"],
-        },
-        "namespace": {"type": "string"},
-        "pod": {"type": "string", "nullable": True, "description": "Null while there is no head."},
-        "creationTimestamp": {"type": "string", "format": "date-time", "nullable": True},
-        "started_at": {"type": "string", "format": "date-time"},
-        "evaluated_with": {"type": "string"},
-    },
-}
 
 CHANGE_ERRORS = (
     TooManyRequestsError,
@@ -139,7 +67,9 @@ def _body() -> dict[str, Any]:
 
 
 @scaler.get("/list/<kind>")
-@scaler.response(200, KIND_LIST, description="An administrator's every cluster, a user's own.")
+@scaler.response(
+    200, ClusterListSchema, description="An administrator's every cluster, a user's own."
+)
 @raises(InvalidKindError, RebuildingError)
 @requires(ANY_USER, ADMIN)
 def list_clusters(kind: str) -> Response:
@@ -148,7 +78,7 @@ def list_clusters(kind: str) -> Response:
 
 
 @scaler.get("/cluster/<kind>/<name>")
-@scaler.response(200, OBJECT)
+@scaler.response(200, OperatorObjectSchema)
 @raises(InvalidKindError, ClusterNotFoundError, UnauthorizedError, RebuildingError)
 @requires(ANY_USER, ADMIN)
 def get_cluster(kind: str, name: str) -> Response:
@@ -157,8 +87,8 @@ def get_cluster(kind: str, name: str) -> Response:
 
 
 @scaler.patch("/scale/<kind>/<name>")
-@scaler.request_body(SCALE_BODY)
-@scaler.response(200, SCALED)
+@scaler.request_body(ScaleRequestSchema)
+@scaler.response(200, ScaledSchema)
 @raises(*CHANGE_ERRORS, NotScalableError)
 @requires(ANY_USER, ADMIN, with_user=True)
 def scale_cluster(kind: str, name: str) -> Response:
@@ -170,8 +100,8 @@ def scale_cluster(kind: str, name: str) -> Response:
 
 
 @scaler.patch("/head-hw-tier/<kind>/<name>")
-@scaler.request_body(HEAD_TIER_BODY)
-@scaler.response(200, HEAD_TIERED)
+@scaler.request_body(HeadTierRequestSchema)
+@scaler.response(200, HeadTieredSchema)
 @raises(*CHANGE_ERRORS, NotSupportedError)
 @requires(ANY_USER, ADMIN, with_user=True)
 def head_hw_tier(kind: str, name: str) -> Response:
@@ -183,7 +113,7 @@ def head_hw_tier(kind: str, name: str) -> Response:
 
 
 @scaler.patch("/restart_head/<kind>/<name>")
-@scaler.response(202, RESTARTED)
+@scaler.response(202, RestartedSchema)
 @raises(InvalidKindError, UnauthorizedError, ClusterNotFoundError, HeadPodNotFoundError)
 @raises(TooManyRequestsError, RebuildingError)
 @requires(ANY_USER, ADMIN)
@@ -196,7 +126,7 @@ def restart_head(kind: str, name: str) -> tuple[Response, int]:
 
 
 @scaler.get("/restart_head_status/<kind>/<name>")
-@scaler.response(200, RESTART_STATUS)
+@scaler.response(200, RestartStatusSchema)
 @scaler.doc(
     parameters=[
         {

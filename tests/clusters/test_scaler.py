@@ -101,6 +101,29 @@ def test_scale_caps_at_the_maximum_takes_a_tier_and_the_operator_follows(
     wait_for(lambda: workers() == 1)
 
 
+def test_a_cluster_just_created_is_read_and_scaled_as_soon_as_it_runs(
+    client: FlaskClient, new_user: Callable[..., LabUser], kube: KubernetesEmulator
+) -> None:
+    """A notebook creates a cluster and scales it at once: the scaler's routes wait for the
+    creation to end rather than answering 404 or 409 for a cluster they just made."""
+    owner = new_user()
+    with_lab(client, owner)
+    created = create(client, owner, workers=1, max_workers=3)
+    assert created.status_code == 201, created.get_data(as_text=True)
+    name, namespace = created.get_json()["name"], created.get_json()["namespace"]
+
+    read = client.get(f"/ddl_cluster_scaler/cluster/daskclusters/{name}", headers=owner.headers)
+    assert read.status_code == 200, read.get_data(as_text=True)
+    assert read.get_json()["metadata"]["name"] == name
+    scaled = _scale(client, owner.headers, name, {"replicas": 2})
+    assert scaled.status_code == 200, scaled.get_data(as_text=True)
+    assert scaled.get_json()["effective_replicas"] == 2
+    obj = kube.store.get("daskclusters", namespace, name)
+    assert obj is not None and obj["spec"]["worker"]["replicas"] == 2
+    record = client.get(f"/spawner/v1/labs/{owner.username}/clusters/{name}", headers=owner.headers)
+    assert (record.get_json()["status"], record.get_json()["workers"]) == ("running", 2)
+
+
 def test_scale_refuses_what_its_design_refuses(
     client: FlaskClient, new_user: Callable[..., LabUser]
 ) -> None:

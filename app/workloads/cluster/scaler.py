@@ -37,6 +37,7 @@ from app.models.config import HardwareTier
 from app.models.identity import Caller, UserInfo
 from app.models.usage import Usage, cluster_usage
 from app.models.workload import WorkloadStatus
+from app.storage.events import TERMINAL
 from app.timestamps import iso_utc, parse_iso
 from app.workloads.budgets import budget_for, budget_lock, budget_refusal
 from app.workloads.cluster.adapters import ADAPTERS, OWNER_LABEL, ClusterAdapter, resolve
@@ -50,6 +51,12 @@ from app.workloads.quota import sync_lab_quota
 logger = logging.getLogger(__name__)
 
 RESTART_GRACE_SECONDS = 20
+
+CREATION_WAIT_SECONDS = 30.0
+"""How long a request for a cluster still being created waits for its creation to end. The
+design's scaler acts on a cluster whatever its state, so a notebook that creates a cluster
+and scales it at once is answered as if it had waited, not refused because the operator's
+object is not there or the cluster not running yet."""
 """How long a restarted head's containers get to stop, as the design gives it."""
 
 
@@ -227,7 +234,7 @@ class ScalerService:
         """Delete the head pod with a grace period and return at once: its operator makes it
         again, from the head's template as it is now."""
         adapter = self.adapter(kind)
-        record = self._owned_record(caller, kind, name)
+        record = self._created(self._owned_record(caller, kind, name))
         live = [p for p in self._heads(adapter, record) if not _terminating(p)]
         if not live:
             raise HeadPodNotFoundError(f"cluster {name} has no head pod to restart")
@@ -307,13 +314,32 @@ class ScalerService:
     def _owned(
         self, caller: Caller, adapter: ClusterAdapter, name: str
     ) -> tuple[ClusterRecord, dict[str, Any]]:
-        """The cluster's record and its operator's object, once the caller may act on it."""
-        record = self._owned_record(caller, adapter.route_name, name)
+        """The cluster's record and its operator's object, once the caller may act on it
+        and its creation, if one is under way, has ended."""
+        record = self._created(self._owned_record(caller, adapter.route_name, name))
         obj = self._ctx.kube.read_custom(custom_kind(adapter), record.namespace, name)
         if obj is None:
             raise ClusterNotFoundError(f"no {adapter.route_name} named {name}")
         _authorize(caller, obj)
         return record, obj
+
+    def _created(self, record: ClusterRecord) -> ClusterRecord:
+        """``record`` as it is once its creation ended (running, or failed), waiting for
+        that at most ``CREATION_WAIT_SECONDS``; at once for a cluster not starting."""
+        if record.status is not WorkloadStatus.STARTING:
+            return record
+        ref = cluster_ref(record.owner, record.name)
+        following = self._engine.follow(ref, after="0-0", idle_seconds=1.0)
+        if following is not None:
+            deadline = time.monotonic() + CREATION_WAIT_SECONDS
+            try:
+                for batch in following:
+                    ended = any(event.type in TERMINAL for event in batch or ())
+                    if ended or time.monotonic() > deadline:
+                        break
+            finally:
+                following.close()
+        return self._clusters.cluster(record.owner, record.name)
 
     def _owned_record(self, caller: Caller, kind: str, name: str) -> ClusterRecord:
         """The cluster's record once the caller may act on it: before anything of the

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from marshmallow import RAISE, Schema, fields, validate
+from marshmallow import INCLUDE, RAISE, Schema, fields, validate
 
 from app.models.workload import WorkloadStatus as S
 from app.models.workload import status_values
@@ -74,3 +74,91 @@ class ClusterSchema(Schema):
     )
     dashboard_url = fields.String(allow_none=True)
     error = fields.String(allow_none=True, metadata={"description": "Why it failed."})
+
+
+# The cluster scaler API's bodies (``/ddl_cluster_scaler/``), as its design words them. The
+# scaler checks request bodies itself (its 400 ``bad_request`` names the field), so these
+# describe them; the answers are built by ``ScalerService``.
+
+
+class OperatorObjectSchema(Schema):
+    """The operator's object, as Kubernetes has it."""
+
+    class Meta:
+        unknown = INCLUDE
+
+
+class ClusterListSchema(Schema):
+    """An administrator's every cluster of a kind, a user's own."""
+
+    kind = fields.String(required=True)
+    count = fields.Integer(required=True)
+    clusters = fields.List(fields.Dict(), required=True)
+
+
+class ScaleRequestSchema(Schema):
+    """The workers wanted, and optionally their new hardware tier."""
+
+    replicas = fields.Integer(required=True, validate=validate.Range(min=0))
+    worker_hw_tier_name = fields.String()
+
+
+class ScaledSchema(Schema):
+    """The workers asked for and those the cluster got (capped at its maximum)."""
+
+    kind = fields.String(required=True)
+    name = fields.String(required=True)
+    requested_replicas = fields.Integer(required=True)
+    effective_replicas = fields.Integer(required=True)
+    max_replicas = fields.Integer(required=True, data_key="maxReplicas")
+    capped = fields.Boolean()
+    worker_hw_tier_id = fields.Dict(metadata={"description": "The tier, when one was given."})
+
+
+class HeadTierRequestSchema(Schema):
+    """The hardware tier the head is to have."""
+
+    head_hw_tier_name = fields.String(required=True)
+
+
+class HeadTieredSchema(Schema):
+    """The head's new tier and the patched object."""
+
+    kind = fields.String(required=True)
+    name = fields.String(required=True)
+    head_hw_tier_name = fields.String(required=True)
+    object = fields.Dict(required=True, metadata={"description": "The patched object."})
+
+
+class RestartedSchema(Schema):
+    """A head restart begun: the pod deleted, and when, to ask about it later."""
+
+    ok = fields.Boolean(required=True)
+    namespace = fields.String(required=True)
+    pod = fields.String(required=True, metadata={"description": "The head pod that was deleted."})
+    grace_period_seconds = fields.Integer(required=True)
+    started_at = fields.DateTime(
+        required=True, metadata={"description": "Pass it to `restart_head_status`."}
+    )
+    k8s_response = fields.Dict(metadata={"description": "The API server's answer, in short."})
+
+
+class RestartStatusSchema(Schema):
+    """Whether the head was made again since a restart began, and is ready."""
+
+    ok = fields.Boolean(
+        required=True, metadata={"description": "Restarted since `started_at`, and ready."}
+    )
+    restarted = fields.Boolean(required=True)
+    ready = fields.Boolean(required=True)
+    status = fields.String(
+        required=True,
+        validate=validate.OneOf(["restarted_and_ready", "restarted_not_ready", "not_restarted"]),
+    )
+    namespace = fields.String(required=True)
+    pod = fields.String(
+        required=True, allow_none=True, metadata={"description": "Null while there is no head."}
+    )
+    creation_timestamp = fields.DateTime(allow_none=True, data_key="creationTimestamp")
+    started_at = fields.DateTime()
+    evaluated_with = fields.String()
