@@ -161,6 +161,45 @@ def test_secrets_are_replaced_without_being_read(kube: KubernetesEmulator) -> No
     assert "get" in [e.verb for e in kube.audit.entries(resource="configmaps")]
 
 
+def test_a_replace_that_loses_to_another_write_reads_again(kube: KubernetesEmulator) -> None:
+    """Another write between the read and the replace (a stale run of the same step, or a
+    replace whose answer was lost and went through) is a 409 ``Conflict``: the object is
+    read again and replaced, not the step failed."""
+    from app.builders.metadata import object_meta
+    from app.storage.kubernetes import KubernetesStorage
+
+    storage = KubernetesStorage(
+        DeadlineApiClient(build_configuration(_config(mode="host", host=kube.url)), 5.0)
+    )
+    namespace = "replace-conflict-test"
+    kube.store.create(
+        "namespaces",
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+    )
+    body = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": object_meta("nb-someone-env", "someone", namespace=namespace),
+        "data": {"version": "first"},
+    }
+    storage.apply("configmaps", body)
+    pause = kube.faults.pause_next("update", "configmaps", namespace=namespace)
+    with ThreadPoolExecutor(1) as pool:
+        replacing = pool.submit(storage.apply, "configmaps", {**body, "data": {"version": "ours"}})
+        assert pause.arrived.wait(5)
+        # Another writer gets there first: the held replace carries a stale version now.
+        current = kube.store.get("configmaps", namespace, "nb-someone-env")
+        assert current is not None
+        kube.store.update("configmaps", {**current, "data": {"version": "theirs"}})
+        pause.release()
+        replaced = replacing.result(timeout=10)
+    assert replaced["data"] == {"version": "ours"}
+    stored = kube.store.get("configmaps", namespace, "nb-someone-env")
+    assert stored is not None and stored["data"] == {"version": "ours"}
+    verbs = [e.verb for e in kube.audit.entries(resource="configmaps")]
+    assert verbs[-4:] == ["get", "update", "get", "update"]
+
+
 def _leave_a_watch_early(storage: Any, namespace: str, version: str) -> None:
     """Watch from an earlier version, so an event is there at once, and stop after it; the
     server would go on streaming for 30 s."""

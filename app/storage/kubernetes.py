@@ -17,7 +17,7 @@ import json
 import logging
 import random
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +40,8 @@ TRANSIENT_STATUSES = frozenset({0, 429, 500, 502, 503, 504})
 RETRY_ATTEMPTS = 4
 RETRY_BASE_SECONDS = 0.2
 MAX_RETRY_AFTER_SECONDS = 5.0
+REPLACE_ATTEMPTS = 3
+"""Reads and replaces of one object before a conflict is the caller's (``_replace``)."""
 """The longest a throttled call waits on the API server's ``Retry-After`` before retrying."""
 
 
@@ -330,17 +332,14 @@ class KubernetesStorage:
             unconditional["metadata"].pop("resourceVersion", None)
             result: dict[str, Any] = _call(self._api, "PUT", path, body=unconditional)
             return result
-        existing: dict[str, Any] = _call(self._api, "GET", path)
-        if not is_ours(existing):
-            raise KubernetesError(
-                409, "AlreadyExists", f"{resource} {namespace}/{name} exists and is not ours"
-            )
-        desired = json.loads(json.dumps(body))
-        desired["metadata"]["resourceVersion"] = existing["metadata"]["resourceVersion"]
-        if resource == "services":
-            desired["spec"]["clusterIP"] = existing.get("spec", {}).get("clusterIP")
-        result = _call(self._api, "PUT", path, body=desired)
-        return result
+
+        def desired(existing: dict[str, Any]) -> dict[str, Any]:
+            wanted = json.loads(json.dumps(body))
+            if resource == "services":
+                wanted["spec"]["clusterIP"] = existing.get("spec", {}).get("clusterIP")
+            return wanted
+
+        return self._replace(path, f"{resource} {namespace}/{name}", desired)
 
     def delete_object(self, resource: str, namespace: str, name: str) -> bool:
         """Ask for the deletion of an object of ours; False if it was already gone."""
@@ -410,15 +409,39 @@ class KubernetesStorage:
         except KubernetesError as exc:
             if exc.status != 409:
                 raise
-        existing = self.read_custom(kind, namespace, name)
-        if existing is None or not is_ours(existing):
-            raise KubernetesError(
-                409, "AlreadyExists", f"{kind.plural} {namespace}/{name} exists and is not ours"
-            )
-        desired = json.loads(json.dumps(body))
-        desired["metadata"]["resourceVersion"] = existing["metadata"]["resourceVersion"]
-        result: dict[str, Any] = _call(self._api, "PUT", kind.path(namespace, name), body=desired)
-        return result
+        return self._replace(
+            kind.path(namespace, name),
+            f"{kind.plural} {namespace}/{name}",
+            lambda existing: json.loads(json.dumps(body)),
+        )
+
+    def _replace(
+        self,
+        path: str,
+        what: str,
+        desired: Callable[[dict[str, Any]], dict[str, Any]],
+    ) -> dict[str, Any]:
+        """Replace an object of ours with ``desired(existing)``, at the version just read.
+
+        A replace that loses to another write (409 ``Conflict``) reads and tries again. The
+        other write is usually our own: a replace whose answer was lost to a timeout went
+        through, so its retry, at the version read before it, conflicts with itself.
+        """
+        attempt = 1
+        while True:
+            existing: dict[str, Any] = _call(self._api, "GET", path)
+            if not is_ours(existing):
+                raise KubernetesError(409, "AlreadyExists", f"{what} exists and is not ours")
+            wanted = desired(existing)
+            wanted["metadata"]["resourceVersion"] = existing["metadata"]["resourceVersion"]
+            try:
+                result: dict[str, Any] = _call(self._api, "PUT", path, body=wanted)
+            except KubernetesError as exc:
+                if exc.status != 409 or exc.reason != "Conflict" or attempt == REPLACE_ATTEMPTS:
+                    raise
+                attempt += 1
+                continue
+            return result
 
     def delete_custom(self, kind: CustomKind, namespace: str, name: str) -> bool:
         """Ask for the object's deletion; False if it was already gone."""

@@ -74,6 +74,8 @@ def config(**overrides: Any) -> PrepullConfig:
         "images": (),
         "groups": (),
         "document": {},
+        "validation": None,
+        "retention": 2,
     }
     values.update(overrides)
     return PrepullConfig(**values)
