@@ -7,7 +7,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from flask.testing import FlaskClient
 from app import create_app
 from app.config import Config, parse_config
 from app.extensions.labs import machinery_of, start_background, stop_background
+from app.workloads.kinds import KindFactory
 from devstack.demo import demo_tokens, demo_users
 from devstack.gafaelfawr import GafaelfawrEmulator
 from devstack.kube import KubernetesEmulator
@@ -180,13 +181,14 @@ def await_complete_state(app: Flask, timeout: float = 20.0) -> None:
 
 
 @pytest.fixture
-def make_app() -> Iterator[Callable[[Config], Flask]]:
-    """Build apps from configs and start their background work, as a server's worker
-    does after loading the app; it stops when the test ends."""
+def make_app() -> Iterator[Callable[..., Flask]]:
+    """Build apps from configs (running ``kinds``, when a test adds its own) and start their
+    background work, as a server's worker does after loading the app; it stops when the
+    test ends."""
     apps: list[Flask] = []
 
-    def make(config: Config) -> Flask:
-        app = create_app(config)
+    def make(config: Config, kinds: Sequence[KindFactory] | None = None) -> Flask:
+        app = create_app(config, kinds)
         apps.append(app)
         start_background(app)
         await_complete_state(app)

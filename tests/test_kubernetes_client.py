@@ -127,20 +127,26 @@ def test_every_call_has_a_deadline() -> None:
         emulator.stop()
 
 
-def test_secrets_are_replaced_without_being_read(kube: KubernetesEmulator) -> None:
-    """The service may write Secrets in lab namespaces but never read them there (its
-    ClusterRole has no cluster-wide get on Secrets)."""
-    from app.builders.metadata import object_meta
+def _storage_in(kube: KubernetesEmulator, namespace: str) -> Any:
+    """The service's Kubernetes storage on the emulator, with ``namespace`` made."""
     from app.storage.kubernetes import KubernetesStorage
 
-    storage = KubernetesStorage(
-        DeadlineApiClient(build_configuration(_config(mode="host", host=kube.url)), 5.0)
-    )
-    namespace = "secret-apply-test"
     kube.store.create(
         "namespaces",
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
     )
+    return KubernetesStorage(
+        DeadlineApiClient(build_configuration(_config(mode="host", host=kube.url)), 5.0)
+    )
+
+
+def test_secrets_are_replaced_without_being_read(kube: KubernetesEmulator) -> None:
+    """The service may write Secrets in lab namespaces but never read them there (its
+    ClusterRole has no cluster-wide get on Secrets)."""
+    from app.builders.metadata import object_meta
+
+    namespace = "secret-apply-test"
+    storage = _storage_in(kube, namespace)
     body = {
         "apiVersion": "v1",
         "kind": "Secret",
@@ -166,16 +172,9 @@ def test_a_replace_that_loses_to_another_write_reads_again(kube: KubernetesEmula
     replace whose answer was lost and went through) is a 409 ``Conflict``: the object is
     read again and replaced, not the step failed."""
     from app.builders.metadata import object_meta
-    from app.storage.kubernetes import KubernetesStorage
 
-    storage = KubernetesStorage(
-        DeadlineApiClient(build_configuration(_config(mode="host", host=kube.url)), 5.0)
-    )
     namespace = "replace-conflict-test"
-    kube.store.create(
-        "namespaces",
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
-    )
+    storage = _storage_in(kube, namespace)
     body = {
         "apiVersion": "v1",
         "kind": "ConfigMap",

@@ -20,8 +20,9 @@ their outcome. A kind says what its operations do. It declares:
 - whether its creations are **admitted** (``app.engine.admission``): queued fairly behind
   others when more than the configured number are in progress.
 
-Adding a kind is one package under ``app/workloads/`` with a ``WorkloadKind`` subclass,
-registered where the engine is built (``build_machinery`` in ``app.extensions.labs``).
+Adding a kind is one package under ``app/workloads/`` with a ``WorkloadKind`` subclass and
+one line in ``app.workloads.kinds.KINDS``, the list the engine is built from; its steps read
+and keep records through ``Run.workloads``, never the store itself.
 """
 
 from __future__ import annotations

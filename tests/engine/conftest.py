@@ -10,13 +10,10 @@ from typing import Any
 import pytest
 from flask import Flask
 
-from app import create_app
 from app.config import parse_config
 from app.extensions import api_ext
-from app.extensions.labs import start_background, stop_background
 from app.workloads.kinds import KINDS
 from devstack.kube import KubernetesEmulator
-from tests.conftest import await_complete_state
 from tests.engine.notes.kind import NAMESPACE, NoteKind
 from tests.engine.notes.routes import notes
 from tests.labs.conftest import admin_headers, lab_raw_config, new_user
@@ -51,19 +48,13 @@ def notes_config(lab_raw_config: dict[str, Any], notes_namespace: str) -> dict[s
 
 
 @pytest.fixture
-def notes_app(notes_config: dict[str, Any]) -> Iterator[MakeNotesApp]:
+def notes_app(notes_config: dict[str, Any], make_app: Callable[..., Flask]) -> Callable[[], Flask]:
     """Build an app that runs the notes beside every kind of the service: one registration
     line for the kind, one for its routes."""
-    apps: list[Flask] = []
 
     def make() -> Flask:
-        app = create_app(parse_config(notes_config), kinds=[*KINDS, NoteKind])
+        app = make_app(parse_config(notes_config), [*KINDS, NoteKind])
         api_ext.register_blueprint(app, notes)
-        apps.append(app)
-        start_background(app)
-        await_complete_state(app)
         return app
 
-    yield make
-    for app in apps:
-        stop_background(app)
+    return make
