@@ -43,11 +43,11 @@ from app.services.admin import (
 )
 from app.services.auth import ADMIN
 from app.web.api import ApiBlueprint, raises
-from app.web.audit import audited
-from app.web.auth import current_caller, requires
 from app.web.bodies import load_body, load_query
 from app.web.event_stream import STREAM_RETRY_SECONDS
 from app.workloads.lab.service import LabService
+from blueprints.support.audit import audited
+from blueprints.support.auth import current_caller, requires
 
 admin = ApiBlueprint("admin", __name__, url_prefix="/spawner/v1")
 

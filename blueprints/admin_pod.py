@@ -15,8 +15,8 @@ from app.schemas.admin_pod import AdminPodStatusSchema
 from app.services.admin_pod import AdminPodService
 from app.services.auth import ADMIN_POD
 from app.web.api import ApiBlueprint, raises
-from app.web.audit import audited
-from app.web.auth import requires
+from blueprints.support.audit import audited
+from blueprints.support.auth import requires
 
 admin_pod = ApiBlueprint("admin_pod", __name__, url_prefix="/spawner/v1/admin")
 

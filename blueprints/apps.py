@@ -22,13 +22,11 @@ from app.extensions import labs_ext, limits_ext
 from app.models.config import AppTemplate
 from app.services.auth import ADMIN, ANY_USER
 from app.web.api import ApiBlueprint, raises
-from app.web.auth import current_caller, current_user, requires
 from app.web.bodies import load_body, load_query
 from app.web.event_stream import (
     documented_stream,
     stream_description,
     stream_example,
-    workload_events,
 )
 from app.workloads.app.builders import app_url
 from app.workloads.app.models import AppRecord
@@ -42,6 +40,8 @@ from app.workloads.app.schemas import (
     LogsQuerySchema,
 )
 from app.workloads.app.service import AppChange, AppRequest, AppService, Switched
+from blueprints.support.auth import current_caller, current_user, requires
+from blueprints.support.events import workload_events
 
 apps = ApiBlueprint("apps", __name__, url_prefix="/spawner/v1")
 

@@ -13,17 +13,17 @@ from app.errors import (
 from app.extensions import labs_ext, limits_ext
 from app.services.auth import ADMIN, OWNER
 from app.web.api import ApiBlueprint, raises
-from app.web.auth import current_caller, current_user, requires
 from app.web.bodies import load_body
 from app.web.event_stream import (
     documented_stream,
     stream_description,
     stream_example,
-    workload_events,
 )
 from app.workloads.cluster.models import ClusterRecord
 from app.workloads.cluster.schemas import ClusterRequestSchema, ClusterSchema
 from app.workloads.cluster.service import ClusterRequest, ClusterService
+from blueprints.support.auth import current_caller, current_user, requires
+from blueprints.support.events import workload_events
 
 clusters = ApiBlueprint("clusters", __name__, url_prefix="/spawner/v1")
 

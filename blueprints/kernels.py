@@ -14,18 +14,18 @@ from app.errors import (
 from app.extensions import labs_ext, limits_ext
 from app.services.auth import ADMIN, OWNER
 from app.web.api import ApiBlueprint, raises
-from app.web.auth import current_caller, current_user, requires
 from app.web.bodies import load_body
 from app.web.event_stream import (
     documented_stream,
     stream_description,
     stream_example,
-    workload_events,
 )
 from app.workloads.kernel.kind import DEFAULT_GRACE_SECONDS
 from app.workloads.kernel.models import KernelRecord
 from app.workloads.kernel.schemas import KernelRequestSchema, KernelSchema
 from app.workloads.kernel.service import KernelRequest, KernelService
+from blueprints.support.auth import current_caller, current_user, requires
+from blueprints.support.events import workload_events
 
 kernels = ApiBlueprint("kernels", __name__, url_prefix="/spawner/v1")
 

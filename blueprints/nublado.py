@@ -36,7 +36,6 @@ from app.schemas.errors import NubladoErrorSchema
 from app.schemas.labs import SpawnRequestSchema
 from app.services.auth import OWNER
 from app.web.api import ApiBlueprint, raises
-from app.web.auth import requires
 from blueprints.spawner import (
     DELEGATED_TOKEN,
     LAB_LOCATION,
@@ -44,6 +43,7 @@ from blueprints.spawner import (
     queue_spawn,
     render_spawn_form,
 )
+from blueprints.support.auth import requires
 
 ERROR_TYPES: dict[type[ServiceError], str] = {
     AuthenticationError: "invalid_token",

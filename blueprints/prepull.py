@@ -9,8 +9,6 @@ from app.errors import ConflictError, InvalidRequestError, NotFoundError
 from app.extensions import labs_ext
 from app.services.auth import ADMIN
 from app.web.api import ApiBlueprint, raises
-from app.web.audit import audited
-from app.web.auth import current_user, requires
 from app.web.bodies import load_body
 from app.workloads.image.lifecycle import ImageLifecycle
 from app.workloads.image.models import ImageRecord, ImageState, image_json
@@ -21,6 +19,8 @@ from app.workloads.image.schemas import (
     ImagesSchema,
     PrepullStatusSchema,
 )
+from blueprints.support.audit import audited
+from blueprints.support.auth import current_user, requires
 
 prepull = ApiBlueprint("prepull", __name__, url_prefix="/spawner/v1")
 

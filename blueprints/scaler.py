@@ -25,7 +25,6 @@ from app.errors import (
 from app.extensions import labs_ext, limits_ext
 from app.services.auth import ADMIN, ANY_USER
 from app.web.api import ApiBlueprint, raises
-from app.web.auth import current_caller, current_user, requires
 from app.web.bodies import json_object
 from app.workloads.cluster.scaler import ScalerService
 from app.workloads.cluster.schemas import (
@@ -38,6 +37,7 @@ from app.workloads.cluster.schemas import (
     ScaledSchema,
     ScaleRequestSchema,
 )
+from blueprints.support.auth import current_caller, current_user, requires
 
 scaler = ApiBlueprint(
     "scaler", __name__, url_prefix="/ddl_cluster_scaler", body_error=BadRequestError

@@ -29,7 +29,6 @@ from app.web.api import (
     header_parameter,
     raises,
 )
-from app.web.auth import current_caller, current_user, requires
 from app.web.bodies import load_body
 from app.web.event_frames import DmtnFrames, Frames, NubladoFrames
 from app.web.event_stream import (
@@ -42,6 +41,7 @@ from app.web.event_stream import (
 )
 from app.workloads.lab.form import build_spawn_form
 from app.workloads.lab.service import LabService
+from blueprints.support.auth import current_caller, current_user, requires
 
 spawner = ApiBlueprint("spawner", __name__, url_prefix="/spawner/v1")
 

@@ -15,7 +15,7 @@ from flask.testing import FlaskClient
 from app.config import Config, parse_config
 from app.log import redact
 from app.services.auth import ADMIN, OWNER
-from app.web.auth import current_caller, requires
+from blueprints.support.auth import current_caller, requires
 from devstack.gafaelfawr import GafaelfawrEmulator
 from devstack.kube import KubernetesEmulator
 from tests.conftest import bearer, service_config

@@ -43,8 +43,8 @@ from app.web.api import (
     raises,
     required_grants,
 )
-from app.web.auth import requires
 from blueprints.nublado import nublado_error_body
+from blueprints.support.auth import requires
 
 SKIPPED = {"HEAD", "OPTIONS"}
 

@@ -16,6 +16,7 @@ from marshmallow import (
     validates_schema,
 )
 
+from app.config_fields import CpuField, MemoryField, StrictCamelCaseSchema, camel_case
 from app.models.config import (
     DEFAULT_ADMIN_POD_SCOPE,
     AdminConfig,
@@ -49,8 +50,6 @@ from app.models.config import (
     Toleration,
     WatcherConfig,
 )
-from app.schemas.base import StrictCamelCaseSchema, camel_case
-from app.schemas.quantities import CpuField, MemoryField
 from app.url_template import DEFAULT_TEMPLATE, template_problem
 from app.workloads.app.config import AppsSchema
 from app.workloads.cluster.adapters import ADAPTERS

@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 
 import redis
@@ -237,7 +238,7 @@ class ElectedWorker:
             logger.warning("%s: cannot release the lease (%s); it will expire", self._name, exc)
 
 
-class ElectedLoop:
+class ElectedLoop(ABC):
     """A loop only one worker of all replicas runs at a time: the elected watcher, the image
     refresher, the prepuller. A subclass says what its leader does (``_lead``); this holds
     its candidacy, under the lease ``<key_prefix>leader:<loop>``."""
@@ -261,8 +262,9 @@ class ElectedLoop:
         self.lease_key = lease.key
         self._election = ElectedWorker(lease, self._lead, name=loop)
 
+    @abstractmethod
     def _lead(self, tenure: Tenure) -> None:
-        raise NotImplementedError
+        """What the leader does during ``tenure``; it returns once the tenure has ended."""
 
     @property
     def owner(self) -> str:

@@ -14,11 +14,9 @@ from typing import Any, TypeVar
 from flask import Response, request
 
 from app.errors import EVENT_STREAM_ERRORS, InvalidRequestError
-from app.extensions import limits_ext
 from app.storage.event_hub import Following
 from app.storage.events import EventType
 from app.web.api import ApiBlueprint, header_parameter, raises
-from app.web.auth import current_caller
 from app.web.event_frames import DmtnFrames, Frames
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -140,20 +138,6 @@ def stream_response(
     response.headers["Cache-Control"] = "no-cache"
     response.headers["X-Accel-Buffering"] = "no"
     return response
-
-
-def workload_events(follow: Callable[[str], Following], *, noun: str) -> Response:
-    """A workload's event stream for the caller: ``follow`` opens it after the request's
-    ``Last-Event-ID``, holding one of the caller's stream slots, given back at once if
-    following fails (a 404, a bad id), else when the stream ends."""
-    after = last_event_id()
-    release = limits_ext.limits.stream(current_caller(), retry_after=STREAM_RETRY_SECONDS)
-    try:
-        following = follow(after)
-    except BaseException:
-        release()
-        raise
-    return stream_response(following, release, noun=noun)
 
 
 class EventStreamBody:

@@ -6,6 +6,7 @@ from typing import Any
 
 from marshmallow import ValidationError, fields, post_load, validate, validates_schema
 
+from app.config_fields import CpuField, MemoryField, StrictCamelCaseSchema, camel_case
 from app.models.config import (
     AppQuota,
     AppsConfig,
@@ -15,8 +16,6 @@ from app.models.config import (
     GroupAppQuota,
     GroupVolume,
 )
-from app.schemas.base import StrictCamelCaseSchema, camel_case
-from app.schemas.quantities import CpuField, MemoryField
 
 PRESET_VARIABLES = ("APP_ID", "APP_ROOT", "APP_BASE_URL", "PLATFORM_URL", "GROUP")
 """What the service sets in every app's environment, before the template's and the group's

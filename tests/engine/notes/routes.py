@@ -12,9 +12,9 @@ from app.errors import ConflictError, InvalidRequestError, NotFoundError, Rebuil
 from app.extensions import labs_ext
 from app.services.auth import ADMIN, OWNER
 from app.web.api import ApiBlueprint, raises
-from app.web.auth import requires
 from app.web.bodies import load_body
-from app.web.event_stream import workload_events
+from blueprints.support.auth import requires
+from blueprints.support.events import workload_events
 from tests.engine.notes.service import NoteService
 
 notes = ApiBlueprint("notes", __name__, url_prefix="/spawner/v1")

@@ -18,7 +18,7 @@ import redis
 from app.errors import ServiceError
 from app.extensions import labs_ext
 from app.models.admin import AuditEntry
-from app.web.auth import current_caller
+from blueprints.support.auth import current_caller
 
 logger = logging.getLogger(__name__)
 

@@ -1,0 +1,59 @@
+"""What every configuration section's schema is built from, wherever the section lives
+(``app.config.schema``, a kind's ``config.py``): camelCase keys, unknown keys refused, and
+fields for Kubernetes quantities (cores and bytes, as numbers or as Kubernetes writes them)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from marshmallow import RAISE, Schema, ValidationError, fields
+from marshmallow.fields import Field
+
+from app.quantities import parse_cpu, parse_memory
+
+
+def camel_case(name: str) -> str:
+    """``spawn_timeout`` → ``spawnTimeout``: the key of a snake_case attribute."""
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+class CamelCaseSchema(Schema):
+    """Keys are camelCase (as in the Helm values they are rendered from), attributes
+    snake_case: every field's key is made from its name, so no key is written twice."""
+
+    def on_bind_field(self, field_name: str, field_obj: Field) -> None:
+        field_obj.data_key = camel_case(field_obj.data_key or field_name)
+
+
+class StrictCamelCaseSchema(CamelCaseSchema):
+    """A camelCase schema where unknown keys are errors, not silently dropped."""
+
+    class Meta:
+        unknown = RAISE
+
+
+class CpuField(fields.Field):
+    """CPU cores, as a number or a Kubernetes quantity (``500m``)."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> float:
+        try:
+            cores = parse_cpu(value)
+        except (ValueError, TypeError):
+            raise ValidationError("not a CPU quantity (examples: 2, 0.5, 500m)") from None
+        if cores <= 0:
+            raise ValidationError("must be greater than 0")
+        return cores
+
+
+class MemoryField(fields.Field):
+    """Memory in bytes, as a number or a Kubernetes quantity (``4Gi``)."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> int:
+        try:
+            size = parse_memory(value)
+        except (ValueError, TypeError):
+            raise ValidationError("not a memory quantity (examples: 4Gi, 512Mi)") from None
+        if size <= 0:
+            raise ValidationError("must be greater than 0")
+        return size
