@@ -13,7 +13,6 @@ from app.models.workload import Action, Operation, WorkloadRef, WorkloadStatus
 from app.storage.events import EventStore, EventType
 from app.storage.workloads import (
     DeleteQueued,
-    LeaseRequest,
     StoredNames,
     StoredRecord,
     WorkloadStore,
@@ -268,35 +267,20 @@ def test_repairs_never_undo_an_operation_or_a_newer_record(redis_client: redis.R
     assert events.read(lab_ref("fy").key) == []
 
 
-def test_a_spawn_takes_the_lease_asked_for_only_when_nobody_holds_it(
+def test_a_queued_spawn_is_pending_for_whichever_runner_leases_it_first(
     redis_client: redis.Redis,
 ) -> None:
     store, events = _stores(redis_client)
     ref = lab_ref("gu")
     first = events.announcement(ref.key, [(EventType.INFO, "Lab creation requested")])
     queued = store.queue_spawn(
-        operation=_operation(ref),
-        record=record_json(_record("gu")),
-        secret="t",
-        events=first,
-        lease=LeaseRequest(owner="worker-1", ttl_ms=5000),
+        operation=_operation(ref), record=record_json(_record("gu")), secret="t", events=first
     )
-    assert (queued.queued, queued.leased) == (True, True)
-    assert store.lease_holder(ref) == "worker-1"
-    assert 0 < redis_client.pttl(store.lease_key(ref)) <= 5000
-
-    # Another worker still holds the next lab's lease: it is left alone, the spawn queued.
-    other = lab_ref("hy")
-    redis_client.set(store.lease_key(other), "worker-old", px=5000)
-    queued = store.queue_spawn(
-        operation=_operation(other),
-        record=record_json(_record("hy")),
-        secret="t",
-        events=events.announcement(other.key, []),
-        lease=LeaseRequest(owner="worker-1", ttl_ms=5000),
-    )
-    assert (queued.queued, queued.leased) == (True, False)
-    assert store.lease_holder(other) == "worker-old"
+    assert queued.queued
+    assert store.lease_holder(ref) is None
+    assert ref in store.pending()
+    # Its run announces what it does itself: the stream holds only what was queued.
+    assert [e.data for e in events.read(ref.key)] == ["Lab creation requested"]
 
 
 # Completeness. -----------------------------------------------------------------------------
@@ -345,38 +329,3 @@ def test_a_record_is_served_while_the_rest_is_rebuilt(redis_client: redis.Redis)
     stored = store.stored_record(lab_ref("ada"))
     assert stored.record is not None and stored.complete is False
     assert store.stored_names("lab") == StoredNames(["ada"], False)
-
-
-def test_a_spawn_announces_its_run_only_when_it_takes_the_lease(
-    redis_client: redis.Redis,
-) -> None:
-    store, events = _stores(redis_client)
-    starting = [(EventType.INFO, "Starting"), (EventType.PROGRESS, "2")]
-    ref = lab_ref("iz")
-    queued = store.queue_spawn(
-        operation=_operation(ref),
-        record=record_json(_record("iz")),
-        secret="t",
-        events=events.announcement(ref.key, [(EventType.INFO, "Lab creation requested")]),
-        lease=LeaseRequest(owner="worker-1", ttl_ms=5000),
-        if_leased=events.announcement(ref.key, starting),
-    )
-    assert queued.leased
-    assert [(e.type, e.data) for e in events.read(ref.key)] == [
-        (EventType.INFO, "Lab creation requested"),
-        *starting,
-    ]
-
-    # With the lease held elsewhere, whoever runs the spawn announces its start itself.
-    other = lab_ref("jo")
-    redis_client.set(store.lease_key(other), "worker-old", px=5000)
-    queued = store.queue_spawn(
-        operation=_operation(other),
-        record=record_json(_record("jo")),
-        secret="t",
-        events=events.announcement(other.key, [(EventType.INFO, "Lab creation requested")]),
-        lease=LeaseRequest(owner="worker-1", ttl_ms=5000),
-        if_leased=events.announcement(other.key, starting),
-    )
-    assert (queued.queued, queued.leased) == (True, False)
-    assert [e.data for e in events.read(other.key)] == ["Lab creation requested"]

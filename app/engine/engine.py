@@ -18,14 +18,14 @@ from typing import Any
 from app.engine.admission import Admission
 from app.engine.kind import WorkloadKind
 from app.engine.reads import WorkloadReads
-from app.engine.runner import HandOff, OperationRunner, Queued
+from app.engine.runner import OperationRunner
 from app.errors import MaintenanceError
 from app.log import current_request_id
 from app.models.workload import Action, Operation, WorkloadRef
 from app.storage.event_hub import EventHub, Following
 from app.storage.events import TERMINAL, EventStore, EventType, entry_order
 from app.storage.maintenance import MaintenanceStore
-from app.storage.workloads import DeleteQueued, LeaseRequest, SpawnQueued, WorkloadStore
+from app.storage.workloads import DeleteQueued, SpawnQueued, WorkloadStore
 
 
 class UnknownEventId(ValueError):
@@ -74,17 +74,15 @@ class Engine:
         spec: dict[str, Any],
         secret: str | None,
         first_events: list[tuple[EventType, str]],
-        start_events: list[tuple[EventType, str]] | None = None,
         expect: str | None = None,
         group: str | None = None,
     ) -> SpawnQueued:
         """Record ``ref`` as ``record`` and start its spawn, unless it exists and has not
         failed. ``spec`` is what the kind's steps build from; ``secret`` is kept beside the
-        operation only (a lab's token). ``start_events`` announce the run starting: written
-        in the same step when this worker runs it at once (``Run.start_announced``), else
-        left to the steps of whichever run starts it. With ``expect``, the workload exists
-        as that record and is updated: ``record`` replaces it and the spawn brings the
-        workload to it (see ``WorkloadStore.queue_spawn``).
+        operation only (a lab's token); ``first_events`` start the workload's new event
+        stream, in the same step (what the run does next, its steps announce). With
+        ``expect``, the workload exists as that record and is updated: ``record`` replaces
+        it and the spawn brings the workload to it (see ``WorkloadStore.queue_spawn``).
 
         With ``group``, a creation of an admitted kind counts against the group's rate (429
         past it) and, while admission is on, takes a place or waits in the queue for one
@@ -94,44 +92,25 @@ class Engine:
         While maintenance mode is on, such creations (with ``group``, of an admitted kind)
         are refused with 503 ``maintenance``; the platform's own work goes on."""
         operation = self._operation(ref, Action.SPAWN, spec)
+        admission = None
         if group is not None and self.kinds[ref.kind].admitted:
             self._refuse_during_maintenance()
-        admission = None
-        if group is not None and self.admission is not None and self.kinds[ref.kind].admitted:
-            self.admission.count(group)
-            admission = self.admission.request(group)
-        announce = self.events.announcement(ref.key, first_events)
-        if_leased = self.events.announcement(ref.key, start_events) if start_events else None
-
-        def queue(lease: LeaseRequest) -> tuple[SpawnQueued, Queued]:
-            queued = self.store.queue_spawn(
-                operation=operation,
-                record=record,
-                secret=secret,
-                events=announce,
-                lease=lease,
-                if_leased=if_leased,
-                expect=expect,
-                admission=admission,
-            )
-            # With the lease taken in the same step, the runner starts from what was just
-            # written, with no Redis round trip before its first Kubernetes call.
-            handoff = (
-                HandOff(
-                    operation,
-                    secret,
-                    start_announced=if_leased is not None,
-                    progress=_progress(start_events or []),
-                )
-                if queued.leased
-                else None
-            )
-            # One waiting for a place is not run until it is admitted.
-            return queued, Queued(queued.queued and not queued.position, handoff)
-
-        queued = self.runner.queue_and_run(ref, queue)
+            if self.admission is not None:
+                self.admission.count(group)
+                admission = self.admission.request(group)
+        queued = self.store.queue_spawn(
+            operation=operation,
+            record=record,
+            secret=secret,
+            events=self.events.announcement(ref.key, first_events),
+            expect=expect,
+            admission=admission,
+        )
         if queued.queue_full and self.admission is not None:
             raise self.admission.queue_full()
+        # One waiting for a place is not run until it is admitted.
+        if queued.queued and not queued.position:
+            self.runner.submit(ref)
         return queued
 
     def _refuse_during_maintenance(self) -> None:
@@ -219,8 +198,3 @@ class Engine:
 
     def stop(self) -> None:
         self.runner.stop()
-
-
-def _progress(events: list[tuple[EventType, str]]) -> int:
-    """Where ``events`` leave the progress bar."""
-    return max((int(data) for kind, data in events if kind is EventType.PROGRESS), default=0)

@@ -30,14 +30,13 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
 from app.engine.reporter import Reporter
 from app.engine.tracking import PodTracking
 from app.metrics import FailureReason
 from app.models.workload import Action, Operation, WorkloadRef
-from app.storage.events import EventType
 from app.storage.workloads import WorkloadStore
 
 
@@ -101,9 +100,6 @@ class Run:
     secret: str | None
     """The secret queued with the operation (a spawn's token), None once it expired."""
     workloads: RunWorkloads
-    start_announced: bool = False
-    """The operation's ``start_events`` were written when it was queued, because this run
-    started at once in the worker that queued it: the steps need not announce their start."""
     waiting: Callable[[], AbstractContextManager[None]] = nullcontext
     """A step that waits on Kubernetes (a pod starting, a namespace going) does so inside
     ``with run.waiting():``. A worker runs a bounded number of operations at once, so that
@@ -116,11 +112,10 @@ class Run:
 @dataclass(frozen=True)
 class Finished:
     """A successful operation's outcome: the workload's record to keep (None removes it),
-    and events to announce with it, before the engine's closing ``progress 100`` and
-    ``complete``."""
+    written with what the steps kept for the end (``Reporter.at_end``) and the engine's
+    closing ``progress 100`` and ``complete``."""
 
     record: str | None
-    events: list[tuple[EventType, str]] = field(default_factory=list)
 
 
 class WorkloadKind(ABC):

@@ -40,16 +40,15 @@ class Reporter:
         *,
         store: WorkloadStore,
         events: EventStore,
-        progress: int = 0,
         stopping: threading.Event | None = None,
     ) -> None:
-        """``progress``: where events written before this run (with the operation) left
-        the progress bar; ``stopping``: set when this worker stops taking work."""
+        """``stopping``: set when this worker stops taking work."""
         self.operation = operation
         self._store = store
         self._events = events
-        self._progress = progress
+        self._progress = 0
         self._stopping = stopping
+        self._at_end: list[tuple[EventType, str]] = []
 
     @property
     def ref(self) -> WorkloadRef:
@@ -86,6 +85,24 @@ class Reporter:
     def write(self, events: Sequence[tuple[EventType, str]]) -> None:
         """Several events in one write; a progress event that would not move the bar
         forward is left out."""
+        self._write(self._forward(events))
+
+    def at_end(self, events: Sequence[tuple[EventType, str]]) -> None:
+        """Events written with the operation's successful end, in the step that keeps its
+        final record, rather than in a write of their own: what a step says last ("the
+        lab is running") costs no round trip. A failure drops them; its error says why."""
+        self._at_end.extend(self._forward(events))
+
+    def closing(self, message: str) -> None:
+        """An info event written with the operation's successful end (``at_end``)."""
+        self.at_end([(EventType.INFO, message)])
+
+    def ending_events(self) -> list[tuple[EventType, str]]:
+        """What ``at_end`` kept, in order, for the runner to write with the end."""
+        return list(self._at_end)
+
+    def _forward(self, events: Sequence[tuple[EventType, str]]) -> list[tuple[EventType, str]]:
+        """``events`` without progress that would not move the bar forward."""
         kept = []
         for type_, data in events:
             if type_ is EventType.PROGRESS:
@@ -93,7 +110,7 @@ class Reporter:
                     continue
                 self._progress = int(data)
             kept.append((type_, data))
-        self._write(kept)
+        return kept
 
     def progress(self, percent: int) -> None:
         """Move the progress bar forward; it never goes back."""

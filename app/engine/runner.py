@@ -20,10 +20,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import Future
-from dataclasses import dataclass
-from typing import TypeVar
+from collections.abc import Iterator, Mapping
 
 import redis
 
@@ -38,36 +35,13 @@ from app.models.workload import Action, Operation, WorkloadRef
 from app.storage.events import EventStore, EventType
 from app.storage.kubernetes import KubernetesError
 from app.storage.leader import RedisLease, worker_identity
-from app.storage.workloads import LeaseRequest, WorkloadStore
+from app.storage.workloads import WorkloadStore
 
 logger = logging.getLogger(__name__)
 
-T = TypeVar("T")
-
 _COMPLETE = [(EventType.PROGRESS, "100"), (EventType.COMPLETE, "")]
-"""The events that end a successful operation, announced with its final record."""
-
-
-@dataclass(frozen=True)
-class HandOff:
-    """An operation queued together with this runner's lease on the workload
-    (``lease_request``): it runs at once, without asking Redis for what was just written."""
-
-    operation: Operation
-    secret: str | None
-    start_announced: bool = False
-    """The events announcing the run's start were written with the operation."""
-    progress: int = 0
-    """Where those events left the progress bar."""
-
-
-@dataclass(frozen=True)
-class Queued:
-    """What a caller's queueing step did (see ``OperationRunner.queue_and_run``): whether
-    it queued an operation, and the hand-off if it also took this runner's lease."""
-
-    queued: bool
-    handoff: HandOff | None = None
+"""The events that end a successful operation, announced with its final record after what
+its steps kept for the end (``Reporter.at_end``)."""
 
 
 class _Slot:
@@ -153,49 +127,13 @@ class OperationRunner:
         with self._active_lock:
             return len(self._active)
 
-    def lease_request(self) -> LeaseRequest:
-        """The lease a caller asks for with an operation it queues, for ``submit``'s
-        ``handoff``."""
-        return LeaseRequest(self.owner, int(self._lease_seconds * 1000))
-
-    def submit(self, ref: WorkloadRef, handoff: HandOff | None = None) -> None:
+    def submit(self, ref: WorkloadRef) -> None:
         """Run ``ref``'s operations here, unless another worker has them; if a task here
         already does, it looks once more before it ends (and takes the lease again)."""
-        self._check_kind(ref)
-        if self._claim(ref):
-            start_task(self._run_workload, ref, handoff, name=f"op-{ref.key}")
-
-    def queue_and_run(
-        self, ref: WorkloadRef, queue: Callable[[LeaseRequest], tuple[T, Queued]]
-    ) -> T:
-        """Call ``queue`` (the caller's atomic queueing step, asking for this runner's lease)
-        in a task of this runner, which goes on to run what it queued as ``submit`` would;
-        return the first part of ``queue``'s result (or raise its error) as soon as it is
-        known.
-
-        The task starts the operation's work right after queueing it, without a Redis round
-        trip or a task of its own in between: its first Kubernetes calls are under way by
-        the time the caller, woken with the result, answers its request.
-        """
-        self._check_kind(ref)
-        result: Future[T] = Future()
-
-        def queue_then_run() -> None:
-            try:
-                answer, queued = queue(self.lease_request())
-            except BaseException as exc:  # handed to the caller
-                result.set_exception(exc)
-                return
-            result.set_result(answer)
-            if queued.queued and self._claim(ref):
-                self._run_workload(ref, queued.handoff)
-
-        start_task(queue_then_run, name=f"op-{ref.key}")
-        return result.result()
-
-    def _check_kind(self, ref: WorkloadRef) -> None:
         if ref.kind not in self._kinds:
             raise ValueError(f"no workload kind {ref.kind!r} is registered")
+        if self._claim(ref):
+            start_task(self._run_workload, ref, name=f"op-{ref.key}")
 
     def _claim(self, ref: WorkloadRef) -> bool:
         """Mark ``ref`` as run by a task here; False (and that task asked to look once more)
@@ -225,18 +163,13 @@ class OperationRunner:
             except Exception:
                 logger.exception("operation scan failed")
 
-    def _run_workload(self, ref: WorkloadRef, handoff: HandOff | None) -> None:
+    def _run_workload(self, ref: WorkloadRef) -> None:
         lease = self._store.lease(ref, self.owner, self._lease_seconds)
         try:
-            look = True
-            if handoff is not None:
-                look = self._run_handoff(ref, lease, handoff)
             while True:
-                if look:
-                    self._run_while_available(ref, lease)
+                self._run_while_available(ref, lease)
                 if self._done(ref):
                     return
-                look = True
         except redis.RedisError as exc:
             # Redis went away mid-run (a failover): the operation stays pending, and a
             # scanner resumes it once its lease expires.
@@ -252,22 +185,6 @@ class OperationRunner:
             with self._active_lock:
                 self._active.pop(ref, None)
 
-    def _run_handoff(self, ref: WorkloadRef, lease: RedisLease, handoff: HandOff) -> bool:
-        """Run the handed-off operation, whose lease this task holds, if a slot is free (if
-        not, the lease goes back for a worker with room). True if another operation may
-        be waiting."""
-        slot = _Slot(self._slots)
-        if slot.take(blocking=False):
-            try:
-                self._run_while_leased(ref, lease, handoff, slot)
-            finally:
-                lease.release()
-                slot.give_up()
-        else:
-            lease.release()
-        # One queued while we let go would otherwise wait for the scanner.
-        return self._runnable(ref)
-
     def _run_while_available(self, ref: WorkloadRef, lease: RedisLease) -> None:
         """Run the workload's operations while this worker can take their lease."""
         slot = _Slot(self._slots)
@@ -276,7 +193,7 @@ class OperationRunner:
             # A stopping worker leaves what is pending to the others.
             while not self._stopping.is_set() and lease.acquire():
                 try:
-                    self._run_while_leased(ref, lease, None, slot)
+                    self._run_while_leased(ref, lease, slot)
                 finally:
                     lease.release()
                 # An operation queued while we were letting go would otherwise wait
@@ -295,9 +212,7 @@ class OperationRunner:
             self._active.pop(ref, None)
             return True
 
-    def _run_while_leased(
-        self, ref: WorkloadRef, lease: RedisLease, first: HandOff | None, slot: _Slot
-    ) -> None:
+    def _run_while_leased(self, ref: WorkloadRef, lease: RedisLease, slot: _Slot) -> None:
         lost = threading.Event()
         done = threading.Event()
 
@@ -310,16 +225,12 @@ class OperationRunner:
         start_task(heartbeat, name=f"lease-{ref.key}")
         try:
             while not lost.is_set() and not self._stopping.is_set():
-                if first is not None:
-                    self._execute(first.operation, first.secret, first, slot)
-                    first = None
-                    continue
                 queued = self._store.operation_and_secret(ref)
                 if queued.operation is None or self._held(queued.operation):
                     return
                 # Each operation starts holding a slot (its predecessor may have given it up).
                 slot.take()
-                self._execute(queued.operation, queued.secret, None, slot)
+                self._execute(queued.operation, queued.secret, slot)
         finally:
             done.set()
 
@@ -365,9 +276,7 @@ class OperationRunner:
 
     # Running one operation -----------------------------------------------------------
 
-    def _execute(
-        self, operation: Operation, secret: str | None, handoff: HandOff | None, slot: _Slot
-    ) -> None:
+    def _execute(self, operation: Operation, secret: str | None, slot: _Slot) -> None:
         # Every log line and event of the run names the operation and the request that
         # queued it, whichever worker of whichever replica runs it.
         with logging_context(
@@ -376,32 +285,20 @@ class OperationRunner:
             workload=operation.ref.key,
         ):
             try:
-                self._execute_steps(operation, secret, handoff, slot)
+                self._execute_steps(operation, secret, slot)
             finally:
                 if self._admits(operation):
                     # Its place goes back only if it ended (or was superseded): one that a
                     # stopping worker left to be resumed keeps it.
                     self.admit(ended=operation)
 
-    def _execute_steps(
-        self, operation: Operation, secret: str | None, handoff: HandOff | None, slot: _Slot
-    ) -> None:
+    def _execute_steps(self, operation: Operation, secret: str | None, slot: _Slot) -> None:
         kind = self._kinds[operation.ref.kind]
-        announced = handoff is not None and handoff.start_announced
         reporter = Reporter(
-            operation,
-            store=self._store,
-            events=self._events,
-            progress=handoff.progress if handoff is not None and announced else 0,
-            stopping=self._stopping,
+            operation, store=self._store, events=self._events, stopping=self._stopping
         )
         run = Run(
-            operation,
-            reporter,
-            secret,
-            RunWorkloads(self._store, operation),
-            start_announced=announced,
-            waiting=slot.given_up,
+            operation, reporter, secret, RunWorkloads(self._store, operation), waiting=slot.given_up
         )
         try:
             steps = kind.spawn if operation.action is Action.SPAWN else kind.delete
@@ -425,7 +322,8 @@ class OperationRunner:
 
     def _succeed(self, run: Run, finished: Finished) -> None:
         operation = run.operation
-        announce = self._events.announcement(operation.ref.key, [*finished.events, *_COMPLETE])
+        ending = [*run.reporter.ending_events(), *_COMPLETE]
+        announce = self._events.announcement(operation.ref.key, ending)
         if self._store.finish(operation=operation, record=finished.record, events=announce):
             logger.info("%s of %s done", operation.action.value, operation.ref.key)
             _observe(operation, Outcome.SUCCEEDED)

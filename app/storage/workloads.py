@@ -40,12 +40,10 @@ from app.storage.leader import Fence, LeadershipLost, RedisLease
 
 @dataclass(frozen=True)
 class SpawnQueued:
-    """What ``queue_spawn`` did: ``queued`` (and with the lease asked for, if ``leased``),
-    or refused because of ``current`` (the record that is not failed, or None when only an
-    operation still stood in the way)."""
+    """What ``queue_spawn`` did: ``queued``, or refused because of ``current`` (the record
+    that is not failed, or None when only an operation still stood in the way)."""
 
     queued: bool
-    leased: bool = False
     current: str | None = None
     rebuilding: bool = False
     """Refused because Redis is being rebuilt and has no record of the workload yet."""
@@ -61,14 +59,6 @@ class FailedWorkload:
 
     name: str
     failed_at: float
-
-
-@dataclass(frozen=True)
-class LeaseRequest:
-    """A lease to take with an operation, if nobody holds it: its holder and duration."""
-
-    owner: str
-    ttl_ms: int
 
 
 class DeleteQueued(StrEnum):
@@ -290,8 +280,6 @@ class WorkloadStore:
         record: str,
         secret: str | None,
         events: Announcement,
-        lease: LeaseRequest | None = None,
-        if_leased: Announcement | None = None,
         expect: str | None = None,
         admission: AdmissionRequest | None = None,
     ) -> SpawnQueued:
@@ -304,12 +292,10 @@ class WorkloadStore:
         One atomic step: the check, the record, the queued operation, its ``secret`` (kept
         beside the operation, never in the record, so a worker that resumes the spawn can
         still use it; it expires a minute after the operation's deadline and goes when the
-        operation ends), the restarted event stream with ``events`` and, with ``lease``, the
-        workload's lease for the worker that will run the operation at once, and then the
-        events of ``if_leased`` (which announce that run) if the lease was taken. With
-        ``admission``, the spawn takes a place in progress, or else waits in the admission
-        queue, unpending and without the lease (``position``), or is refused when the queue
-        is full (``queue_full``); see ``app.storage.admission``.
+        operation ends) and the restarted event stream with ``events``. Whichever runner
+        leases the workload first runs the operation. With ``admission``, the spawn takes a
+        place in progress, or else waits in the admission queue, unpending (``position``),
+        or is refused when the queue is full (``queue_full``); see ``app.storage.admission``.
         """
         ref = operation.ref
         arguments: dict[str, Any] = {
@@ -323,13 +309,9 @@ class WorkloadStore:
             "secret": secret or "",
             "secret_ttl": max(1, int(operation.deadline - operation.started) + 60),
             "feed": self.feed_channel,
-            "lease_owner": lease.owner if lease is not None else "",
-            "lease_ms": lease.ttl_ms if lease is not None else 0,
             "expect": expect or "",
             "events": events.batch(),
         }
-        if if_leased is not None:
-            arguments["leased"] = if_leased.batch()
         if admission is not None:
             arguments["admission"] = admission.arguments(operation.id)
         reply = cast(
@@ -342,7 +324,6 @@ class WorkloadStore:
                     self.pending_key,
                     self.secret_key(ref),
                     events.stream,
-                    self.lease_key(ref),
                     self.complete_key,
                     self.failed_key(ref.kind),
                     *(admission.keys if admission is not None else ()),
@@ -351,7 +332,7 @@ class WorkloadStore:
             ),
         )
         if int(reply[0]) == 1:
-            return SpawnQueued(queued=True, leased=int(reply[1]) == 1)
+            return SpawnQueued(queued=True)
         if int(reply[0]) == 2:
             return SpawnQueued(queued=True, position=int(reply[1]))
         if int(reply[0]) == -2:

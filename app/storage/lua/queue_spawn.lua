@@ -3,20 +3,18 @@
 -- to it (an update of a workload that exists). Fair admission, when asked, decides in the
 -- same step whether the spawn starts or waits (admission.lua's ``admission_ask``).
 -- KEYS, in this order: record, operation, index (the kind's names), pending (operations),
--- secret (the operation's), events (the workload's stream), lease (the workload's),
--- complete (Redis holds every workload), failed (the kind's failure times, see
--- record_changed); with admission, its five keys after them (admission_context).
+-- secret (the operation's), events (the workload's stream), complete (Redis holds every
+-- workload), failed (the kind's failure times, see record_changed); with admission, its
+-- five keys after them (admission_context).
 -- ARGV[1]: the arguments, one JSON object:
 --   record, operation: the JSON texts to write; kind, name: the workload's;
 --   member, queued_at: its entry among the pending operations and its score;
 --   secret ("": none) and secret_ttl (seconds); feed: the admin feed's channel;
---   lease_owner ("": take no lease) and lease_ms; expect: the record expected now ("": none,
---   a new workload);
---   events: the new stream's first events, and leased (absent: none) those appended only
---   when the lease was taken, each an add_batch batch;
+--   expect: the record expected now ("": none, a new workload);
+--   events: the new stream's first events, an add_batch batch;
 --   admission (absent: the spawn is not admitted, it starts at once): group, operation_id,
 --   places, max_waiting, and admission_context's texts (prefix, channel, position).
--- Returns {1, 1} when queued with the lease taken, {1, 0} when queued without, {2, position}
+-- Returns {1} when queued to start at once (whichever runner leases it first), {2, position}
 -- when queued to wait for a place, {-2, operations waiting} when it would wait but the
 -- queue is full (nothing written), {-1} while Redis is being rebuilt (a missing record may
 -- be one not rebuilt yet), else {0, current record JSON or ""} (a record that is not
@@ -28,9 +26,8 @@ local k = {
   pending = KEYS[4],
   secret = KEYS[5],
   events = KEYS[6],
-  lease = KEYS[7],
-  complete = KEYS[8],
-  failed = KEYS[9],
+  complete = KEYS[7],
+  failed = KEYS[8],
 }
 local arg = cjson.decode(ARGV[1])
 local raw = redis.call('GET', k.record)
@@ -54,7 +51,7 @@ end
 local admission, waits = nil, false
 if arg.admission then
   local ask = arg.admission
-  admission = admission_context(10, ask)
+  admission = admission_context(9, ask)
   local answer = admission_ask(
     admission, arg.member, ask.operation_id, ask.places, ask.max_waiting
   )
@@ -73,19 +70,10 @@ if arg.secret ~= '' then
   redis.call('SET', k.secret, arg.secret, 'EX', arg.secret_ttl)
 end
 redis.call('DEL', k.events)
-local leased = not waits
-  and arg.lease_owner ~= ''
-  and redis.call('SET', k.lease, arg.lease_owner, 'NX', 'PX', arg.lease_ms)
 add_batch(k.events, arg.events)
-if leased and arg.leased then
-  add_batch(k.events, arg.leased)
-end
 record_changed(arg.feed, k.failed, arg.kind, arg.name, arg.record)
 if waits then
   local ask = arg.admission
   return {2, admission_enqueue(admission, ask.group, arg.member, ask.operation_id)}
 end
-if leased then
-  return {1, 1}
-end
-return {1, 0}
+return {1}

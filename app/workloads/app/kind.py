@@ -17,7 +17,6 @@ from app.concurrency import concurrently
 from app.engine.kind import Finished, Run, StepFailed
 from app.engine.waiting import pause_after_failed_watch
 from app.models.sizes import PodSize
-from app.storage.events import EventType
 from app.storage.kubernetes import CustomKind, KubernetesError, WatchExpired, is_ours
 from app.workloads.app.builders import (
     GAFAELFAWR_API,
@@ -86,7 +85,8 @@ class AppKind(ServiceKind):
             state = self._follow(run, record, deployment)
         latest = run.workloads.current() or current
         done = parse_app(latest).with_state(state)
-        return Finished(app_json(done), [(EventType.INFO, f"The app is {state.phase.value}")])
+        run.reporter.closing(f"The app is {state.phase.value}")
+        return Finished(app_json(done))
 
     def _group_namespace(self, run: Run, record: AppRecord, namespace: str, size: PodSize) -> None:
         """The group's namespace, made on its first app, and its quota with room for one
@@ -167,7 +167,8 @@ class AppKind(ServiceKind):
                 if not pods:
                     break
                 self._await_pod_change(run, namespace, selector, version)
-        return Finished(None, [(EventType.INFO, f"App {record.id} of {record.group} deleted")])
+        run.reporter.closing(f"App {record.id} of {record.group} deleted")
+        return Finished(None)
 
     def failed_record(self, run: Run, message: str) -> str | None:
         """The app stays (it may run its previous pod, or be fixed by an update), in Error."""

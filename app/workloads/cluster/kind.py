@@ -16,7 +16,6 @@ from typing import Any
 from app.engine.following import PodToFollow, follow_until_ready
 from app.engine.kind import Finished, Run, StepFailed
 from app.models.workload import WorkloadStatus
-from app.storage.events import EventType
 from app.storage.kubernetes import KubernetesError, KubernetesStorage
 from app.workloads.cluster.adapters import (
     ADAPTERS,
@@ -95,7 +94,8 @@ class ClusterKind(ServiceKind):
             dashboard_url=dashboard,
             error=None,
         )
-        return Finished(cluster_json(record), [(EventType.INFO, "The cluster is running")])
+        run.reporter.closing("The cluster is running")
+        return Finished(cluster_json(record))
 
     def delete(self, run: Run) -> Finished:
         owner, _, name = run.operation.ref.name.partition("/")
@@ -113,7 +113,8 @@ class ClusterKind(ServiceKind):
                 run.reporter.check()
                 time.sleep(HEAD_POLL_SECONDS)
         sync_lab_quota(self._ctx, holdings_of(run.workloads.records, owner).without_cluster(name))
-        return Finished(None, [(EventType.INFO, f"Cluster {name} of {owner} deleted")])
+        run.reporter.closing(f"Cluster {name} of {owner} deleted")
+        return Finished(None)
 
     def failed_record(self, run: Run, message: str) -> str | None:
         current = run.workloads.current()

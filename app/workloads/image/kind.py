@@ -35,7 +35,6 @@ from app.engine.pods import judge
 from app.engine.waiting import pause_after_failed_watch
 from app.models.config import ImageValidation, PrepullConfig
 from app.models.workload import Action
-from app.storage.events import EventType
 from app.storage.kubernetes import KubernetesError, WatchExpired
 from app.timestamps import iso_utc
 from app.workloads.context import WorkloadContext
@@ -98,7 +97,8 @@ class ImageKind(ServiceKind):
                 ImageState.VALIDATED, at=now(), by=by, why=f"source {block.name} is trusted"
             )
             self._publish(run, image_json(done), record.source)
-            return Finished(image_json(done), [(EventType.INFO, "Trusted: validated")])
+            run.reporter.closing("Trusted: validated")
+            return Finished(image_json(done))
         validation = block.validation
         size = pod_size(self._ctx.config, validation.size)
         if size is None:
@@ -144,7 +144,8 @@ class ImageKind(ServiceKind):
         finished = image_json(replace(done, validation=result))
         logger.info("image %s is %s: %s", record.digest, state.value, why)
         self._publish(run, finished, record.source)
-        return Finished(finished, [(EventType.INFO, f"The image is {state.value}")])
+        run.reporter.closing(f"The image is {state.value}")
+        return Finished(finished)
 
     def _publish(self, run: Run, record: str, source: str) -> None:
         """Record the outcome, then offer the source's images as it decides: users get a

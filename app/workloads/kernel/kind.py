@@ -23,7 +23,6 @@ from app.engine.reporter import HandedOver
 from app.engine.waiting import wait_pod_gone
 from app.models.identity import user_from_json, user_to_json
 from app.models.workload import WorkloadStatus
-from app.storage.events import EventType
 from app.storage.kubernetes import KubernetesError
 from app.workloads.context import WorkloadContext
 from app.workloads.holdings import holdings_of
@@ -120,7 +119,8 @@ class KernelKind(ServiceKind):
         ip = (running.get("status") or {}).get("podIP")
         current = run.workloads.current() or record
         done = replace(parse_kernel(current), status=WorkloadStatus.RUNNING, ip=ip, error=None)
-        return Finished(kernel_json(done), [(EventType.INFO, "The kernel is running")])
+        run.reporter.closing("The kernel is running")
+        return Finished(kernel_json(done))
 
     def _spec(self, data: dict[str, Any]) -> KernelSpec:
         size = pod_size(self._ctx.config, str(data["size"]))
@@ -169,7 +169,8 @@ class KernelKind(ServiceKind):
         with run.waiting():
             wait_pod_gone(ctx.kube, run.reporter, record.namespace, name)
         sync_lab_quota(ctx, holdings_of(run.workloads.records, owner).without_kernel(kernel_id))
-        return Finished(None, [(EventType.INFO, f"Kernel {kernel_id} of {owner} deleted")])
+        run.reporter.closing(f"Kernel {kernel_id} of {owner} deleted")
+        return Finished(None)
 
     def _remove(self, namespace: str, name: str, *, grace_seconds: int) -> None:
         """Delete the kernel's pod (given ``grace_seconds``) and its Secret."""

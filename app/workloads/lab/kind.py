@@ -8,7 +8,6 @@ from app.builders.names import lab_namespace, object_name
 from app.engine.kind import Finished, Run
 from app.models.lab import PodState
 from app.models.workload import WorkloadStatus
-from app.storage.events import EventType
 from app.storage.kubernetes import KubernetesError
 from app.workloads.context import WorkloadContext
 from app.workloads.kind import ServiceKind
@@ -30,12 +29,14 @@ class LabKind(ServiceKind):
         return LabTracking(ctx.config, ctx.kube)
 
     def spawn(self, run: Run) -> Finished:
-        spawned = run_spawn(self._ctx, run)
-        return Finished(record_json(spawned.record), [*spawned.events, (EventType.INFO, RUNNING)])
+        record = run_spawn(self._ctx, run)
+        run.reporter.closing(RUNNING)
+        return Finished(record_json(record))
 
     def delete(self, run: Run) -> Finished:
         run_delete(self._ctx, run)
-        return Finished(None, [(EventType.INFO, DELETED)])
+        run.reporter.closing(DELETED)
+        return Finished(None)
 
     def failed_record(self, run: Run, message: str) -> str | None:
         """The lab's record with status failed, and its pod as Kubernetes has it now."""

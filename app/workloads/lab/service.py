@@ -34,7 +34,6 @@ from app.workloads.context import WorkloadContext
 from app.workloads.entitlements import allowed_sizes, size_refusal, spawn_refusal
 from app.workloads.kernel.service import KernelService
 from app.workloads.lab.records import lab_record
-from app.workloads.lab.spawn import starting_events
 from app.workloads.lab.store import LAB_KIND, lab_ref, parse_record, record_json
 
 DROP_BATCH = 500
@@ -141,7 +140,6 @@ class LabService:
             },
             secret=token,
             first_events=_requested_events(screened),
-            start_events=starting_events(spec),
             group=admission_group(user, self._ctx.config.admission),
         )
         if queued.rebuilding:

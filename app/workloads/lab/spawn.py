@@ -69,23 +69,14 @@ def spec_from_operation(ctx: WorkloadContext, data: dict[str, Any]) -> LabSpec:
 
 
 def starting_events(spec: LabSpec) -> list[tuple[EventType, str]]:
-    """The events announcing that a run starts making the lab: written by the run itself,
-    or with the operation when the worker queueing it runs it at once (``Run.start_announced``)."""
+    """The events announcing that a run starts making the lab."""
     return [
         (EventType.INFO, f"Starting a lab for {spec.username} with image {spec.image.name}"),
         (EventType.PROGRESS, str(STARTING_PROGRESS)),
     ]
 
 
-@dataclass(frozen=True)
-class Spawned:
-    """A running lab's record, and events of the spawn still to announce with it."""
-
-    record: LabRecord
-    events: list[tuple[EventType, str]]
-
-
-def run_spawn(ctx: WorkloadContext, run: Run) -> Spawned:
+def run_spawn(ctx: WorkloadContext, run: Run) -> LabRecord:
     """Create the lab and wait until it is reachable; returns its running record."""
     reporter = run.reporter
     if run.secret is None:
@@ -105,7 +96,7 @@ def run_spawn(ctx: WorkloadContext, run: Run) -> Spawned:
         lambda: _try_create_namespace(ctx, namespace_body),
         lambda: _read_copied_secrets(ctx),
         lambda: provisioning and not ctx.labs.is_provisioned(spec.username),
-        lambda: None if run.start_announced else reporter.write(starting_events(spec)),
+        lambda: reporter.write(starting_events(spec)),
     )
     own_pod = not created and _take_over_namespace(ctx, reporter, namespace_body, pod_name)
     objects = build_lab(
@@ -126,9 +117,8 @@ def run_spawn(ctx: WorkloadContext, run: Run) -> Spawned:
     if first_look is not None and judge(first_look, "lab").ready:
         # Ready at the first look: the objects' event goes out with the lab's last ones,
         # in the step that records it running, rather than in a write of its own.
-        announced = created_events
+        reporter.at_end(created_events)
     else:
-        announced = []
         reporter.write(created_events)
         with run.waiting():
             follow_until_ready(ctx.kube, reporter, PodToFollow(namespace, pod_name), first_look)
@@ -137,7 +127,7 @@ def run_spawn(ctx: WorkloadContext, run: Run) -> Spawned:
         ctx.labs.mark_provisioned(spec.username)
     url = reachable_at(ctx.kube, config, spec.username, service=service)
     record = lab_record(spec, config, status=WorkloadStatus.RUNNING, pod=PodState.PRESENT, url=url)
-    return Spawned(record, announced)
+    return record
 
 
 def _pinned(ctx: WorkloadContext, reporter: Reporter, spec: LabSpec) -> LabSpec:
