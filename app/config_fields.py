@@ -1,15 +1,33 @@
 """What every configuration section's schema is built from, wherever the section lives
-(``app.config.schema``, a kind's ``config.py``): camelCase keys, unknown keys refused, and
-fields for Kubernetes quantities (cores and bytes, as numbers or as Kubernetes writes them)."""
+(``app.config.schema``, a kind's ``config.py``): camelCase keys, unknown keys refused, the
+validators several sections share, fields for Kubernetes quantities (cores and bytes, as
+numbers or as Kubernetes writes them), and how a kind declares the sections it owns."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from marshmallow import RAISE, Schema, ValidationError, fields
+from marshmallow import RAISE, Schema, ValidationError, fields, validate
 from marshmallow.fields import Field
 
 from app.quantities import parse_cpu, parse_memory
+
+POSITIVE = validate.Range(min=0, min_inclusive=False)
+ENV_NAME = validate.Regexp(
+    r"^[A-Za-z_][A-Za-z0-9_]*$", error="must be an environment variable name"
+)
+ABSOLUTE_PATH = validate.Regexp(r"^/", error="must be an absolute path")
+DNS_LABEL = validate.Regexp(
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+    error="must be a DNS label: lowercase letters, digits and '-'",
+)
+
+ConfigSections = Mapping[str, Field]
+"""The top-level keys of the configuration a kind owns (``SECTIONS`` in its package's
+``config.py``), each with the field that loads it; the key is the attribute of
+``app.models.config.Config`` it fills. The root schema (``app.config.schema``) is composed of
+every kind's, listed in ``app.workloads.config_sections``, and the sections of its own."""
 
 
 def camel_case(name: str) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
 import subprocess
 import sys
 from pathlib import Path
@@ -10,7 +12,9 @@ from typing import Any
 import pytest
 import yaml
 
-from app.config import ConfigError, default_config_path, load_config, parse_config
+from app.config import Config, ConfigError, default_config_path, load_config, parse_config
+from app.config.schema import ConfigSchema
+from app.workloads.config_sections import KIND_SECTIONS
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -44,6 +48,21 @@ def test_defaults_fill_everything_but_gafaelfawr() -> None:
     assert config.gafaelfawr.timeout == 3.0
     assert config.kubernetes.request_timeout == 10.0
     assert config.namespace_prefix == "nublado"
+
+
+def test_the_root_is_composed_of_every_kinds_sections() -> None:
+    """A kind's sections are declared in its package's ``config.py`` and listed once; one
+    left out of the list would be refused as an unknown key, and the root names every part
+    of ``Config``."""
+    packages = sorted(p.parent.name for p in (REPO / "app" / "workloads").glob("*/config.py"))
+    declared = {
+        name
+        for package in packages
+        for name in importlib.import_module(f"app.workloads.{package}.config").SECTIONS
+    }
+    listed = {name for sections in KIND_SECTIONS for name in sections}
+    assert declared == listed == {"apps", "clusters", "images", "lab", "prepull", "prepuller"}
+    assert set(ConfigSchema().fields) == {field.name for field in dataclasses.fields(Config)}
 
 
 def test_unknown_top_level_key_is_named() -> None:
@@ -352,6 +371,11 @@ def test_prepull_names_are_unique_and_one_block_is_needed() -> None:
         "prepull: duplicate names: jupyter"
     ]
     assert _problems({**MINIMAL, "prepull": []}) == ["prepull: Shorter than minimum length 1."]
+    # The names are the prepull section's own rule, reported beside other sections' problems.
+    assert _problems({**MINIMAL, "prepull": [RUBIN, RUBIN], "namespacePrefix": "No"}) == [
+        "namespacePrefix: must be a DNS label: lowercase letters, digits and '-'",
+        "prepull: duplicate names: jupyter",
+    ]
 
 
 def test_images_section_and_size_groups() -> None:

@@ -1,27 +1,6 @@
-"""Builders: pure functions from a lab spec and the configuration to Kubernetes objects.
+"""Builders the kinds share: pure functions from a spec and the configuration to Kubernetes
+objects and their pieces (names, labels, volumes, the environment, a user's pod's security).
 
-No I/O happens here; objects are plain dicts in the JSON shape the Kubernetes API accepts.
+No I/O happens here; objects are plain dicts in the JSON shape the Kubernetes API accepts. A
+kind's own objects are built in its package (``app/workloads/<kind>/builders.py``).
 """
-
-from app.builders.lab import (
-    LabObjects,
-    build_lab,
-    group_file,
-    internal_url,
-    lab_env,
-    passwd_file,
-    quotas,
-)
-from app.builders.names import lab_namespace, object_name
-
-__all__ = [
-    "LabObjects",
-    "build_lab",
-    "group_file",
-    "internal_url",
-    "lab_env",
-    "lab_namespace",
-    "object_name",
-    "passwd_file",
-    "quotas",
-]

@@ -1,7 +1,7 @@
 """The validated configuration, as typed objects the rest of the service reads.
 
-No field has a default here: the schemas (``app.config.schema``) are the one place that says
-what an unset key means, and they build these objects."""
+No field has a default here: the schemas (``app.config.schema`` and the kinds' ``config.py``)
+are the one place that says what an unset key means, and they build these objects."""
 
 from __future__ import annotations
 

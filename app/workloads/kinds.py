@@ -2,7 +2,8 @@
 
 Each entry builds a kind's declaration (``app.engine.kind.WorkloadKind``) from the
 process's ``WorkloadContext``. Adding a kind is its package under ``app/workloads/`` and
-one line here (and its routes' blueprint in the factory).
+one line here (and its routes' blueprint in the factory, and its configuration section, if it
+has one, in ``app.workloads.config_sections``).
 """
 
 from __future__ import annotations

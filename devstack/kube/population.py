@@ -4,11 +4,11 @@ Scale questions (how long a reconcile of 10,000 labs takes, what a rebuild after
 costs) need a cluster holding what 10,000 spawns leave behind, but spawning them through the
 API and letting the kubelet start each pod would take longer than the measurement and need
 the cluster this machine does not have. So a population is *built*: for each user exactly the
-objects a spawn creates, built by the service's own builders (``app.builders.lab.build_lab``,
-as ``app.workloads.lab.spawn`` calls it), given the defaults the API server would give them,
-with the pod already bound to a node, ``Running`` and ready, and the Events the scheduler and
-kubelet would have written. Nothing runs: the kubelet leaves a pod alone that is past
-``Pending``, so the pods are records, not processes.
+objects a spawn creates, built by the service's own builders
+(``app.workloads.lab.builders.build_lab``, as ``app.workloads.lab.spawn`` calls it), given the
+defaults the API server would give them, with the pod already bound to a node, ``Running`` and
+ready, and the Events the scheduler and kubelet would have written. Nothing runs: the kubelet
+leaves a pod alone that is past ``Pending``, so the pods are records, not processes.
 
 Objects go in through ``Store.load`` (one lock and no extra copies per batch, every change
 still announced), so the simulated cluster and any open watch know them as if they had
@@ -26,12 +26,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from app.builders.lab import LabObjects, build_lab
 from app.builders.pod import image_reference
 from app.models.config import Config
 from app.models.identity import Group, UserInfo
 from app.models.images import LabImage
 from app.models.lab import LabOptions, LabSpec
+from app.workloads.lab.builders import LabObjects, build_lab
 from app.workloads.lab.spawn import OPERATION_ANNOTATION
 from devstack.kube.cluster import containers
 from devstack.kube.cluster.images import image_id

@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-from app.builders import lab_env
 from app.builders.env import (
     KUBERNETES_REASON,
     PROVISIONING_ENV,
     STARTUP_REASON,
     format_cores,
     init_container_env,
+    lab_env,
     platform_env_names,
     screen_request_env,
     spawner_env,
 )
-from app.builders.lab import build_lab
 from app.config import Config
+from app.workloads.lab.builders import build_lab
 from tests.builders.conftest import COPIED, DIGEST, PULL_DATA, TOKEN, make_config, make_spec
 
 

@@ -6,9 +6,9 @@ import dataclasses
 
 import pytest
 
-from app.builders import group_file, passwd_file
-from app.builders.lab import build_lab
+from app.builders.nss import group_file, passwd_file
 from app.config import Config
+from app.workloads.lab.builders import build_lab
 from tests.builders.conftest import COMMA, COPIED, LONER, PULL_DATA, RACHEL, TOKEN, WILE, make_spec
 
 BASE_PASSWD = (

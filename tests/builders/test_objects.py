@@ -6,14 +6,13 @@ import dataclasses
 
 import pytest
 
-from app.builders import internal_url, lab_namespace, object_name, quotas
-from app.builders.lab import LabObjects, build_lab
-from app.builders.names import SPEC_ANNOTATION
+from app.builders.names import SPEC_ANNOTATION, lab_namespace, object_name
 from app.builders.record import lab_record, spec_from_annotation
-from app.builders.service import service_address
+from app.builders.resource_quota import quotas
 from app.config import Config
 from app.models.lab import PodState
 from app.models.workload import WorkloadStatus
+from app.workloads.lab.builders import LabObjects, build_lab, internal_url, service_address
 from app.workloads.lab.records import lab_record as status_record
 from tests.builders.conftest import COPIED, PULL_DATA, TOKEN, WILE, make_config, make_spec
 

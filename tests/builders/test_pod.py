@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from app.builders.lab import LabObjects, build_lab
 from app.builders.pod import image_reference
 from app.config import Config
 from app.models.identity import UserInfo
 from app.models.images import LabImage
 from app.models.lab import LabSpec
+from app.workloads.lab.builders import LabObjects, build_lab
 from tests.builders.conftest import (
     COMMA,
     COPIED,

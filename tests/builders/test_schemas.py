@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from app.builders.lab import LabObjects, build_lab
 from app.config import Config
 from app.models.identity import UserInfo
+from app.workloads.lab.builders import LabObjects, build_lab
 from tests.builders.conftest import (
     COPIED,
     FULL_LAB,

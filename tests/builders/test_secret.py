@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from app.builders.lab import build_lab
 from app.config import Config
 from app.models.identity import UserInfo
+from app.workloads.lab.builders import build_lab
 from tests.builders.conftest import (
     COPIED,
     HUB_TOKEN,

@@ -6,7 +6,15 @@ from typing import Any
 
 from marshmallow import ValidationError, fields, post_load, validate, validates_schema
 
-from app.config_fields import CpuField, MemoryField, StrictCamelCaseSchema, camel_case
+from app.config_fields import (
+    DNS_LABEL,
+    ENV_NAME,
+    ConfigSections,
+    CpuField,
+    MemoryField,
+    StrictCamelCaseSchema,
+    camel_case,
+)
 from app.models.config import (
     AppQuota,
     AppsConfig,
@@ -21,13 +29,6 @@ PRESET_VARIABLES = ("APP_ID", "APP_ROOT", "APP_BASE_URL", "PLATFORM_URL", "GROUP
 """What the service sets in every app's environment, before the template's and the group's
 variables (which may refer to them as ``$(APP_ROOT)``); no template or group sets them."""
 
-_DNS_LABEL = validate.Regexp(
-    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
-    error="must be a DNS label: lowercase letters, digits and '-'",
-)
-_ENV_NAME = validate.Regexp(
-    r"^[A-Za-z_][A-Za-z0-9_]*$", error="must be an environment variable name"
-)
 _PORT = validate.Range(min=1, max=65535)
 _GROUP_VOLUME_SOURCES = {
     "nfs": ("server", "path"),
@@ -37,7 +38,7 @@ _GROUP_VOLUME_SOURCES = {
 
 
 class AppVariableSchema(StrictCamelCaseSchema):
-    name = fields.String(required=True, validate=_ENV_NAME)
+    name = fields.String(required=True, validate=ENV_NAME)
     description = fields.String(load_default="")
     default_value = fields.String(load_default=None)
     optional = fields.Boolean(load_default=False)
@@ -69,7 +70,7 @@ class PortOrNameField(fields.Field):
 
 
 class AppServicePortSchema(StrictCamelCaseSchema):
-    name = fields.String(required=True, validate=_DNS_LABEL)
+    name = fields.String(required=True, validate=DNS_LABEL)
     port = fields.Integer(required=True, validate=_PORT)
     target_port = PortOrNameField(load_default=None)
 
@@ -100,7 +101,7 @@ class AppTemplateSchema(StrictCamelCaseSchema):
         required=True,
         validate=[
             validate.Regexp(r"^[a-z]", error="must start with a letter"),
-            _DNS_LABEL,
+            DNS_LABEL,
             validate.Length(max=MAX_TEMPLATE_NAME),
         ],
     )
@@ -200,7 +201,7 @@ class AppsSchema(StrictCamelCaseSchema):
         validate=validate.Regexp(r".*\{group\}", error="must contain {{group}}"),
     )
     ingress_namespaces = fields.List(
-        fields.String(validate=_DNS_LABEL), load_default=lambda: ["ingress-nginx"]
+        fields.String(validate=DNS_LABEL), load_default=lambda: ["ingress-nginx"]
     )
     group_volume = fields.Nested(GroupVolumeSchema, load_default=None, allow_none=True)
     quotas = fields.Nested(AppQuotasSchema, load_default=lambda: AppQuotasSchema().load({}))
@@ -230,3 +231,9 @@ class AppsSchema(StrictCamelCaseSchema):
             default_quota=quotas["default"],
             group_quotas=tuple(quotas["groups"]),
         )
+
+
+SECTIONS: ConfigSections = {
+    "apps": fields.Nested(AppsSchema, load_default=lambda: AppsSchema().load({}))
+}
+"""The app kind's section of the configuration."""

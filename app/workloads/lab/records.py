@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from app.builders.env import SECRET_REQUEST_ENV
-from app.builders.lab import quotas
 from app.builders.names import LAB_SUFFIX, lab_namespace, object_name
-from app.builders.service import internal_url, needs_service_address, service_address
+from app.builders.resource_quota import quotas
 from app.models.config import Config
 from app.models.lab import LabRecord, LabSpec, PodState
 from app.models.workload import WorkloadStatus
 from app.storage.kubernetes import KubernetesStorage
+from app.workloads.lab.builders import internal_url, needs_service_address, service_address
 
 
 def lab_record(

@@ -13,9 +13,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
-from app.builders.lab import LabObjects, build_lab
 from app.builders.names import lab_namespace, object_name
-from app.builders.namespace import build_namespace
 from app.concurrency import concurrently
 from app.engine.following import PodToFollow, follow_until_ready
 from app.engine.kind import Run, StepFailed
@@ -33,6 +31,7 @@ from app.storage.kubernetes import KubernetesError, is_ours
 from app.storage.registries import split_reference
 from app.storage.registry import RegistryNotFound
 from app.workloads.context import WorkloadContext
+from app.workloads.lab.builders import LabObjects, build_lab, build_namespace
 from app.workloads.lab.records import lab_record, reachable_at
 
 OPERATION_ANNOTATION = "lab-spawner.jupyter.org/operation"

@@ -21,13 +21,13 @@ from app.builders.names import (
     lab_namespace,
 )
 from app.builders.record import spec_from_annotation
-from app.builders.service import needs_service_address
 from app.engine.pods import judge, stopped_detail
 from app.engine.tracking import PodTracking
 from app.models.config import Config
 from app.models.lab import LabRecord, PodState
 from app.models.workload import WorkloadStatus
 from app.storage.kubernetes import KubernetesStorage
+from app.workloads.lab.builders import needs_service_address
 from app.workloads.lab.records import lab_record, reachable_at
 from app.workloads.lab.store import parse_record, record_json
 
