@@ -115,11 +115,11 @@ def head_hw_tier(kind: str, name: str) -> Response:
 @scaler.patch("/restart_head/<kind>/<name>")
 @scaler.response(202, RestartedSchema)
 @raises(InvalidKindError, UnauthorizedError, ClusterNotFoundError, HeadPodNotFoundError)
-@raises(TooManyRequestsError, RebuildingError)
+@raises(TooManyRequestsError, DependencyUnavailableError, RebuildingError)
 @requires(ANY_USER, ADMIN)
 def restart_head(kind: str, name: str) -> tuple[Response, int]:
-    """Delete a cluster's head pod with a 20 s grace period and return at once; its operator
-    makes it again."""
+    """Delete a cluster's head pod with a 20 s grace period and answer once it is deleted;
+    its operator makes it again."""
     caller = current_caller()
     with limits_ext.limits.change(caller, "cluster"):
         return jsonify(_service().restart_head(caller, kind, name)), 202

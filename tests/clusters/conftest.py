@@ -117,3 +117,11 @@ def running(client: FlaskClient, user: LabUser, name: str) -> dict[str, Any]:
 
     result: dict[str, Any] = wait_for(is_running)
     return result
+
+
+def running_cluster(client: FlaskClient, user: LabUser, **body: Any) -> dict[str, Any]:
+    """A running cluster of the user's (a Dask one unless ``kind`` says), beside a lab."""
+    with_lab(client, user)
+    created = create(client, user, **body)
+    assert created.status_code == 201, created.get_data(as_text=True)
+    return running(client, user, created.get_json()["name"])

@@ -15,16 +15,8 @@ from kubernetes import client as k8s
 from app.config import Config, parse_config
 from devstack.gafaelfawr import GroupSpec
 from devstack.kube import KubernetesEmulator
-from tests.clusters.conftest import create, running, with_lab
+from tests.clusters.conftest import create, running, running_cluster, with_lab
 from tests.labs.conftest import LabUser, wait_for
-
-
-def _cluster(client: FlaskClient, user: LabUser, **body: Any) -> dict[str, Any]:
-    """A running cluster of the user's (a Dask one unless ``kind`` says), beside a lab."""
-    with_lab(client, user)
-    created = create(client, user, **body)
-    assert created.status_code == 201, created.get_data(as_text=True)
-    return running(client, user, created.get_json()["name"])
 
 
 def _scale(client: FlaskClient, who: dict[str, str], name: str, body: Any) -> Any:
@@ -35,7 +27,7 @@ def test_list_and_read_show_an_owner_their_clusters_and_an_administrator_all(
     client: FlaskClient, new_user: Callable[..., LabUser], admin_headers: dict[str, str]
 ) -> None:
     owner, other = new_user(), new_user()
-    name = _cluster(client, owner)["name"]
+    name = running_cluster(client, owner)["name"]
     own = client.get("/ddl_cluster_scaler/list/daskclusters", headers=owner.headers).get_json()
     assert own["kind"] == "daskclusters" and own["count"] == len(own["clusters"]) == 1
     assert own["clusters"][0]["metadata"]["name"] == name
@@ -69,7 +61,7 @@ def test_scale_caps_at_the_maximum_takes_a_tier_and_the_operator_follows(
     client: FlaskClient, new_user: Callable[..., LabUser], kube: KubernetesEmulator
 ) -> None:
     owner = new_user()
-    cluster = _cluster(client, owner, workers=1, max_workers=3)
+    cluster = running_cluster(client, owner, workers=1, max_workers=3)
     name, namespace = cluster["name"], cluster["namespace"]
 
     scaled = _scale(client, owner.headers, name, {"replicas": 5})
@@ -128,7 +120,7 @@ def test_scale_refuses_what_its_design_refuses(
     client: FlaskClient, new_user: Callable[..., LabUser]
 ) -> None:
     owner, other = new_user(groups=(GroupSpec("plain", 4343),)), new_user()
-    name = _cluster(client, owner, workers=1, max_workers=10)["name"]
+    name = running_cluster(client, owner, workers=1, max_workers=10)["name"]
     for body, status, code in (
         ({"replicas": "two"}, 400, "bad_request"),
         ({"replicas": -1}, 400, "bad_request"),
@@ -160,7 +152,7 @@ def test_every_kind_scales_where_its_operator_keeps_the_count(
     pointer: tuple[Any, ...],
 ) -> None:
     owner = new_user()
-    cluster = _cluster(client, owner, kind=kind, workers=1, max_workers=2)
+    cluster = running_cluster(client, owner, kind=kind, workers=1, max_workers=2)
     answer = client.patch(
         f"/ddl_cluster_scaler/scale/{kind}/{cluster['name']}",
         json={"replicas": 2},
@@ -189,7 +181,7 @@ def test_a_new_head_tier_is_taken_by_the_head_a_restart_makes(
     client: FlaskClient, new_user: Callable[..., LabUser], kube: KubernetesEmulator
 ) -> None:
     owner = new_user()
-    cluster = _cluster(client, owner)
+    cluster = running_cluster(client, owner)
     name, namespace = cluster["name"], cluster["namespace"]
     base = "/ddl_cluster_scaler"
     before = cluster["usage"]["cpu"]
@@ -258,7 +250,7 @@ def test_head_routes_refuse_what_their_design_refuses(
     admin_headers: dict[str, str],
 ) -> None:
     owner, other = new_user(), new_user()
-    cluster = _cluster(client, owner)
+    cluster = running_cluster(client, owner)
     name, namespace = cluster["name"], cluster["namespace"]
     base = "/ddl_cluster_scaler"
     for body, status, code in (
@@ -372,7 +364,7 @@ def test_scaler_changes_are_the_owners_changes_capped_per_minute(
     (a bad body) are given back, and an administrator is never refused for what the owner
     sent."""
     owner = new_user()
-    name = _cluster(limited_client, owner, workers=1, max_workers=3)["name"]  # one change
+    name = running_cluster(limited_client, owner, workers=1, max_workers=3)["name"]  # one change
     for _ in range(10):
         bad = _scale(limited_client, owner.headers, name, {"replicas": "many"})
         assert (bad.status_code, bad.get_json()["code"]) == (400, "bad_request")

@@ -3,17 +3,16 @@ that kills it (``test_a_kind_in_one_package``). The configuration comes as JSON 
 
 from __future__ import annotations
 
-import json
 import sys
-import threading
 
-from app import create_app
-from app.config import parse_config
-from app.extensions.labs import machinery_of, start_background
+from flask import Flask
+
+from app.extensions.labs import machinery_of
 from app.workloads.context import WorkloadContext
 from app.workloads.kinds import KINDS
 from tests.engine.notes.kind import NoteKind
 from tests.engine.notes.service import NoteService
+from tests.support.held_service import hold
 
 
 def holding(ctx: WorkloadContext) -> NoteKind:
@@ -22,11 +21,11 @@ def holding(ctx: WorkloadContext) -> NoteKind:
 
 def main() -> None:
     owner, name = sys.argv[1], sys.argv[2]
-    app = create_app(parse_config(json.load(sys.stdin)), kinds=[*KINDS, holding])
-    start_background(app)
-    with app.app_context():
+
+    def begin(app: Flask) -> None:
         NoteService(machinery_of(app).engine).create(owner, name, "written by the survivor")
-    threading.Event().wait()
+
+    hold([*KINDS, holding], begin)
 
 
 if __name__ == "__main__":

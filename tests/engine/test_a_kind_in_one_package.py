@@ -6,11 +6,7 @@ between operations."""
 
 from __future__ import annotations
 
-import json
-import os
 import signal
-import subprocess
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -18,10 +14,10 @@ import redis
 
 from app.extensions.labs import machinery_of
 from devstack.kube import KubernetesEmulator
-from devstack.stack import REPO_ROOT
 from tests.engine.conftest import MakeNotesApp
 from tests.engine.notes.kind import GONE, NAMESPACE, note_ref, object_name
 from tests.labs.conftest import LabUser, read_stream, wait_for
+from tests.support.held_service import held_service
 
 
 def _url(user: LabUser, name: str = "") -> str:
@@ -79,23 +75,11 @@ def test_a_note_a_killed_worker_was_writing_is_written_by_another(
     client = app.test_client()
     user = new_user()
     events = machinery_of(app).engine.events
-    holder = subprocess.Popen(
-        [sys.executable, "-m", "tests.engine.hold_a_note", user.username, "held"],
-        cwd=REPO_ROOT,
-        stdin=subprocess.PIPE,
-        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
-    )
-    try:
-        assert holder.stdin is not None
-        holder.stdin.write(json.dumps(notes_config).encode())
-        holder.stdin.close()
+    with held_service("tests.engine.hold_a_note", [user.username, "held"], notes_config) as holder:
         key = note_ref(user.username, "held").key
         wait_for(lambda: any(e.data == "Writing note held" for e in events.read(key)), timeout=60)
         assert _status(client, user, "held") == 200
         holder.send_signal(signal.SIGKILL)
-    finally:
-        holder.kill()
-        holder.wait(timeout=10)
 
     wait_for(
         lambda: (

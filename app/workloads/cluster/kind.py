@@ -3,8 +3,11 @@
 A spawn creates the cluster object its adapter builds (or adopts the one this cluster's
 earlier run created), waits for the operator to make the head pod and follows that pod until
 it is ready, failing fast as a lab does (an image that cannot be pulled, no node that fits,
-a crash loop). A delete removes the object and waits until the head is gone: the operator
-and Kubernetes' garbage collector take the rest.
+a crash loop). A spawn whose spec names a change (a scale, a tier, a head restart, queued by
+the scaler with the cluster's new record) applies it instead (``changes``); a change that
+fails leaves the record as it was queued (a running cluster stays running), for the tracking
+to keep in step with the object. A delete removes the object and waits until the head is gone: the operator and
+Kubernetes' garbage collector take the rest.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from app.workloads.cluster.adapters import (
     ClusterShape,
     PodShape,
 )
+from app.workloads.cluster.changes import apply_change, is_change
 from app.workloads.cluster.models import cluster_json, parse_cluster
 from app.workloads.cluster.records import custom_kind, reachable_at
 from app.workloads.cluster.tracking import ClusterTracking
@@ -68,6 +72,8 @@ class ClusterKind(ServiceKind):
 
     def spawn(self, run: Run) -> Finished:
         assert run.operation.spec is not None
+        if is_change(run.operation.spec):
+            return apply_change(self._ctx.kube, run)
         adapter = ADAPTERS[str(run.operation.spec["kind"])]
         shape = shape_from_json(run.operation.spec["shape"])
         kube, reporter = self._ctx.kube, run.reporter
@@ -118,8 +124,8 @@ class ClusterKind(ServiceKind):
 
     def failed_record(self, run: Run, message: str) -> str | None:
         current = run.workloads.current()
-        if current is None:
-            return None
+        if current is None or is_change(run.operation.spec):
+            return current
         failed = replace(parse_cluster(current), status=WorkloadStatus.FAILED, error=message)
         return cluster_json(failed)
 

@@ -8,63 +8,59 @@ whose they are and in which namespace they run.
 
 A scale caps the requested workers at the cluster's maximum and never raises the maximum; a
 scale or a change of tier is checked against the owner's budget like a creation and changes
-exactly the fields it means (a JSON patch of the operator's object), then the record. A head
-restart deletes the head pod with a grace period; its operator makes it again, and the status
-route says when the new one is ready.
+exactly the fields it means (a JSON patch of the operator's object). A head restart deletes
+the head pod with a grace period; its operator makes it again, and the status route says
+when the new one is ready. Each change is recorded and run as an operation on the cluster
+(``change_queue``, ``changes``), with its events on the cluster's event stream, and answered
+once that operation ends.
 """
 
 from __future__ import annotations
 
-import logging
 import time
 from dataclasses import asdict, replace
-from typing import Any, NoReturn
+from typing import Any
 
 from app.engine.engine import Engine
 from app.engine.pods import judge
 from app.errors import (
     BadRequestError,
     ClusterNotFoundError,
+    DependencyUnavailableError,
     HeadPodNotFoundError,
     InvalidHardwareTierError,
     InvalidKindError,
     NotScalableError,
     NotSupportedError,
-    QuotaExceededError,
     UnauthorizedError,
 )
 from app.models.config import HardwareTier
 from app.models.identity import Caller, UserInfo
-from app.models.usage import Usage, cluster_usage
+from app.models.usage import cluster_usage
 from app.models.workload import WorkloadStatus
-from app.storage.events import TERMINAL
 from app.timestamps import iso_utc, parse_iso
-from app.workloads.budgets import budget_for, budget_lock, budget_refusal
 from app.workloads.cluster.adapters import ADAPTERS, OWNER_LABEL, ClusterAdapter, resolve
-from app.workloads.cluster.kind import cluster_ref, selector_text
-from app.workloads.cluster.models import ClusterRecord, cluster_json
+from app.workloads.cluster.change_queue import ChangeQueue, Done, Planned
+from app.workloads.cluster.changes import (
+    HEAD_TIER,
+    RESTART_GRACE_SECONDS,
+    SCALE,
+    deletion_in,
+    patch_spec,
+    restart_spec,
+)
+from app.workloads.cluster.kind import selector_text
+from app.workloads.cluster.models import ClusterRecord
 from app.workloads.cluster.records import custom_kind, pod_shape
 from app.workloads.cluster.service import ClusterService
 from app.workloads.context import WorkloadContext
-from app.workloads.quota import sync_lab_quota
-
-logger = logging.getLogger(__name__)
-
-RESTART_GRACE_SECONDS = 20
-
-CREATION_WAIT_SECONDS = 30.0
-"""How long a request for a cluster still being created waits for its creation to end. The
-design's scaler acts on a cluster whatever its state, so a notebook that creates a cluster
-and scales it at once is answered as if it had waited, not refused because the operator's
-object is not there or the cluster not running yet."""
-"""How long a restarted head's containers get to stop, as the design gives it."""
 
 
 class ScalerService:
     def __init__(self, ctx: WorkloadContext, engine: Engine) -> None:
         self._ctx = ctx
-        self._engine = engine
         self._clusters = ClusterService(ctx, engine)
+        self._changes = ChangeQueue(ctx, engine, self._clusters)
 
     def adapter(self, kind: str) -> ClusterAdapter:
         if kind not in self._ctx.config.clusters.kinds:
@@ -101,7 +97,7 @@ class ScalerService:
         self, caller: Caller, user: UserInfo, kind: str, name: str, body: dict[str, Any]
     ) -> dict[str, Any]:
         adapter = self.adapter(kind)
-        record, obj = self._owned(caller, adapter, name)
+        state = self._owned(caller, adapter, name)
         replicas = body.get("replicas")
         if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 0:
             raise BadRequestError("replicas must be an integer of 0 or more", field="replicas")
@@ -110,35 +106,38 @@ class ScalerService:
             raise BadRequestError(
                 "worker_hw_tier_name must be a string", field="worker_hw_tier_name"
             )
-        if record.status is not WorkloadStatus.RUNNING:
-            raise NotScalableError(f"cluster {name} is {record.status.value}, not running")
-        tier = self._tier(tier_name, kind, "worker_hw_tier_name") if tier_name else None
-        maximum = adapter.max_workers(obj)
-        effective = min(replicas, maximum)
-        patch = adapter.scale_patch(effective)
-        if tier is not None:
-            shape = pod_shape(tier, self._ctx.config.clusters.node_pool_label)
-            patch += adapter.tier_patch(obj, adapter.worker_template_path, shape)
-        self._change(
-            user,
-            adapter,
-            obj,
-            record=record,
-            patch=patch,
-            workers=effective,
-            worker_tier=tier.name if tier else None,
-        )
-        answer: dict[str, Any] = {
-            "kind": kind,
-            "name": name,
-            "requested_replicas": replicas,
-            "effective_replicas": effective,
-            "maxReplicas": maximum,
-            "capped": effective < replicas,
-        }
-        if tier is not None:
-            answer["worker_hw_tier_id"] = _tier_json(tier)
-        return answer
+
+        def plan(record: ClusterRecord, obj: dict[str, Any]) -> Planned:
+            if record.status is not WorkloadStatus.RUNNING:
+                raise NotScalableError(f"cluster {name} is {record.status.value}, not running")
+            tier = self._tier(tier_name, kind, "worker_hw_tier_name") if tier_name else None
+            maximum = adapter.max_workers(obj)
+            effective = min(replicas, maximum)
+            patch = adapter.scale_patch(effective)
+            if tier is not None:
+                shape = pod_shape(tier, self._ctx.config.clusters.node_pool_label)
+                patch += adapter.tier_patch(obj, adapter.worker_template_path, shape)
+            wanted = self._reshaped(
+                record, workers=effective, worker_tier=tier.name if tier else None
+            )
+            answer: dict[str, Any] = {
+                "kind": kind,
+                "name": name,
+                "requested_replicas": replicas,
+                "effective_replicas": effective,
+                "maxReplicas": maximum,
+                "capped": effective < replicas,
+            }
+            asked = f"Scale of {adapter.kind} {name} to {effective} workers"
+            if tier is not None:
+                answer["worker_hw_tier_id"] = _tier_json(tier)
+                asked += f" of tier {tier.name}"
+            spec = patch_spec(SCALE, patch + _tiers_patch(adapter, obj, record, wanted))
+            return Planned(wanted, spec, f"{asked} requested by {caller.username}", answer)
+
+        done = self._changes.run(user, state, plan, lambda: self._owned(caller, adapter, name))
+        self._applied(adapter, done)
+        return done.planned.answer
 
     def head_tier(
         self, caller: Caller, user: UserInfo, kind: str, name: str, body: dict[str, Any]
@@ -146,113 +145,111 @@ class ScalerService:
         """Give the head's pod template a hardware tier. The running head keeps its old one
         until it is made again (``restart_head``), as its operator leaves a running pod be."""
         adapter = self.adapter(kind)
-        record, obj = self._owned(caller, adapter, name)
+        state = self._owned(caller, adapter, name)
         tier_name = body.get("head_hw_tier_name")
         if not isinstance(tier_name, str) or not tier_name:
             raise BadRequestError(
                 "head_hw_tier_name must name a hardware tier", field="head_hw_tier_name"
             )
         tier = self._tier(tier_name, kind, "head_hw_tier_name")
-        if not resolve(obj, f"{adapter.head_template_path}/spec/containers"):
-            raise NotSupportedError(f"{adapter.kind} {name} has no head pod spec to change")
-        if record.status is not WorkloadStatus.RUNNING:
-            raise NotSupportedError(
-                f"cluster {name} is {record.status.value}; its head tier changes once it runs"
-            )
-        shape = pod_shape(tier, self._ctx.config.clusters.node_pool_label)
-        patch = adapter.tier_patch(obj, adapter.head_template_path, shape)
-        patched = self._change(user, adapter, obj, record=record, patch=patch, head_tier=tier.name)
-        return {"kind": kind, "name": name, "head_hw_tier_name": tier.name, "object": patched}
 
-    def _change(
+        def plan(record: ClusterRecord, obj: dict[str, Any]) -> Planned:
+            if not resolve(obj, f"{adapter.head_template_path}/spec/containers"):
+                raise NotSupportedError(f"{adapter.kind} {name} has no head pod spec to change")
+            if record.status is not WorkloadStatus.RUNNING:
+                raise NotSupportedError(
+                    f"cluster {name} is {record.status.value}; its head tier changes once it runs"
+                )
+            shape = pod_shape(tier, self._ctx.config.clusters.node_pool_label)
+            patch = adapter.tier_patch(obj, adapter.head_template_path, shape)
+            wanted = self._reshaped(record, head_tier=tier.name)
+            spec = patch_spec(HEAD_TIER, patch + _tiers_patch(adapter, obj, record, wanted))
+            asked = f"Head tier {tier.name} for {adapter.kind} {name}"
+            answer = {"kind": kind, "name": name}
+            return Planned(wanted, spec, f"{asked} requested by {caller.username}", answer)
+
+        done = self._changes.run(user, state, plan, lambda: self._owned(caller, adapter, name))
+        self._applied(adapter, done)
+        # The object as the change left it (the design answers the patch's result).
+        patched = self._owned(caller, adapter, name)[1]
+        return {**done.planned.answer, "head_hw_tier_name": tier.name, "object": patched}
+
+    def _applied(self, adapter: ClusterAdapter, done: Done) -> None:
+        """Refuse as the design does when the change's patch failed: 404 when the object
+        is gone, 503 else."""
+        if done.failure is None:
+            return
+        record = done.planned.record
+        if self._ctx.kube.read_custom(custom_kind(adapter), record.namespace, record.name):
+            raise DependencyUnavailableError(done.failure)
+        raise ClusterNotFoundError(f"no {adapter.route_name} named {record.name}")
+
+    def _reshaped(
         self,
-        user: UserInfo,
-        adapter: ClusterAdapter,
-        obj: dict[str, Any],
-        *,
         record: ClusterRecord,
-        patch: list[dict[str, Any]],
+        *,
         workers: int | None = None,
         worker_tier: str | None = None,
         head_tier: str | None = None,
-    ) -> dict[str, Any]:
-        """Patch the cluster's object and its record to the new workers and tiers (None:
-        unchanged), under the owner's budget lock; the patched object.
-
-        Only what grows is checked against the budget, so a user over a lowered budget may
-        still shrink. It is the owner's budget, also when an administrator makes the change:
-        the owner's groups then come from their lab's record.
-        """
+    ) -> ClusterRecord:
+        """``record`` with new workers and tiers (None: unchanged), and what it then holds."""
         clusters = self._ctx.config.clusters
-        name = record.name
-        with budget_lock(self._engine, record.owner):
-            # Read again under the lock: another change may have come first.
-            held = self._clusters.holdings(record.owner)
-            record = next((c for c in held.clusters if c.name == name), None) or _gone(name)
-            changed = replace(
-                record,
-                workers=record.workers if workers is None else workers,
-                worker_tier=worker_tier or record.worker_tier,
-                head_tier=head_tier or record.head_tier,
-            )
-            current = Usage.from_json(record.usage)
-            usage = current
-            worker, head = clusters.tier(changed.worker_tier), clusters.tier(changed.head_tier)
-            if worker is not None and head is not None:
-                label = clusters.node_pool_label
-                usage = cluster_usage(
-                    changed.workers,
-                    pod_shape(worker, label).requested(),
-                    pod_shape(head, label).requested(),
-                )
-            owner = user if user.username == record.owner else self._clusters.owner(record.owner)
-            if owner is not None:
-                budget = budget_for(owner, self._ctx.config.budgets)
-                refusal = budget_refusal(budget, held.usage(), usage - current)
-                if refusal is not None:
-                    raise QuotaExceededError(refusal)
-            # The lab namespace's quota takes the cluster's new shape before its pods change.
-            sync_lab_quota(self._ctx, held.with_cluster(changed))
-            if (changed.worker_tier, changed.head_tier) != (record.worker_tier, record.head_tier):
-                patch = patch + adapter.tiers_patch(
-                    obj, worker=changed.worker_tier, head=changed.head_tier
-                )
-            patched = self._ctx.kube.patch_custom(
-                custom_kind(adapter), record.namespace, name, patch
-            )
-            if not self._engine.workloads.put_if_idle(
-                ref=cluster_ref(record.owner, name),
-                record=cluster_json(replace(changed, usage=asdict(usage))),
-                expect=cluster_json(record),
-            ):
-                logger.warning("cluster %s changed meanwhile; the reconcile mends its record", name)
-        return patched
+        changed = replace(
+            record,
+            workers=record.workers if workers is None else workers,
+            worker_tier=worker_tier or record.worker_tier,
+            head_tier=head_tier or record.head_tier,
+        )
+        worker, head = clusters.tier(changed.worker_tier), clusters.tier(changed.head_tier)
+        if worker is None or head is None:
+            return changed
+        label = clusters.node_pool_label
+        usage = cluster_usage(
+            changed.workers,
+            pod_shape(worker, label).requested(),
+            pod_shape(head, label).requested(),
+        )
+        return replace(changed, usage=asdict(usage))
 
     # ---- head restarts ------------------------------------------------------------------
 
     def restart_head(self, caller: Caller, kind: str, name: str) -> dict[str, Any]:
-        """Delete the head pod with a grace period and return at once: its operator makes it
-        again, from the head's template as it is now."""
+        """Delete the head pod with a grace period and answer once it is deleted: its
+        operator makes it again, from the head's template as it is now."""
         adapter = self.adapter(kind)
-        record = self._created(self._owned_record(caller, kind, name))
-        live = [p for p in self._heads(adapter, record) if not _terminating(p)]
-        if not live:
-            raise HeadPodNotFoundError(f"cluster {name} has no head pod to restart")
-        pod = live[-1]["metadata"]["name"]
-        # To the second, as Kubernetes' creation times: the new head's is never earlier.
-        started_at = iso_utc(time.time())
-        answer = self._ctx.kube.delete_pod_with_grace(
-            record.namespace, pod, grace_seconds=RESTART_GRACE_SECONDS
-        )
-        if answer is None:
+
+        def heads() -> tuple[ClusterRecord, list[dict[str, Any]]]:
+            record = self._changes.created(self._owned_record(caller, kind, name))
+            return record, [p for p in self._heads(adapter, record) if not _terminating(p)]
+
+        def plan(record: ClusterRecord, live: list[dict[str, Any]]) -> Planned:
+            if record.status is WorkloadStatus.TERMINATING:
+                raise HeadPodNotFoundError(f"cluster {name} is being deleted, its head with it")
+            if not live:
+                raise HeadPodNotFoundError(f"cluster {name} has no head pod to restart")
+            pod = live[-1]
+            asked = (
+                f"Restart of the head of {adapter.kind} {name} ({pod['metadata']['name']}) "
+                f"requested by {caller.username}"
+            )
+            # To the second, as Kubernetes' creation times: the new head's is never earlier.
+            answer = {"pod": pod["metadata"]["name"], "started_at": iso_utc(time.time())}
+            return Planned(record, restart_spec(pod), asked, answer)
+
+        done = self._changes.run(None, heads(), plan, heads)
+        record, pod = done.planned.record, str(done.planned.answer["pod"])
+        deletion = deletion_in(done.events, pod)
+        if deletion is None:
+            if done.failure is not None and self._ctx.kube.read_pod(record.namespace, pod):
+                raise DependencyUnavailableError(done.failure)
             raise HeadPodNotFoundError(f"the head pod {pod} of cluster {name} is gone")
         return {
             "ok": True,
             "namespace": record.namespace,
             "pod": pod,
             "grace_period_seconds": RESTART_GRACE_SECONDS,
-            "started_at": started_at,
-            "k8s_response": _deletion_summary(answer),
+            "started_at": done.planned.answer["started_at"],
+            "k8s_response": deletion,
         }
 
     def restart_head_status(
@@ -316,30 +313,12 @@ class ScalerService:
     ) -> tuple[ClusterRecord, dict[str, Any]]:
         """The cluster's record and its operator's object, once the caller may act on it
         and its creation, if one is under way, has ended."""
-        record = self._created(self._owned_record(caller, adapter.route_name, name))
+        record = self._changes.created(self._owned_record(caller, adapter.route_name, name))
         obj = self._ctx.kube.read_custom(custom_kind(adapter), record.namespace, name)
         if obj is None:
             raise ClusterNotFoundError(f"no {adapter.route_name} named {name}")
         _authorize(caller, obj)
         return record, obj
-
-    def _created(self, record: ClusterRecord) -> ClusterRecord:
-        """``record`` as it is once its creation ended (running, or failed), waiting for
-        that at most ``CREATION_WAIT_SECONDS``; at once for a cluster not starting."""
-        if record.status is not WorkloadStatus.STARTING:
-            return record
-        ref = cluster_ref(record.owner, record.name)
-        following = self._engine.follow(ref, after="0-0", idle_seconds=1.0)
-        if following is not None:
-            deadline = time.monotonic() + CREATION_WAIT_SECONDS
-            try:
-                for batch in following:
-                    ended = any(event.type in TERMINAL for event in batch or ())
-                    if ended or time.monotonic() > deadline:
-                        break
-            finally:
-                following.close()
-        return self._clusters.cluster(record.owner, record.name)
 
     def _owned_record(self, caller: Caller, kind: str, name: str) -> ClusterRecord:
         """The cluster's record once the caller may act on it: before anything of the
@@ -390,24 +369,17 @@ def _authorize_owner(caller: Caller, owner: str | None) -> None:
         raise UnauthorizedError(_NOT_OWNER)
 
 
-def _gone(name: str) -> NoReturn:
-    raise ClusterNotFoundError(f"cluster {name} is gone")
-
-
 def _terminating(pod: dict[str, Any]) -> bool:
     return bool(pod["metadata"].get("deletionTimestamp"))
 
 
-def _deletion_summary(answer: dict[str, Any]) -> dict[str, Any]:
-    """What the API server said of the deletion, without the pod's spec and status."""
-    meta = answer.get("metadata") or {}
-    return {
-        "kind": answer.get("kind"),
-        "name": meta.get("name"),
-        "uid": meta.get("uid"),
-        "deletionTimestamp": meta.get("deletionTimestamp"),
-        "deletionGracePeriodSeconds": meta.get("deletionGracePeriodSeconds"),
-    }
+def _tiers_patch(
+    adapter: ClusterAdapter, obj: dict[str, Any], record: ClusterRecord, wanted: ClusterRecord
+) -> list[dict[str, Any]]:
+    """The patch recording the tiers' names on the object, when the change gives new ones."""
+    if (wanted.worker_tier, wanted.head_tier) == (record.worker_tier, record.head_tier):
+        return []
+    return adapter.tiers_patch(obj, worker=wanted.worker_tier, head=wanted.head_tier)
 
 
 def _tier_json(tier: HardwareTier) -> dict[str, Any]:
