@@ -126,6 +126,7 @@ def build_machinery(app: Flask, config: Config, kinds: Sequence[KindFactory] = K
         registries=registries,
         prepulls=prepulls,
         image_store=image_store,
+        budgeted=tuple(kind.budget for kind in kinds if kind.budget is not None),
     )
     operations = config.operations
     hub = EventHub(redis_client, events)

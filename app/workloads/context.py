@@ -14,6 +14,7 @@ from app.storage.images import ImageStore
 from app.storage.kubernetes import KubernetesStorage
 from app.storage.prepull import PrepullStore
 from app.storage.registries import RegistryDirectory
+from app.workloads.holdings import Budgeted
 from app.workloads.image.service import ImageService
 from app.workloads.lab.store import LabStore
 
@@ -30,3 +31,5 @@ class WorkloadContext:
     prepulls: PrepullStore
     image_store: ImageStore
     """The image lists as listed and as offered (validations publish what they decide)."""
+    budgeted: tuple[Budgeted, ...]
+    """The kinds whose workloads count against their owner's budget (``ServiceKind.budget``)."""

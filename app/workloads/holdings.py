@@ -1,84 +1,93 @@
 """Everything a user holds beside their lab: the one place budgets and the lab namespace's
 quota read it from.
 
-A user's compute clusters and remote kernels run in their lab namespace and count against
-one budget; the namespace's ResourceQuota must admit all their pods. Both are computed from
-the same records, read once, so a check and the quota written after it agree.
+Some kinds' workloads run in their owner's lab namespace and count against one budget (a
+user's compute clusters and remote kernels). Such a kind declares it with a ``Budgeted``:
+how one of its records is counted. The budget and the namespace's quota are then computed
+from the records of every kind so declared, read once, so a check and the quota written
+after it agree, and neither names a kind.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
-from app.builders.resource_quota import Compute, pod_compute
+from app.builders.resource_quota import Compute
 from app.models.config import Config
 from app.models.usage import Usage
-from app.models.workload import WorkloadStatus
-from app.workloads.cluster.models import ClusterRecord, parse_cluster
-from app.workloads.cluster.quota import cluster_compute
-from app.workloads.kernel.models import KernelRecord, parse_kernel
-from app.workloads.refs import CLUSTER_KIND, KERNEL_KIND
-from app.workloads.sizes import pod_size
+
+if TYPE_CHECKING:
+    from app.workloads.context import WorkloadContext
+
+
+@dataclass(frozen=True)
+class Held:
+    """One workload as its owner's budget and lab namespace quota count it."""
+
+    kind: str
+    name: str
+    """Its name in the engine (``owner/...``)."""
+    usage: Usage
+    """What it holds against the budget (nothing once it failed or ended)."""
+    compute: Compute
+    """What its pods request and may use, for the namespace's quota."""
+
+
+@dataclass(frozen=True)
+class Budgeted:
+    """A kind's declaration that its workloads count against their owner's budget and
+    quota: the kind, and how one of its records (as stored) is counted."""
+
+    kind: str
+    held: Callable[[str, Config], Held]
 
 
 @dataclass(frozen=True)
 class Holdings:
-    """One user's clusters and kernels, as their records say now."""
+    """One user's budgeted workloads, as their records say now."""
 
     owner: str
-    clusters: list[ClusterRecord] = field(default_factory=list)
-    kernels: list[KernelRecord] = field(default_factory=list)
+    held: tuple[Held, ...] = ()
 
     def usage(self) -> Usage:
-        """What they hold against the budget: failed clusters, and kernels that ended,
-        hold nothing."""
+        """What they hold against the budget."""
         total = Usage()
-        for cluster in self.clusters:
-            if cluster.status is not WorkloadStatus.FAILED:
-                total = total + Usage.from_json(cluster.usage)
-        for kernel in self.kernels:
-            if kernel.holds:
-                total = total + Usage.from_json(kernel.usage)
+        for item in self.held:
+            total = total + item.usage
         return total
 
-    def compute(self, config: Config) -> Compute:
+    def compute(self) -> Compute:
         """What their pods request and may use, for the namespace's quota."""
         total = Compute()
-        for cluster in self.clusters:
-            total = total + cluster_compute(cluster, config.clusters)
-        for kernel in self.kernels:
-            size = pod_size(config, kernel.size) if kernel.holds else None
-            if size is not None:
-                total = total + pod_compute(size)
+        for item in self.held:
+            total = total + item.compute
         return total
 
-    def with_cluster(self, cluster: ClusterRecord) -> Holdings:
-        """These holdings with ``cluster`` at the shape it is to have (or added)."""
-        others = [c for c in self.clusters if c.name != cluster.name]
-        return replace(self, clusters=[*others, cluster])
+    def with_held(self, changed: Held) -> Holdings:
+        """These holdings with ``changed`` at the shape it is to have (or added)."""
+        others = self.without(changed.kind, changed.name)
+        return replace(others, held=(*others.held, changed))
 
-    def without_cluster(self, name: str) -> Holdings:
-        return replace(self, clusters=[c for c in self.clusters if c.name != name])
-
-    def without_kernel(self, kernel_id: str) -> Holdings:
-        return replace(self, kernels=[k for k in self.kernels if k.kernel_id != kernel_id])
+    def without(self, kind: str, name: str) -> Holdings:
+        kept = tuple(i for i in self.held if (i.kind, i.name) != (kind, name))
+        return replace(self, held=kept)
 
 
-def holdings_of(records_of_kind: Callable[[str], dict[str, str]], owner: str) -> Holdings:
-    """``owner``'s clusters and kernels, read from Redis (one read per kind) with
-    ``records_of_kind``: the engine's for a service, a run's for a kind's steps."""
+def holdings_of(
+    ctx: WorkloadContext, records_of_kind: Callable[[str], dict[str, str]], owner: str
+) -> Holdings:
+    """``owner``'s workloads of every budgeted kind (``WorkloadContext.budgeted``), read
+    from Redis (one read per kind) with ``records_of_kind``: the engine's for a service, a
+    run's for a kind's steps."""
     prefix = f"{owner}/"
-    clusters = records_of_kind(CLUSTER_KIND)
-    kernels = records_of_kind(KERNEL_KIND)
     return Holdings(
         owner=owner,
-        clusters=sorted(
-            (parse_cluster(raw) for name, raw in clusters.items() if name.startswith(prefix)),
-            key=lambda record: record.name,
-        ),
-        kernels=sorted(
-            (parse_kernel(raw) for name, raw in kernels.items() if name.startswith(prefix)),
-            key=lambda record: record.created,
+        held=tuple(
+            declared.held(raw, ctx.config)
+            for declared in ctx.budgeted
+            for name, raw in records_of_kind(declared.kind).items()
+            if name.startswith(prefix)
         ),
     )

@@ -4,14 +4,21 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from app.engine.kind import WorkloadKind
 from app.engine.tracking import PodTracking
 from app.models.workload import Action
 from app.workloads.context import WorkloadContext
+from app.workloads.holdings import Budgeted
 
 
 class ServiceKind(WorkloadKind):
     """A kind of workload of this service (``app.workloads.kinds.KINDS``)."""
+
+    budget: ClassVar[Budgeted | None] = None
+    """How its workloads count against their owner's budget and lab namespace quota; None:
+    they do not."""
 
     def __init__(self, ctx: WorkloadContext) -> None:
         self._ctx = ctx

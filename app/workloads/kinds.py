@@ -8,17 +8,15 @@ has one, in ``app.workloads.config_sections``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from app.engine.kind import WorkloadKind
 from app.workloads.app.kind import AppKind
 from app.workloads.cluster.kind import ClusterKind
-from app.workloads.context import WorkloadContext
 from app.workloads.image.kind import ImageKind
 from app.workloads.kernel.kind import KernelKind
+from app.workloads.kind import ServiceKind
 from app.workloads.lab.kind import LabKind
 
-KindFactory = Callable[[WorkloadContext], WorkloadKind]
-"""Builds one kind's declaration for a process."""
+KindFactory = type[ServiceKind]
+"""A kind's declaration, built for a process from its ``WorkloadContext``; what it
+declares of itself as a class (its budget) is read before."""
 
 KINDS: tuple[KindFactory, ...] = (LabKind, ClusterKind, KernelKind, AppKind, ImageKind)

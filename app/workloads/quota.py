@@ -25,7 +25,7 @@ def sync_lab_quota(ctx: WorkloadContext, holdings: Holdings) -> bool:
     lab = ctx.labs.get(owner)
     if lab is None or not lab.quotas:
         return False
-    total = Compute.of_quotas(lab.quotas) + holdings.compute(ctx.config)
+    total = Compute.of_quotas(lab.quotas) + holdings.compute()
     namespace = lab_namespace(ctx.config.namespace_prefix, owner)
     ctx.kube.set_quota(build_namespace_quota(owner, namespace, total))
     return True

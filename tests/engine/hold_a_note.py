@@ -8,15 +8,14 @@ import sys
 from flask import Flask
 
 from app.extensions.labs import machinery_of
-from app.workloads.context import WorkloadContext
 from app.workloads.kinds import KINDS
 from tests.engine.notes.kind import NoteKind
 from tests.engine.notes.service import NoteService
 from tests.support.held_service import hold
 
 
-def holding(ctx: WorkloadContext) -> NoteKind:
-    return NoteKind(ctx, hold=True)
+class HeldNoteKind(NoteKind):
+    hold = True
 
 
 def main() -> None:
@@ -25,7 +24,7 @@ def main() -> None:
     def begin(app: Flask) -> None:
         NoteService(machinery_of(app).engine).create(owner, name, "written by the survivor")
 
-    hold([*KINDS, holding], begin)
+    hold([*KINDS, HeldNoteKind], begin)
 
 
 if __name__ == "__main__":

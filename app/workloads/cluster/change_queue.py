@@ -24,7 +24,8 @@ from app.models.usage import Usage
 from app.models.workload import WorkloadStatus
 from app.storage.events import Event, EventType
 from app.workloads.budgets import budget_for, budget_lock, budget_refusal
-from app.workloads.cluster.models import ClusterRecord, cluster_json
+from app.workloads.cluster.models import ClusterRecord, cluster_json, parse_cluster
+from app.workloads.cluster.quota import cluster_held
 from app.workloads.cluster.service import ClusterService
 from app.workloads.context import WorkloadContext
 from app.workloads.quota import sync_lab_quota
@@ -126,12 +127,16 @@ class ChangeQueue:
         name = record.name
         with budget_lock(self._engine, record.owner):
             held = self._clusters.holdings(record.owner)
-            current = next((c for c in held.clusters if c.name == name), None) or _gone(name)
-            if current != record:
+            raw = self._engine.workloads.record(cluster_ref(record.owner, name))
+            if raw is None:
+                _gone(name)
+            if parse_cluster(raw) != record:
                 return False
             if planned.record != record:
                 self._within_budget(user, held.usage(), record, planned.record)
-                sync_lab_quota(self._ctx, held.with_cluster(planned.record))
+                sync_lab_quota(
+                    self._ctx, held.with_held(cluster_held(planned.record, self._ctx.config))
+                )
             queued = self._engine.queue_spawn(
                 cluster_ref(record.owner, name),
                 record=cluster_json(planned.record),

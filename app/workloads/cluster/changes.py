@@ -68,7 +68,8 @@ def apply_change(kube: KubernetesStorage, run: Run) -> Finished:
         said = _restart_head(kube, run, record, str(spec["pod"]), spec.get("uid"))
     else:
         said = _patch(kube, run, adapter, record, spec)
-    return Finished(current, [(EventType.INFO, said)])
+    run.reporter.closing(said)
+    return Finished(current)
 
 
 def _patch(

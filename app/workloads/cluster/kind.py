@@ -6,8 +6,8 @@ it is ready, failing fast as a lab does (an image that cannot be pulled, no node
 a crash loop). A spawn whose spec names a change (a scale, a tier, a head restart, queued by
 the scaler with the cluster's new record) applies it instead (``changes``); a change that
 fails leaves the record as it was queued (a running cluster stays running), for the tracking
-to keep in step with the object. A delete removes the object and waits until the head is gone: the operator and
-Kubernetes' garbage collector take the rest.
+to keep in step with the object. A delete removes the object and waits until the head is
+gone: the operator and Kubernetes' garbage collector take the rest.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from app.workloads.cluster.adapters import (
 )
 from app.workloads.cluster.changes import apply_change, is_change
 from app.workloads.cluster.models import cluster_json, parse_cluster
+from app.workloads.cluster.quota import CLUSTER_BUDGET
 from app.workloads.cluster.records import custom_kind, reachable_at
 from app.workloads.cluster.tracking import ClusterTracking
 from app.workloads.context import WorkloadContext
@@ -66,6 +67,7 @@ class ClusterKind(ServiceKind):
 
     name = CLUSTER_KIND
     admitted = True
+    budget = CLUSTER_BUDGET
 
     def track(self, ctx: WorkloadContext) -> ClusterTracking:
         return ClusterTracking(ctx.config, ctx.kube)
@@ -78,7 +80,9 @@ class ClusterKind(ServiceKind):
         shape = shape_from_json(run.operation.spec["shape"])
         kube, reporter = self._ctx.kube, run.reporter
         # The lab namespace's quota first, so that Kubernetes admits the cluster's pods.
-        if not sync_lab_quota(self._ctx, holdings_of(run.workloads.records, shape.owner)):
+        if not sync_lab_quota(
+            self._ctx, holdings_of(self._ctx, run.workloads.records, shape.owner)
+        ):
             raise StepFailed(f"user {shape.owner} has no lab to run the cluster beside")
         reporter.info(f"Creating {adapter.kind} {shape.name}", progress=10)
         create_or_adopt(kube, adapter, shape)
@@ -118,7 +122,8 @@ class ClusterKind(ServiceKind):
             while kube.list_pods(record.namespace, selector):
                 run.reporter.check()
                 time.sleep(HEAD_POLL_SECONDS)
-        sync_lab_quota(self._ctx, holdings_of(run.workloads.records, owner).without_cluster(name))
+        holdings = holdings_of(self._ctx, run.workloads.records, owner)
+        sync_lab_quota(self._ctx, holdings.without(CLUSTER_KIND, run.operation.ref.name))
         run.reporter.closing(f"Cluster {name} of {owner} deleted")
         return Finished(None)
 

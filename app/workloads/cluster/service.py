@@ -180,10 +180,10 @@ class ClusterService(WorkloadService[ClusterRecord]):
         return lab_user(lab) if lab is not None else None
 
     def holdings(self, owner: str) -> Holdings:
-        """What the owner holds now, clusters and kernels; never partial while Redis is
+        """What the owner holds now, of every budgeted kind; never partial while Redis is
         being rebuilt."""
         self.require_complete()
-        return holdings_of(self._engine.workloads.records, owner)
+        return holdings_of(self._ctx, self._engine.workloads.records, owner)
 
     # Delete --------------------------------------------------------------------------
 

@@ -32,6 +32,7 @@ from app.workloads.kernel.builders import (
     build_kernels_network_policy,
 )
 from app.workloads.kernel.models import KernelSpec, kernel_json, parse_kernel
+from app.workloads.kernel.quota import KERNEL_BUDGET
 from app.workloads.kernel.records import LAB_POD_ANNOTATION, RECORD_ANNOTATION
 from app.workloads.kernel.tracking import KernelTracking
 from app.workloads.kind import ServiceKind
@@ -61,6 +62,7 @@ class KernelKind(ServiceKind):
 
     name = KERNEL_KIND
     admitted = True
+    budget = KERNEL_BUDGET
 
     def track(self, ctx: WorkloadContext) -> KernelTracking:
         return KernelTracking(ctx.config, ctx.kube)
@@ -76,7 +78,7 @@ class KernelKind(ServiceKind):
         # The quota first, so that Kubernetes admits the pod; the lab pod, whose run the
         # kernel belongs to, beside it.
         synced, lab_pod = concurrently(
-            lambda: sync_lab_quota(ctx, holdings_of(run.workloads.records, spec.username)),
+            lambda: sync_lab_quota(ctx, holdings_of(ctx, run.workloads.records, spec.username)),
             lambda: ctx.kube.read_pod(
                 namespace, names.object_name(spec.username, names.LAB_SUFFIX)
             ),
@@ -168,7 +170,8 @@ class KernelKind(ServiceKind):
         run.reporter.info(f"Stopping kernel {kernel_id}")
         with run.waiting():
             wait_pod_gone(ctx.kube, run.reporter, record.namespace, name)
-        sync_lab_quota(ctx, holdings_of(run.workloads.records, owner).without_kernel(kernel_id))
+        holdings = holdings_of(ctx, run.workloads.records, owner)
+        sync_lab_quota(ctx, holdings.without(KERNEL_KIND, run.operation.ref.name))
         run.reporter.closing(f"Kernel {kernel_id} of {owner} deleted")
         return Finished(None)
 

@@ -125,7 +125,7 @@ class KernelService(WorkloadService[KernelRecord]):
         record = new_record(spec, namespace, iso_utc(time.time()) or "")
         with budget_lock(self._engine, user.username):
             self.require_complete()
-            held = holdings_of(self._engine.workloads.records, user.username).usage()
+            held = holdings_of(self._ctx, self._engine.workloads.records, user.username).usage()
             budget = budget_for(user, self._ctx.config.budgets)
             refusal = budget_refusal(budget, held, kernel_size_usage(size))
             if refusal is not None:
@@ -159,8 +159,11 @@ class KernelService(WorkloadService[KernelRecord]):
     def delete_all(self, owner: str) -> int:
         """Start deleting every kernel of ``owner`` (their lab is going); how many."""
         count = 0
-        for record in holdings_of(self._engine.workloads.records, owner).kernels:
-            if record.status is WorkloadStatus.TERMINATING:
+        records = self._engine.workloads.records(KERNEL_KIND)
+        prefix = f"{owner}/"
+        for name, raw in records.items():
+            record = parse_kernel(raw)
+            if not name.startswith(prefix) or record.status is WorkloadStatus.TERMINATING:
                 continue
             result = self._engine.queue_delete(
                 kernel_ref(owner, record.kernel_id),

@@ -8,10 +8,11 @@ from dataclasses import replace
 from typing import Any
 
 from app.builders import names
-from app.engine.kind import Finished, Run, WorkloadKind
+from app.engine.kind import Finished, Run
 from app.engine.tracking import PodTracking
 from app.models.workload import Action, WorkloadRef
 from app.workloads.context import WorkloadContext
+from app.workloads.kind import ServiceKind
 from tests.engine.notes.models import NoteRecord, note_json, parse_note
 
 NOTE_KIND = "note"
@@ -50,13 +51,13 @@ def config_map(record: NoteRecord) -> dict[str, Any]:
     }
 
 
-class NoteKind(WorkloadKind):
+class NoteKind(ServiceKind):
     name = NOTE_KIND
+    hold = False
+    """Whether its spawns stop for good before they write (a test kills their process)."""
 
-    def __init__(self, ctx: WorkloadContext, *, hold: bool = False) -> None:
-        self._kube = ctx.kube
-        self._hold = hold
-        self.tracking = NoteTracking()
+    def track(self, ctx: WorkloadContext) -> NoteTracking:
+        return NoteTracking()
 
     def timeout(self, action: Action) -> float:
         return 30.0
@@ -64,16 +65,16 @@ class NoteKind(WorkloadKind):
     def spawn(self, run: Run) -> Finished:
         record = parse_note(str((run.operation.spec or {})["record"]))
         run.reporter.info(f"Writing note {record.name}", progress=50)
-        if self._hold:
+        if self.hold:
             # A worker that stops here for good: the test kills its process.
             threading.Event().wait()
-        self._kube.apply("configmaps", config_map(record))
+        self._ctx.kube.apply("configmaps", config_map(record))
         return Finished(note_json(replace(record, status="running")))
 
     def delete(self, run: Run) -> Finished:
         owner, _, name = run.operation.ref.name.partition("/")
         run.reporter.info(f"Deleting note {name}")
-        self._kube.delete_object("configmaps", NAMESPACE, object_name(owner, name))
+        self._ctx.kube.delete_object("configmaps", NAMESPACE, object_name(owner, name))
         return Finished(None)
 
     def failed_record(self, run: Run, message: str) -> str | None:
