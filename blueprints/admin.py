@@ -43,7 +43,7 @@ from app.services.admin import (
 )
 from app.services.auth import ADMIN
 from app.web.api import ApiBlueprint, raises
-from app.web.bodies import load_body, load_query
+from app.web.bodies import load_query
 from app.web.event_stream import STREAM_RETRY_SECONDS
 from app.workloads.lab.service import LabService
 from blueprints.support.audit import audited
@@ -142,7 +142,6 @@ class _CountedFeed:
 
 
 _limit_query = LimitQuerySchema()
-_maintenance_request = MaintenanceRequestSchema()
 
 
 def _limit_parameter(what: str) -> dict[str, Any]:
@@ -175,18 +174,16 @@ def maintenance() -> dict[str, Any]:
 
 
 @admin.put("/admin/maintenance")
-@admin.request_body(MaintenanceRequestSchema)
 @admin.response(200, MaintenanceSchema)
-@raises(InvalidRequestError)
 @requires(ADMIN)
 @audited("maintenance.on")
-def maintenance_on() -> dict[str, Any]:
+@admin.arguments(MaintenanceRequestSchema())
+def maintenance_on(body: dict[str, Any]) -> dict[str, Any]:
     """Turn maintenance mode on (or change its message): new spawns, clusters, kernels and
     apps are refused with 503 `maintenance` and the message, which the spawn form shows;
     running workloads are left alone, and deletes go on."""
-    message = load_body(_maintenance_request)["message"]
     by = current_caller().username
-    return turn_maintenance_on(labs_ext.machinery.maintenance, message=message, by=by)
+    return turn_maintenance_on(labs_ext.machinery.maintenance, message=body["message"], by=by)
 
 
 @admin.delete("/admin/maintenance")

@@ -22,7 +22,7 @@ from app.extensions import labs_ext, limits_ext
 from app.models.config import AppTemplate
 from app.services.auth import ADMIN, ANY_USER
 from app.web.api import ApiBlueprint, raises
-from app.web.bodies import load_body, load_query
+from app.web.bodies import load_query
 from app.web.event_stream import (
     documented_stream,
     stream_description,
@@ -45,8 +45,6 @@ from blueprints.support.events import workload_events
 
 apps = ApiBlueprint("apps", __name__, url_prefix="/spawner/v1")
 
-_create = AppRequestSchema()
-_change = AppChangeSchema()
 _list_query = AppListQuerySchema()
 _logs_query = LogsQuerySchema()
 
@@ -99,19 +97,13 @@ def templates() -> list[dict[str, Any]]:
 
 
 @apps.post("/apps")
-@apps.request_body(AppRequestSchema)
 @apps.response(201, AppSchema, description="The app, starting.")
 @raises(*BUDGETED_CREATION_ERRORS)
 @requires(ANY_USER, ADMIN, with_user=True)
-def create_app() -> tuple[dict[str, Any], int]:
+@apps.arguments(AppRequestSchema())
+def create_app(body: dict[str, Any]) -> tuple[dict[str, Any], int]:
     """Make an app of the group from a template, within the group's quota; the caller must
     be in the group. A required variable without a value is a 422 naming it."""
-    with _changing():
-        return _create_app()
-
-
-def _create_app() -> tuple[dict[str, Any], int]:
-    body = load_body(_create)
     app_request = AppRequest(
         template=body["template"],
         group=body["group"],
@@ -120,7 +112,8 @@ def _create_app() -> tuple[dict[str, Any], int]:
         scope=body["scope"],
         env=dict(body.get("env") or {}),
     )
-    return _body(_service().create(current_user(), app_request)), 201
+    with _changing():
+        return _body(_service().create(current_user(), app_request)), 201
 
 
 @apps.get("/apps")
@@ -153,16 +146,15 @@ def app(app_id: str) -> dict[str, Any]:
 
 
 @apps.patch("/apps/<app_id>")
-@apps.request_body(AppChangeSchema)
 @apps.response(202, AppSchema, description="The app, updating.")
 @raises(*BUDGETED_CREATION_ERRORS, NotFoundError)
 @requires(ANY_USER, ADMIN, with_user=True)
-def update_app(app_id: str) -> tuple[dict[str, Any], int]:
+@apps.arguments(AppChangeSchema())
+def update_app(body: dict[str, Any], app_id: str) -> tuple[dict[str, Any], int]:
     """Change the app's variables (all of them), scope or size; its pod is replaced, the
     old one serving until the new one is ready."""
+    change = AppChange(env=body.get("env"), size=body.get("size"), scope=body.get("scope"))
     with _changing():
-        body = load_body(_change)
-        change = AppChange(env=body.get("env"), size=body.get("size"), scope=body.get("scope"))
         return _body(_service().update(current_user(), app_id, change)), 202
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from flask import Response
 
 from app.errors import (
@@ -13,7 +15,6 @@ from app.errors import (
 from app.extensions import labs_ext, limits_ext
 from app.services.auth import ADMIN, OWNER
 from app.web.api import ApiBlueprint, raises
-from app.web.bodies import load_body
 from app.web.event_stream import (
     documented_stream,
     stream_description,
@@ -27,24 +28,21 @@ from blueprints.support.events import workload_events
 
 clusters = ApiBlueprint("clusters", __name__, url_prefix="/spawner/v1")
 
-_request = ClusterRequestSchema()
-
 
 def _service() -> ClusterService:
     return ClusterService(labs_ext.context, labs_ext.engine)
 
 
 @clusters.post("/labs/<username>/clusters")
-@clusters.request_body(ClusterRequestSchema)
 @clusters.response(201, ClusterSchema, description="The cluster, starting.")
 @raises(*BUDGETED_CREATION_ERRORS)
 @requires(OWNER, ADMIN, with_user=True)
-def create_cluster(username: str) -> tuple[ClusterRecord, int]:
+@clusters.arguments(ClusterRequestSchema())
+def create_cluster(body: dict[str, Any], username: str) -> tuple[ClusterRecord, int]:
     """Create a cluster in the user's lab namespace, within their budget (the user's own,
     when an administrator creates it for them)."""
     with limits_ext.limits.change(current_caller(), "cluster"):
-        request = ClusterRequest(**load_body(_request))
-        return _service().create(username, current_user(), request), 201
+        return _service().create(username, current_user(), ClusterRequest(**body)), 201
 
 
 @clusters.get("/labs/<username>/clusters")

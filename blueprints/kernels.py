@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from flask import Response, request
 
 from app.errors import (
@@ -14,7 +16,6 @@ from app.errors import (
 from app.extensions import labs_ext, limits_ext
 from app.services.auth import ADMIN, OWNER
 from app.web.api import ApiBlueprint, raises
-from app.web.bodies import load_body
 from app.web.event_stream import (
     documented_stream,
     stream_description,
@@ -29,8 +30,6 @@ from blueprints.support.events import workload_events
 
 kernels = ApiBlueprint("kernels", __name__, url_prefix="/spawner/v1")
 
-_request = KernelRequestSchema()
-
 MAX_GRACE_SECONDS = 300
 
 
@@ -39,15 +38,14 @@ def _service() -> KernelService:
 
 
 @kernels.post("/labs/<username>/kernels")
-@kernels.request_body(KernelRequestSchema)
 @kernels.response(201, KernelSchema, description="The kernel, starting.")
 @raises(*BUDGETED_CREATION_ERRORS)
 @requires(OWNER, ADMIN, with_user=True)
-def create_kernel(username: str) -> tuple[KernelRecord, int]:
+@kernels.arguments(KernelRequestSchema())
+def create_kernel(body: dict[str, Any], username: str) -> tuple[KernelRecord, int]:
     """Start a kernel in the user's lab namespace, within their budget; the connection key
     goes to the kernel's Secret only."""
     with limits_ext.limits.change(current_caller(), "kernel"):
-        body = load_body(_request)
         connection = body.pop("connection")
         kernel = KernelRequest(key=connection["key"], **body)
         return _service().create(username, current_user(), kernel), 201

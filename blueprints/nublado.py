@@ -33,13 +33,13 @@ from app.errors import (
 )
 from app.models.lab import LabApi
 from app.schemas.errors import NubladoErrorSchema
-from app.schemas.labs import SpawnRequestSchema
 from app.services.auth import OWNER
 from app.web.api import ApiBlueprint, raises
 from blueprints.spawner import (
     DELEGATED_TOKEN,
     LAB_LOCATION,
     SPAWN_ERRORS,
+    SPAWN_REQUEST,
     queue_spawn,
     render_spawn_form,
 )
@@ -86,7 +86,6 @@ nublado = ApiBlueprint(
 
 
 @nublado.post("/labs/<username>/create")
-@nublado.request_body(SpawnRequestSchema)
 @nublado.response(
     201,
     description=(
@@ -98,7 +97,8 @@ nublado = ApiBlueprint(
 @nublado.doc(parameters=[DELEGATED_TOKEN])
 @raises(*SPAWN_ERRORS)
 @requires(OWNER, with_user=True)
-def create_lab(username: str) -> Response:
+@nublado.arguments(SPAWN_REQUEST)
+def create_lab(body: dict[str, Any], username: str) -> Response:
     """Queue a spawn as nublado's spawner asks for it; 201 with the lab's status as
     ``Location``.
 
@@ -106,7 +106,7 @@ def create_lab(username: str) -> Response:
     body, `{"detail": [{"loc", "msg", "type"}]}`, with nublado's `type` names
     (`lab_exists`, `operation_in_progress`, `invalid_lab_size`, `unknown_image`,
     `permission_denied`, `invalid_token`...)."""
-    queue_spawn(username, LabApi.NUBLADO)
+    queue_spawn(username, body, LabApi.NUBLADO)
     response = Response(status=201)
     response.headers["Location"] = url_for("spawner.lab_status", username=username)
     return response

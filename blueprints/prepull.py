@@ -9,7 +9,6 @@ from app.errors import ConflictError, InvalidRequestError, NotFoundError
 from app.extensions import labs_ext
 from app.services.auth import ADMIN
 from app.web.api import ApiBlueprint, raises
-from app.web.bodies import load_body
 from app.workloads.image.lifecycle import ImageLifecycle
 from app.workloads.image.models import ImageRecord, ImageState, image_json
 from app.workloads.image.prepuller import prepull_report
@@ -75,30 +74,29 @@ def revalidate_image(digest: str) -> tuple[dict[str, Any], int]:
 
 
 @prepull.post("/images/records/<digest>/approve")
-@prepull.request_body(DecisionSchema)
 @prepull.response(200, ImageRecordSchema)
 @raises(InvalidRequestError, NotFoundError, ConflictError)
 @requires(ADMIN, with_user=True)
 @audited("image.approve", target="digest")
-def approve_image(digest: str) -> dict[str, Any]:
+@prepull.arguments(_decision)
+def approve_image(body: dict[str, Any], digest: str) -> dict[str, Any]:
     """Validate the digest by hand: it is offered at once. Recorded with the caller's name."""
-    return _decided(digest, ImageState.VALIDATED, "approved")
+    return _decided(digest, ImageState.VALIDATED, "approved", body["reason"])
 
 
 @prepull.post("/images/records/<digest>/reject")
-@prepull.request_body(DecisionSchema)
 @prepull.response(200, ImageRecordSchema)
 @raises(InvalidRequestError, NotFoundError, ConflictError)
 @requires(ADMIN, with_user=True)
 @audited("image.reject", target="digest")
-def reject_image(digest: str) -> dict[str, Any]:
+@prepull.arguments(_decision)
+def reject_image(body: dict[str, Any], digest: str) -> dict[str, Any]:
     """Reject the digest by hand: it is no longer offered. Recorded with the caller's name."""
-    return _decided(digest, ImageState.REJECTED, "rejected")
+    return _decided(digest, ImageState.REJECTED, "rejected", body["reason"])
 
 
-def _decided(digest: str, state: ImageState, verb: str) -> dict[str, Any]:
+def _decided(digest: str, state: ImageState, verb: str, why: str) -> dict[str, Any]:
     """The record once the caller's decision, with their reason, is in its history."""
-    why = load_body(_decision)["reason"]
     by = current_user().username
     return _record_body(_lifecycle().decide(digest, state, by=by, why=f"{verb}: {why}"))
 

@@ -25,7 +25,6 @@ from app.errors import (
 from app.extensions import labs_ext, limits_ext
 from app.services.auth import ADMIN, ANY_USER
 from app.web.api import ApiBlueprint, raises
-from app.web.bodies import json_object
 from app.workloads.cluster.scaler import ScalerService
 from app.workloads.cluster.schemas import (
     ClusterListSchema,
@@ -61,11 +60,6 @@ def _service() -> ScalerService:
     return ScalerService(labs_ext.context, labs_ext.engine)
 
 
-def _body() -> dict[str, Any]:
-    """The design answers a body it cannot use with 400 ``bad_request``."""
-    return json_object(error=BadRequestError)
-
-
 @scaler.get("/list/<kind>")
 @scaler.response(
     200, ClusterListSchema, description="An administrator's every cluster, a user's own."
@@ -87,29 +81,29 @@ def get_cluster(kind: str, name: str) -> Response:
 
 
 @scaler.patch("/scale/<kind>/<name>")
-@scaler.request_body(ScaleRequestSchema)
 @scaler.response(200, ScaledSchema)
 @raises(*CHANGE_ERRORS, NotScalableError)
 @requires(ANY_USER, ADMIN, with_user=True)
-def scale_cluster(kind: str, name: str) -> Response:
+@scaler.arguments(ScaleRequestSchema())
+def scale_cluster(body: dict[str, Any], kind: str, name: str) -> Response:
     """Set a cluster's workers, capped at its maximum (never raised), optionally with a new
     hardware tier for them."""
     caller = current_caller()
     with limits_ext.limits.change(caller, "cluster"):
-        return jsonify(_service().scale(caller, current_user(), kind, name, _body()))
+        return jsonify(_service().scale(caller, current_user(), kind, name, body))
 
 
 @scaler.patch("/head-hw-tier/<kind>/<name>")
-@scaler.request_body(HeadTierRequestSchema)
 @scaler.response(200, HeadTieredSchema)
 @raises(*CHANGE_ERRORS, NotSupportedError)
 @requires(ANY_USER, ADMIN, with_user=True)
-def head_hw_tier(kind: str, name: str) -> Response:
+@scaler.arguments(HeadTierRequestSchema())
+def head_hw_tier(body: dict[str, Any], kind: str, name: str) -> Response:
     """Give a cluster's head (scheduler, server) a hardware tier; the head takes it when it
     is next made, as after `restart_head`."""
     caller = current_caller()
     with limits_ext.limits.change(caller, "cluster"):
-        return jsonify(_service().head_tier(caller, current_user(), kind, name, _body()))
+        return jsonify(_service().head_tier(caller, current_user(), kind, name, body))
 
 
 @scaler.patch("/restart_head/<kind>/<name>")

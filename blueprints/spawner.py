@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from typing import Any
 
 from flask import Response, jsonify, render_template, request, url_for
 
@@ -29,7 +30,6 @@ from app.web.api import (
     header_parameter,
     raises,
 )
-from app.web.bodies import load_body
 from app.web.event_frames import DmtnFrames, Frames, NubladoFrames
 from app.web.event_stream import (
     STREAM_RETRY_SECONDS,
@@ -45,8 +45,9 @@ from blueprints.support.auth import current_caller, current_user, requires
 
 spawner = ApiBlueprint("spawner", __name__, url_prefix="/spawner/v1")
 
-_spawn_request = SpawnRequestSchema()
-"""Built once: a schema's construction copies its fields, and loading does not change it."""
+SPAWN_REQUEST = SpawnRequestSchema()
+"""Built once, for DMTN-222's route and nublado's: a schema's construction copies its fields,
+and loading does not change it."""
 _USERNAME = re.compile(USERNAME_PATTERN)
 USERNAMES = {
     "type": "array",
@@ -123,28 +124,28 @@ SPAWN_ERRORS = (
 
 
 @spawner.post("/labs/<username>/spawn")
-@spawner.request_body(SpawnRequestSchema)
 @spawner.response(
     303, description="Spawn queued; follow `Location` for the lab's status.", headers=LAB_LOCATION
 )
 @spawner.doc(parameters=[DELEGATED_TOKEN])
 @raises(*SPAWN_ERRORS)
 @requires(OWNER, with_user=True)
-def spawn(username: str) -> Response:
+@spawner.arguments(SPAWN_REQUEST)
+def spawn(body: dict[str, Any], username: str) -> Response:
     """Queue a spawn; 303 to the lab's status."""
-    queue_spawn(username, LabApi.DMTN_222)
+    queue_spawn(username, body, LabApi.DMTN_222)
     response = Response(status=303)
     response.headers["Location"] = url_for("spawner.lab_status", username=username)
     return response
 
 
-def queue_spawn(username: str, api: LabApi) -> None:
-    """The spawn request of this request, checked and queued: DMTN-222's route and nublado's
-    take the same body and the same tokens, and the lab remembers which ``api`` made it."""
+def queue_spawn(username: str, body: dict[str, Any], api: LabApi) -> None:
+    """The spawn request ``body`` (``SPAWN_REQUEST``'s), checked and queued: DMTN-222's route
+    and nublado's take the same body and the same tokens, and the lab remembers which ``api``
+    made it."""
     _check_username(username)
     caller = current_caller()
     with limits_ext.limits.change(caller, "lab"):
-        body = load_body(_spawn_request)
         token, user = _delegated_identity(caller)
         if user.username != username:
             raise PermissionDeniedError("the delegated token belongs to another user")

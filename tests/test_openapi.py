@@ -382,7 +382,7 @@ def _extra_blueprint() -> Blueprint:
 
     @extra.post("/<int:number>/things/<uuid:thing>")
     @requires(OWNER, ADMIN)
-    @extra.request_body(SpawnRequestSchema)
+    @extra.arguments(SpawnRequestSchema())
     @extra.response(201, LabStatusSchema)
     @extra.doc(
         parameters=[
@@ -390,7 +390,7 @@ def _extra_blueprint() -> Blueprint:
         ]
     )
     @raises(NotFoundError, ConflictError)
-    def below_requires(number: int, thing: str) -> Response:
+    def below_requires(body: dict[str, Any], number: int, thing: str) -> Response:
         """Decorated below ``requires``.
 
         More words for the description.

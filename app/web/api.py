@@ -13,8 +13,10 @@ things it cannot know are added here, at the moment a route is registered:
   Every route also gets 500, from the catch-all handler, so no declaration has to remember it.
 
 It also keeps one promise for every route rather than leaving it to each view: a route that
-declares a body (``request_body``) has it parsed and bounded (``bodies.json_object``) before
-its view runs, so a new route cannot forget it.
+takes a body (flask-smorest's ``@blueprint.arguments``, which loads it with the route's schema
+and hands it to the view) has it parsed and bounded (``bodies.json_object``) before anything
+else of the request is looked at, and refused, whatever is wrong with it, in the blueprint's
+error naming the field (``bodies.BodyParser``).
 """
 
 from __future__ import annotations
@@ -38,16 +40,13 @@ from app.errors import (
 )
 from app.schemas.errors import ErrorSchema
 from app.services.auth import SECURITY_SCHEME, Grant
-from app.web.bodies import json_object
+from app.web.bodies import BodyParser, json_object
 from app.web.errors import ErrorBody, service_error_body, service_error_headers
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 ERRORS_ATTRIBUTE = "service_errors"
 """Where ``@raises`` leaves its error classes on the view (``functools.wraps`` carries it)."""
-
-BODY_ATTRIBUTE = "takes_json_body"
-"""Set on a view by ``request_body``: the blueprint checks its body before it runs."""
 
 AUTH_ERRORS: tuple[type[ServiceError], ...] = (
     AuthenticationError,
@@ -191,6 +190,11 @@ class ApiBlueprint(Blueprint):
     blueprint's get the service's one shape from the application's handlers. A blueprint
     whose design refuses unusable bodies with another error than 422 ``invalid_request``
     (the seed's scaler: 400 ``bad_request``) names it as ``body_error``.
+
+    A body is declared with ``@blueprint.arguments(Schema())`` right above the view, below
+    ``requires`` and ``audited``: its fields are loaded once the caller may act (and an
+    administrator's refused action is audited), while its shape was bounded before anything
+    else, for every caller alike.
     """
 
     def __init__(
@@ -210,6 +214,8 @@ class ApiBlueprint(Blueprint):
         self._error_body = error_body or service_error_body
         self._error_schema = error_schema
         self._body_error = body_error
+        self.ARGUMENTS_PARSER = BodyParser(body_error)
+        self._body_views: set[Callable[..., Any]] = set()
         self._body_endpoints: set[str] = set()
         if error_body is not None:
             self.register_error_handler(ServiceError, self._error_response)
@@ -220,7 +226,7 @@ class ApiBlueprint(Blueprint):
         request is looked at: a body nested thousands deep, or holding a NUL, is refused
         here in the blueprint's error, whatever its view would have done with it."""
         if (request.endpoint or "").rpartition(".")[2] in self._body_endpoints:
-            json_object(error=self._body_error)
+            json_object(request, error=self._body_error)
 
     def _error_response(self, error: ServiceError) -> Response:
         response = jsonify(self._error_body(type(error), error.message, error.field))
@@ -246,20 +252,17 @@ class ApiBlueprint(Blueprint):
 
         return decorate
 
-    def request_body(self, schema: Any, description: str | None = None) -> Callable[[F], F]:
-        """Document a JSON request body, and have the blueprint parse and bound it before
-        the view runs; the view validates its fields (``load_body``)."""
-        body: dict[str, Any] = {
-            "required": True,
-            "content": {"application/json": {"schema": schema}},
-        }
-        if description:
-            body["description"] = description
-        document = self.doc(requestBody=body)
+    def arguments(self, schema: Any, **kwargs: Any) -> Callable[[F], F]:
+        """flask-smorest's ``arguments``, for a JSON body: the view receives it loaded by
+        ``schema``; the document shows the blueprint's refusal of a body and 413, not
+        webargs' 422."""
+        kwargs.setdefault("error_status_code", self._body_error.status)
+        load = super().arguments(schema, **kwargs)
 
         def decorate(view: F) -> F:
-            setattr(view, BODY_ATTRIBUTE, True)
-            return document(raises(self._body_error, BodyTooLargeError)(view))
+            loading: F = load(raises(self._body_error, BodyTooLargeError)(view))
+            self._body_views.add(loading)
+            return loading
 
         return decorate
 
@@ -274,7 +277,7 @@ class ApiBlueprint(Blueprint):
         return [*(given or ()), *shared]
 
     def _documented(self, rule: str, endpoint: str, view: F) -> F:
-        if getattr(view, BODY_ATTRIBUTE, False):
+        if inspect.unwrap(view, stop=self._body_views.__contains__) in self._body_views:
             self._body_endpoints.add(endpoint)
         grants = required_grants(view)
         summary, details = _docstring_parts(view)

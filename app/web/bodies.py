@@ -1,7 +1,9 @@
 """Parse request bodies with marshmallow and report the first problem by field.
 
-Before a schema sees a body, its shape is bounded: its size by Flask's ``MAX_CONTENT_LENGTH``
-(413 ``body_too_large``), its nesting here (the spawn body is two levels deep; a body of a
+Bodies reach a view through flask-smorest's ``@blueprint.arguments``, whose webargs parser
+(``BodyParser``) reads them and words their problems as the service's errors. Before a schema
+sees a body, its shape is bounded: its size by Flask's ``MAX_CONTENT_LENGTH`` (413
+``body_too_large``), its nesting here (the spawn body is two levels deep; a body of a
 thousand nested objects would otherwise exhaust the parser's recursion), and no string in it
 may hold a NUL byte, which no Kubernetes object, file name or environment value can carry.
 """
@@ -10,10 +12,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NoReturn
 
-from flask import current_app, g, request
+from flask import Request, current_app, g, request
 from marshmallow import Schema, ValidationError
+from webargs.flaskparser import FlaskParser
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from app.errors import BodyTooLargeError, InvalidRequestError, ServiceError
@@ -75,21 +78,22 @@ def too_large() -> BodyTooLargeError:
     return BodyTooLargeError(f"the request body is larger than {limit} bytes")
 
 
-def json_object(*, error: type[ServiceError] = InvalidRequestError) -> dict[str, Any]:
+def json_object(req: Request, *, error: type[ServiceError] = InvalidRequestError) -> dict[str, Any]:
     """The request's body as a JSON object of bounded shape; ``error`` (422 by default, 400
     for the APIs whose design says so) naming the problem otherwise.
 
     Parsed here rather than by ``request.get_json``: a body nested thousands deep exhausts
     the parser's recursion, which Flask would let through as a 500. Parsed once a request:
-    the blueprint checks a body route's body before its view, which then reads it again.
+    the blueprint bounds a body route's body before anything else, and its schema loads it
+    later from here.
     """
     cached: dict[str, Any] | None = g.get(_PARSED_BODY)
     if cached is not None:
         return cached
-    if not request.is_json:
+    if not req.is_json:
         raise error("the request body must be a JSON object")
     try:
-        raw = request.get_data(cache=False)
+        raw = req.get_data(cache=False)
     except RequestEntityTooLarge:
         raise too_large() from None
     try:
@@ -103,15 +107,32 @@ def json_object(*, error: type[ServiceError] = InvalidRequestError) -> dict[str,
     return data
 
 
-def load_body(schema: Schema) -> dict[str, Any]:
-    """The request's JSON body validated by ``schema``; a 422 naming the field otherwise."""
-    data = json_object()
-    try:
-        result: dict[str, Any] = schema.load(data)
-    except ValidationError as exc:
-        field, message = _first_problem(exc.messages)
-        raise InvalidRequestError(f"{field}: {message}", field=field) from None
-    return result
+class BodyParser(FlaskParser):
+    """webargs' parser behind flask-smorest's ``@blueprint.arguments``, with this service's
+    bounds and answers: a body is read by ``json_object``, and a body its schema refuses is
+    ``error`` (the blueprint's: 422 ``invalid_request``, or the scaler's 400 ``bad_request``)
+    naming the first field at fault, as ``field`` and at the head of the message."""
+
+    def __init__(self, error: type[ServiceError] = InvalidRequestError) -> None:
+        super().__init__()
+        self.error = error
+
+    def load_json(self, req: Request, schema: Schema) -> dict[str, Any]:
+        return json_object(req, error=self.error)
+
+    def handle_error(
+        self,
+        error: ValidationError,
+        req: Request,
+        schema: Schema,
+        *,
+        error_status_code: int | None,
+        error_headers: Mapping[str, str] | None,
+    ) -> NoReturn:
+        # webargs files the schema's messages under their location: {"json": {...}}.
+        (messages,) = error.normalized_messages().values()
+        field, message = _first_problem(messages)
+        raise self.error(f"{field}: {message}", field=field) from None
 
 
 def load_query(schema: Schema) -> dict[str, Any]:

@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from marshmallow import INCLUDE, RAISE, Schema, fields, validate
+from collections.abc import Mapping
+from typing import Any
+
+from marshmallow import (
+    EXCLUDE,
+    INCLUDE,
+    RAISE,
+    Schema,
+    fields,
+    validate,
+)
 
 from app.models.workload import WorkloadStatus as S
 from app.models.workload import status_values
@@ -76,9 +86,27 @@ class ClusterSchema(Schema):
     error = fields.String(allow_none=True, metadata={"description": "Why it failed."})
 
 
-# The cluster scaler API's bodies (``/ddl_cluster_scaler/``), as its design words them. The
-# scaler checks request bodies itself (its 400 ``bad_request`` names the field), so these
-# describe them; the answers are built by ``ScalerService``.
+# The cluster scaler API's bodies (``/ddl_cluster_scaler/``), as its design words them; the
+# answers are built by ``ScalerService``.
+
+
+class ScalerField(fields.Raw):
+    """A field of a scaler request, handed to the scaler as sent (absent if absent).
+
+    The scaler's design settles whose the cluster is before it looks at the body: anyone but
+    its owner or an administrator is refused 403 ``unauthorized`` whatever the body holds.
+    So the scaler checks these fields itself, then, answering 400 ``bad_request`` naming the
+    field; its metadata documents what that check requires.
+    """
+
+    def deserialize(
+        self,
+        value: Any,
+        attr: str | None = None,
+        data: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        return value
 
 
 class OperatorObjectSchema(Schema):
@@ -99,8 +127,11 @@ class ClusterListSchema(Schema):
 class ScaleRequestSchema(Schema):
     """The workers wanted, and optionally their new hardware tier."""
 
-    replicas = fields.Integer(required=True, validate=validate.Range(min=0))
-    worker_hw_tier_name = fields.String()
+    class Meta:
+        unknown = EXCLUDE
+
+    replicas = ScalerField(required=True, metadata={"type": "integer", "minimum": 0})
+    worker_hw_tier_name = ScalerField(metadata={"type": "string"})
 
 
 class ScaledSchema(Schema):
@@ -118,7 +149,10 @@ class ScaledSchema(Schema):
 class HeadTierRequestSchema(Schema):
     """The hardware tier the head is to have."""
 
-    head_hw_tier_name = fields.String(required=True)
+    class Meta:
+        unknown = EXCLUDE
+
+    head_hw_tier_name = ScalerField(required=True, metadata={"type": "string", "minLength": 1})
 
 
 class HeadTieredSchema(Schema):

@@ -12,7 +12,6 @@ from app.errors import ConflictError, InvalidRequestError, NotFoundError, Rebuil
 from app.extensions import labs_ext
 from app.services.auth import ADMIN, OWNER
 from app.web.api import ApiBlueprint, raises
-from app.web.bodies import load_body
 from blueprints.support.auth import requires
 from blueprints.support.events import workload_events
 from tests.engine.notes.service import NoteService
@@ -30,11 +29,10 @@ def _service() -> NoteService:
 
 
 @notes.post("/labs/<username>/notes")
-@notes.request_body(NoteRequestSchema)
 @raises(InvalidRequestError, ConflictError)
 @requires(OWNER, ADMIN)
-def create_note(username: str) -> tuple[dict[str, Any], int]:
-    body = load_body(NoteRequestSchema())
+@notes.arguments(NoteRequestSchema())
+def create_note(body: dict[str, Any], username: str) -> tuple[dict[str, Any], int]:
     return asdict(_service().create(username, body["name"], body["text"])), 201
 
 
