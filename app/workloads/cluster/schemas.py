@@ -10,8 +10,10 @@ from marshmallow import (
     INCLUDE,
     RAISE,
     Schema,
+    ValidationError,
     fields,
     validate,
+    validates_schema,
 )
 
 from app.models.workload import WorkloadStatus as S
@@ -51,6 +53,12 @@ class ClusterRequestSchema(Schema):
         load_default=None,
         metadata={"description": "An image the user may spawn; by default the lab's."},
     )
+
+    @validates_schema
+    def _room_for_the_workers(self, data: dict[str, Any], **_: Any) -> None:
+        maximum = data.get("max_workers")
+        if maximum is not None and maximum < data["workers"]:
+            raise ValidationError("must not be less than workers", "max_workers")
 
 
 class UsageSchema(Schema):
