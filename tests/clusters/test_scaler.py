@@ -134,6 +134,16 @@ def test_scale_refuses_what_its_design_refuses(
     denied = _scale(client, other.headers, name, {"replicas": 1})
     assert (denied.status_code, denied.get_json()["code"]) == (403, "unauthorized")
     assert _scale(client, owner.headers, name, {"replicas": 3}).status_code == 200
+    # A field the design does not name is ignored; a body that is no JSON object is its 400.
+    ignored = _scale(client, owner.headers, name, {"replicas": 2, "colour": "blue"})
+    assert (ignored.status_code, ignored.get_json()["effective_replicas"]) == (200, 2)
+    not_json = client.patch(
+        f"/ddl_cluster_scaler/scale/daskclusters/{name}",
+        data="two",
+        headers={**owner.headers, "Content-Type": "application/json"},
+    )
+    assert (not_json.status_code, not_json.get_json()["code"]) == (400, "bad_request")
+    assert "JSON object" in not_json.get_json()["message"]
 
 
 @pytest.mark.parametrize(

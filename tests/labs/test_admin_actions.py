@@ -44,6 +44,11 @@ def test_a_users_token_may_take_no_admin_action_and_leaves_no_entry(
         assert response.get_json()["code"] == "permission_denied"
     for path in ("/spawner/v1/admin/audit", "/spawner/v1/admin/maintenance"):
         assert lab_client.get(path, headers=user.headers).status_code == 403
+    # Who may act is settled before a body's fields are looked at.
+    bad = lab_client.put(
+        "/spawner/v1/admin/maintenance", json={"message": ""}, headers=user.headers
+    )
+    assert (bad.status_code, bad.get_json()["code"]) == (403, "permission_denied")
     assert audit(lab_client, admin_headers) == []
     assert (
         lab_client.get("/spawner/v1/admin/audit?limit=0", headers=admin_headers).status_code == 422
