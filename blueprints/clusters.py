@@ -4,27 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Response
-
-from app.errors import (
-    BUDGETED_CREATION_ERRORS,
-    NotFoundError,
-    RebuildingError,
-    TooManyRequestsError,
-)
+from app.errors import BUDGETED_CREATION_ERRORS, NotFoundError, TooManyRequestsError
 from app.extensions import labs_ext, limits_ext
 from app.services.auth import ADMIN, OWNER
 from app.web.api import ApiBlueprint, raises
-from app.web.event_stream import (
-    documented_stream,
-    stream_description,
-    stream_example,
-)
 from app.workloads.cluster.models import ClusterRecord
 from app.workloads.cluster.schemas import ClusterRequestSchema, ClusterSchema
 from app.workloads.cluster.service import ClusterRequest, ClusterService
 from blueprints.support.auth import current_caller, current_user, requires
-from blueprints.support.events import workload_events
+from blueprints.support.beside_lab import BesideLabReads, add_beside_lab_reads
 
 clusters = ApiBlueprint("clusters", __name__, url_prefix="/spawner/v1")
 
@@ -45,24 +33,6 @@ def create_cluster(body: dict[str, Any], username: str) -> tuple[ClusterRecord, 
         return _service().create(username, current_user(), ClusterRequest(**body)), 201
 
 
-@clusters.get("/labs/<username>/clusters")
-@clusters.response(200, ClusterSchema(many=True))
-@raises(RebuildingError)
-@requires(OWNER, ADMIN)
-def list_clusters(username: str) -> list[ClusterRecord]:
-    """The user's clusters."""
-    return _service().clusters_of(username)
-
-
-@clusters.get("/labs/<username>/clusters/<name>")
-@clusters.response(200, ClusterSchema)
-@raises(NotFoundError, RebuildingError)
-@requires(OWNER, ADMIN)
-def cluster(username: str, name: str) -> ClusterRecord:
-    """One of the user's clusters."""
-    return _service().cluster(username, name)
-
-
 @clusters.delete("/labs/<username>/clusters/<name>")
 @clusters.response(202, ClusterSchema, description="The cluster, terminating.")
 @raises(NotFoundError, TooManyRequestsError)
@@ -73,16 +43,18 @@ def delete_cluster(username: str, name: str) -> tuple[ClusterRecord, int]:
         return _service().delete(username, name), 202
 
 
-@clusters.get("/labs/<username>/clusters/<name>/events")
-@documented_stream(
+add_beside_lab_reads(
     clusters,
-    description=stream_description("cluster", "creation or deletion"),
-    example=stream_example("cluster", "daskcluster dask-1a2b3c requested"),
+    BesideLabReads(
+        plural="clusters",
+        noun="cluster",
+        key="name",
+        schema=ClusterSchema,
+        listed=lambda username: _service().clusters_of(username),
+        one=lambda username, name: _service().cluster(username, name),
+        events=lambda username, name, after: _service().events(username, name, after=after),
+        listed_doc="The user's clusters.",
+        operations="creation or deletion",
+        first_event="daskcluster dask-1a2b3c requested",
+    ),
 )
-@requires(OWNER, ADMIN)
-def cluster_events(username: str, name: str) -> Response:
-    """Server-sent events of the cluster's current operation: replay, then follow until it
-    ends."""
-    return workload_events(
-        lambda after: _service().events(username, name, after=after), noun="cluster"
-    )

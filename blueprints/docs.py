@@ -23,9 +23,7 @@ def openapi_document() -> Response:
 
 
 @docs.get("/docs")
-@docs.response(
-    200, {"type": "string"}, content_type="text/html", description="A self-contained HTML page."
-)
+@docs.text_response("text/html", description="A self-contained HTML page.")
 def docs_page() -> Response:
     """The same document as a browsable HTML page, without scripts or external assets."""
     return Response(render_template("docs.html", page=_page()), mimetype="text/html")

@@ -4,29 +4,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Response, request
+from flask import request
 
 from app.errors import (
     BUDGETED_CREATION_ERRORS,
     InvalidRequestError,
     NotFoundError,
-    RebuildingError,
     TooManyRequestsError,
 )
 from app.extensions import labs_ext, limits_ext
 from app.services.auth import ADMIN, OWNER
 from app.web.api import ApiBlueprint, raises
-from app.web.event_stream import (
-    documented_stream,
-    stream_description,
-    stream_example,
-)
 from app.workloads.kernel.kind import DEFAULT_GRACE_SECONDS
 from app.workloads.kernel.models import KernelRecord
 from app.workloads.kernel.schemas import KernelRequestSchema, KernelSchema
 from app.workloads.kernel.service import KernelRequest, KernelService
 from blueprints.support.auth import current_caller, current_user, requires
-from blueprints.support.events import workload_events
+from blueprints.support.beside_lab import BesideLabReads, add_beside_lab_reads
 
 kernels = ApiBlueprint("kernels", __name__, url_prefix="/spawner/v1")
 
@@ -49,24 +43,6 @@ def create_kernel(body: dict[str, Any], username: str) -> tuple[KernelRecord, in
         connection = body.pop("connection")
         kernel = KernelRequest(key=connection["key"], **body)
         return _service().create(username, current_user(), kernel), 201
-
-
-@kernels.get("/labs/<username>/kernels")
-@kernels.response(200, KernelSchema(many=True))
-@raises(RebuildingError)
-@requires(OWNER, ADMIN)
-def list_kernels(username: str) -> list[KernelRecord]:
-    """The user's kernels, oldest first."""
-    return _service().kernels_of(username)
-
-
-@kernels.get("/labs/<username>/kernels/<kernel_id>")
-@kernels.response(200, KernelSchema)
-@raises(NotFoundError, RebuildingError)
-@requires(OWNER, ADMIN)
-def kernel(username: str, kernel_id: str) -> KernelRecord:
-    """One of the user's kernels."""
-    return _service().kernel(username, kernel_id)
 
 
 @kernels.delete("/labs/<username>/kernels/<kernel_id>")
@@ -102,16 +78,20 @@ def _grace_seconds(value: str | None) -> int:
     return int(value)
 
 
-@kernels.get("/labs/<username>/kernels/<kernel_id>/events")
-@documented_stream(
+add_beside_lab_reads(
     kernels,
-    description=stream_description("kernel", "start or deletion"),
-    example=stream_example("kernel", "Kernel 0b6c6a1e requested"),
+    BesideLabReads(
+        plural="kernels",
+        noun="kernel",
+        key="kernel_id",
+        schema=KernelSchema,
+        listed=lambda username: _service().kernels_of(username),
+        one=lambda username, kernel_id: _service().kernel(username, kernel_id),
+        events=lambda username, kernel_id, after: _service().events(
+            username, kernel_id, after=after
+        ),
+        listed_doc="The user's kernels, oldest first.",
+        operations="start or deletion",
+        first_event="Kernel 0b6c6a1e requested",
+    ),
 )
-@requires(OWNER, ADMIN)
-def kernel_events(username: str, kernel_id: str) -> Response:
-    """Server-sent events of the kernel's current operation: replay, then follow until it
-    ends."""
-    return workload_events(
-        lambda after: _service().events(username, kernel_id, after=after), noun="kernel"
-    )

@@ -49,11 +49,8 @@ def _state() -> metrics.StateCollector:
 
 
 @metrics_bp.get("/metrics")
-@metrics_bp.response(
-    200,
-    {"type": "string"},
-    content_type="text/plain",
-    description="Prometheus' text exposition format, version 0.0.4.",
+@metrics_bp.text_response(
+    "text/plain", description="Prometheus' text exposition format, version 0.0.4."
 )
 def prometheus_metrics() -> Response:
     """Every metric of this replica (its workers' samples summed) and the service's state

@@ -113,10 +113,8 @@ def create_lab(body: dict[str, Any], username: str) -> Response:
 
 
 @nublado.get("/lab-form/<username>")
-@nublado.response(
-    200,
-    {"type": "string"},
-    content_type="text/html",
+@nublado.text_response(
+    "text/html",
     description=(
         "The spawn form of `GET .../spawn-form`, its debug switch named `enable_debug` as "
         "nublado's form names it."

@@ -166,10 +166,8 @@ def _delegated_identity(caller: Caller) -> tuple[str, UserInfo]:
 
 
 @spawner.get("/spawn-form/<username>")
-@spawner.response(
-    200,
-    {"type": "string"},
-    content_type="text/html",
+@spawner.text_response(
+    "text/html",
     description=(
         "An HTML fragment for JupyterHub's spawn page: the images (prepulled ones as radio "
         "buttons, the recommended one first and selected; every other one in a dropdown), "

@@ -266,6 +266,16 @@ class ApiBlueprint(Blueprint):
 
         return decorate
 
+    def text_response(
+        self, content_type: str, *, description: str, example: str | None = None
+    ) -> Callable[[F], F]:
+        """Document a 200 answered as text of ``content_type`` (an HTML page or fragment,
+        Prometheus' format), not JSON."""
+        extra = {"example": example} if example is not None else {}
+        return self.response(
+            200, {"type": "string"}, content_type=content_type, description=description, **extra
+        )
+
     @staticmethod
     def _path_parameters(rule: str, given: list[Any] | None) -> list[Any]:
         named = {p["name"] for p in given or () if isinstance(p, dict)}

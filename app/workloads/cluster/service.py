@@ -103,12 +103,7 @@ class ClusterService(WorkloadService[ClusterRecord]):
         )
         head = self._tier(request.head_tier or config.default_head_tier, request.kind, "head_tier")
         max_workers = request.max_workers if request.max_workers is not None else request.workers
-        if request.workers < 0:
-            raise InvalidRequestError("workers must not be negative", field="workers")
-        if max_workers < request.workers:
-            raise InvalidRequestError(
-                "max_workers must not be less than workers", field="max_workers"
-            )
+        # Its request schema saw to workers of 0 or more, and room for them under max_workers.
         if max_workers > config.max_workers:
             raise InvalidRequestError(
                 f"max_workers must not exceed {config.max_workers}", field="max_workers"
