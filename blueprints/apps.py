@@ -101,7 +101,7 @@ def templates() -> list[dict[str, Any]]:
 @raises(*BUDGETED_CREATION_ERRORS)
 @requires(ANY_USER, ADMIN, with_user=True)
 @apps.arguments(AppRequestSchema())
-def create_app(body: dict[str, Any]) -> tuple[dict[str, Any], int]:
+def create_group_app(body: dict[str, Any]) -> tuple[dict[str, Any], int]:
     """Make an app of the group from a template, within the group's quota; the caller must
     be in the group. A required variable without a value is a 422 naming it."""
     app_request = AppRequest(
