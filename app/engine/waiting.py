@@ -8,6 +8,8 @@ lost watch costs a moment, never the operation.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any
 
 from app.engine.reporter import Reporter
@@ -18,20 +20,11 @@ WATCH_RETRY_SECONDS = 0.5
 
 
 def wait_pod_gone(kube: KubernetesStorage, reporter: Reporter, namespace: str, name: str) -> None:
-    while True:
-        reporter.check()
-        pod = kube.read_pod(namespace, name)
-        if pod is None:
-            return
-        version = pod["metadata"]["resourceVersion"]
-        try:
-            for kind, _ in kube.watch_pod(namespace, name, version, _watch_seconds(reporter)):
-                if kind == "DELETED":
-                    return
-        except WatchExpired:
-            continue
-        except KubernetesError as exc:
-            pause_after_failed_watch(reporter, exc)
+    _wait_gone(
+        reporter,
+        read=partial(kube.read_pod, namespace, name),
+        watch=partial(kube.watch_pod, namespace, name),
+    )
 
 
 def wait_namespace_gone(
@@ -42,15 +35,32 @@ def wait_namespace_gone(
 ) -> None:
     """Return once the namespace is gone; ``last_seen`` (the delete's answer, say) saves the
     first read."""
+    _wait_gone(
+        reporter,
+        read=partial(kube.read_namespace, name),
+        watch=partial(kube.watch_namespace, name),
+        last_seen=last_seen,
+    )
+
+
+def _wait_gone(
+    reporter: Reporter,
+    *,
+    read: Callable[[], dict[str, Any] | None],
+    watch: Callable[[str, int], Iterator[tuple[str, dict[str, Any]]]],
+    last_seen: dict[str, Any] | None = None,
+) -> None:
+    """Return once the object ``read`` finds is gone: read it, watch it from the version
+    read (``watch(resource_version, seconds)``) until it is deleted, and again."""
     while True:
         reporter.check()
-        namespace = last_seen or kube.read_namespace(name)
+        found = last_seen or read()
         last_seen = None
-        if namespace is None:
+        if found is None:
             return
-        version = namespace["metadata"]["resourceVersion"]
+        version = found["metadata"]["resourceVersion"]
         try:
-            for kind, _ in kube.watch_namespace(name, version, _watch_seconds(reporter)):
+            for kind, _ in watch(version, _watch_seconds(reporter)):
                 if kind == "DELETED":
                     return
         except WatchExpired:

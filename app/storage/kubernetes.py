@@ -514,12 +514,7 @@ class KubernetesStorage:
     def watch_pod(
         self, namespace: str, name: str, resource_version: str | None, timeout: int
     ) -> Iterator[tuple[str, dict[str, Any]]]:
-        return self._watch(
-            resource_path("pods", namespace),
-            resource_version,
-            timeout,
-            field_selector=f"metadata.name={name}",
-        )
+        return self._watch_named(resource_path("pods", namespace), name, resource_version, timeout)
 
     def watch_pods(
         self, namespace: str, label_selector: str, resource_version: str | None, timeout: int
@@ -539,12 +534,7 @@ class KubernetesStorage:
     def watch_namespace(
         self, name: str, resource_version: str | None, timeout: int
     ) -> Iterator[tuple[str, dict[str, Any]]]:
-        return self._watch(
-            resource_path("namespaces"),
-            resource_version,
-            timeout,
-            field_selector=f"metadata.name={name}",
-        )
+        return self._watch_named(resource_path("namespaces"), name, resource_version, timeout)
 
     def open_tracked_watch(
         self, resource: str, label_selector: str, resource_version: str, timeout: int
@@ -563,6 +553,12 @@ class KubernetesStorage:
             {"label_selector": label_selector},
         )
         return Watch(response)
+
+    def _watch_named(
+        self, path: str, name: str, resource_version: str | None, timeout: int
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Watch the one object called ``name`` among those at ``path``."""
+        return self._watch(path, resource_version, timeout, field_selector=f"metadata.name={name}")
 
     def _watch(
         self,
