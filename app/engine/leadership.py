@@ -21,6 +21,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from functools import partial
 
 import redis
 
@@ -148,11 +149,7 @@ class ElectedWorker:
     def _campaign(self) -> None:
         while not self._stopping.is_set():
             asked = time.monotonic()
-            try:
-                elected = self._lease.acquire()
-            except redis.RedisError as exc:
-                logger.warning("%s: election skipped, Redis unavailable (%s)", self._name, exc)
-                elected = False
+            elected = self._ask(self._lease.acquire, "election skipped, Redis unavailable")
             if elected and not self._stopping.is_set():
                 self._serve(valid_until=self._valid_until(asked))
             self._stopping.wait(self._retry_seconds)
@@ -168,13 +165,7 @@ class ElectedWorker:
             self._tenure = tenure
         metrics.LEADER.labels(self.loop).set(1)
         logger.info("%s: %s now leads", self._name, self.owner)
-        heartbeat = threading.Thread(
-            target=self._heartbeat,
-            args=(tenure, valid_until),
-            name=f"{self._name}-lease",
-            daemon=True,
-        )
-        heartbeat.start()
+        heartbeat = self._daemon(partial(self._heartbeat, tenure, valid_until), "lease")
         try:
             if not self._stopping.is_set():
                 self._lead(tenure)
@@ -195,13 +186,7 @@ class ElectedWorker:
         (a renewal can hang on a Redis that stopped answering, for up to the socket timeout).
         """
         confirmed = [valid_until]
-        renewer = threading.Thread(
-            target=self._renew_loop,
-            args=(tenure, confirmed),
-            name=f"{self._name}-renew",
-            daemon=True,
-        )
-        renewer.start()
+        renewer = self._daemon(partial(self._renew_loop, tenure, confirmed), "renew")
         while not tenure.ended:
             left = confirmed[0] - time.monotonic()
             if left <= 0:
@@ -218,18 +203,29 @@ class ElectedWorker:
     def _renew_loop(self, tenure: Tenure, confirmed: list[float]) -> None:
         while not tenure.wait(self._renew_seconds):
             asked = time.monotonic()
-            try:
-                held = self._lease.renew()
-            except redis.RedisError as exc:
-                # Without Redis we cannot know whether the lease still holds; stepping
-                # down is safe, a second leader is not.
-                logger.warning("%s: cannot renew the lease (%s)", self._name, exc)
-                held = False
+            # Without Redis we cannot know whether the lease still holds; stepping down is
+            # safe, a second leader is not.
+            held = self._ask(self._lease.renew, "cannot renew the lease")
             if not held:
                 logger.warning("%s: %s lost the lease", self._name, self.owner)
                 tenure.end()
                 return
             confirmed[0] = self._valid_until(asked)
+
+    def _ask(self, lease_call: Callable[[], bool], unanswered: str) -> bool:
+        """Whether the lease says yes; no when Redis cannot be asked (logged with
+        ``unanswered``), since a lease Redis does not confirm is not held."""
+        try:
+            return lease_call()
+        except redis.RedisError as exc:
+            logger.warning("%s: %s (%s)", self._name, unanswered, exc)
+            return False
+
+    def _daemon(self, run: Callable[[], None], role: str) -> threading.Thread:
+        """``run`` started in a daemon thread named after the loop and its ``role`` there."""
+        thread = threading.Thread(target=run, name=f"{self._name}-{role}", daemon=True)
+        thread.start()
+        return thread
 
     def _release(self) -> None:
         try:
