@@ -158,20 +158,40 @@ class BlockingSentinelConnectionPool(SentinelConnectionPool, redis.BlockingConne
 
 
 def _connection_options(
-    config: RedisConfig, socket_timeout: float | None, connect_timeout: float
+    socket_timeout: float | None,
+    connect_timeout: float,
+    *,
+    password: str | None,
+    username: str | None,
 ) -> dict[str, Any]:
+    """How every connection is made, to the server and to a sentinel alike: the timeouts,
+    no retries inside redis-py, answers as text, and the credentials that are set."""
     options: dict[str, Any] = {
         "socket_timeout": socket_timeout,
         "socket_connect_timeout": connect_timeout,
         "retry": _no_retry(),
         "decode_responses": True,
     }
-    if config.password:
-        options["password"] = config.password
-    if config.sentinel is not None:
-        options["db"] = config.sentinel.db
-        if config.sentinel.username:
-            options["username"] = config.sentinel.username
+    if password:
+        options["password"] = password
+    if username:
+        options["username"] = username
+    return options
+
+
+def _server_options(
+    config: RedisConfig, socket_timeout: float | None, connect_timeout: float
+) -> dict[str, Any]:
+    """The connections to the server (the primary, with Sentinel, and its database)."""
+    sentinel = config.sentinel
+    options = _connection_options(
+        socket_timeout,
+        connect_timeout,
+        password=config.password,
+        username=sentinel.username if sentinel is not None else None,
+    )
+    if sentinel is not None:
+        options["db"] = sentinel.db
     return options
 
 
@@ -183,16 +203,12 @@ def build_sentinel(config: RedisConfig, timeout: float) -> Sentinel:
     """
     sentinel = config.sentinel
     assert sentinel is not None
-    options: dict[str, Any] = {
-        "socket_timeout": timeout,
-        "socket_connect_timeout": timeout,
-        "retry": _no_retry(),
-        "decode_responses": True,
-    }
-    if sentinel.sentinel_password:
-        options["password"] = sentinel.sentinel_password
-    if sentinel.sentinel_username:
-        options["username"] = sentinel.sentinel_username
+    options = _connection_options(
+        timeout,
+        timeout,
+        password=sentinel.sentinel_password,
+        username=sentinel.sentinel_username,
+    )
     return Sentinel(list(sentinel.addresses), sentinel_kwargs=options)
 
 
@@ -205,7 +221,7 @@ def _client(
     pool_timeout: float | None,
     health_check_interval: int = 0,
 ) -> redis.Redis:
-    options = _connection_options(config, socket_timeout, connect_timeout)
+    options = _server_options(config, socket_timeout, connect_timeout)
     options["health_check_interval"] = health_check_interval
     if config.sentinel is not None:
         sentinel = build_sentinel(config, min(connect_timeout, config.socket_connect_timeout))
