@@ -82,7 +82,16 @@ class DependencyUnavailableError(ServiceError):
     code = "dependency_unavailable"
 
 
-class RebuildingError(ServiceError):
+class RetryLaterError(ServiceError):
+    """Base of the errors answered with a ``Retry-After`` header: the same request may
+    succeed once ``retry_after`` seconds have passed."""
+
+    def __init__(self, message: str, *, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class RebuildingError(RetryLaterError):
     """The service's state is being rebuilt from Kubernetes (Redis came back empty): the
     answer is not known yet, so ask again after Retry-After seconds."""
 
@@ -95,11 +104,10 @@ class RebuildingError(ServiceError):
         *,
         retry_after: int = 2,
     ) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
+        super().__init__(message, retry_after=retry_after)
 
 
-class MaintenanceError(ServiceError):
+class MaintenanceError(RetryLaterError):
     """Maintenance mode is on: new creations are refused until it ends; what runs is left
     alone. The message is the administrators'."""
 
@@ -107,32 +115,23 @@ class MaintenanceError(ServiceError):
     code = "maintenance"
 
     def __init__(self, message: str, *, retry_after: int = 60) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
+        super().__init__(message, retry_after=retry_after)
 
 
-class TooManyRequestsError(ServiceError):
+class TooManyRequestsError(RetryLaterError):
     """Past a limit (a lab's or a worker's open event streams, a lab's spawns and deletes
     or a group's creations in a minute): try again after Retry-After seconds."""
 
     status = 429
     code = "too_many_requests"
 
-    def __init__(self, message: str, *, retry_after: int) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
 
-
-class QueueFullError(ServiceError):
+class QueueFullError(RetryLaterError):
     """Creations beyond those in progress wait in a queue, and it is full: the service is
     at capacity, not the caller at fault. Try again after Retry-After seconds."""
 
     status = 503
     code = "queue_full"
-
-    def __init__(self, message: str, *, retry_after: int) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
 
 
 class BodyTooLargeError(ServiceError):
