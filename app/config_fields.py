@@ -5,8 +5,9 @@ numbers or as Kubernetes writes them), and how a kind declares the sections it o
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from marshmallow import RAISE, Schema, ValidationError, fields, validate
 from marshmallow.fields import Field
@@ -28,6 +29,8 @@ ConfigSections = Mapping[str, Field]
 ``config.py``), each with the field that loads it; the key is the attribute of
 ``app.models.config.Config`` it fills. The root schema (``app.config.schema``) is composed of
 every kind's, listed in ``app.workloads.config_sections``, and the sections of its own."""
+
+Q = TypeVar("Q", int, float)
 
 
 def camel_case(name: str) -> str:
@@ -51,27 +54,39 @@ class StrictCamelCaseSchema(CamelCaseSchema):
         unknown = RAISE
 
 
-class CpuField(fields.Field):
+class _PositiveQuantityField(fields.Field[Q], ABC):
+    """A Kubernetes quantity above 0, as a number or as Kubernetes writes it; a subclass
+    says how it is read (``_parse``) and what the error shows (``_examples``)."""
+
+    _examples: str
+
+    @abstractmethod
+    def _parse(self, value: Any) -> Q:
+        """The quantity ``value`` writes; ``ValueError`` or ``TypeError`` if it is none."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> Q:
+        try:
+            amount = self._parse(value)
+        except (ValueError, TypeError):
+            raise ValidationError(self._examples) from None
+        if amount <= 0:
+            raise ValidationError("must be greater than 0")
+        return amount
+
+
+class CpuField(_PositiveQuantityField[float]):
     """CPU cores, as a number or a Kubernetes quantity (``500m``)."""
 
-    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> float:
-        try:
-            cores = parse_cpu(value)
-        except (ValueError, TypeError):
-            raise ValidationError("not a CPU quantity (examples: 2, 0.5, 500m)") from None
-        if cores <= 0:
-            raise ValidationError("must be greater than 0")
-        return cores
+    _examples = "not a CPU quantity (examples: 2, 0.5, 500m)"
+
+    def _parse(self, value: Any) -> float:
+        return parse_cpu(value)
 
 
-class MemoryField(fields.Field):
+class MemoryField(_PositiveQuantityField[int]):
     """Memory in bytes, as a number or a Kubernetes quantity (``4Gi``)."""
 
-    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> int:
-        try:
-            size = parse_memory(value)
-        except (ValueError, TypeError):
-            raise ValidationError("not a memory quantity (examples: 4Gi, 512Mi)") from None
-        if size <= 0:
-            raise ValidationError("must be greater than 0")
-        return size
+    _examples = "not a memory quantity (examples: 4Gi, 512Mi)"
+
+    def _parse(self, value: Any) -> int:
+        return parse_memory(value)
