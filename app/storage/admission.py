@@ -25,12 +25,26 @@ queue or take a place) and ``admit.lua`` (an admission pass).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import cast
+from typing import NamedTuple, cast
 
 import redis
 
 from app.models.workload import WorkloadRef
 from app.storage import scripts
+
+
+class AdmissionKeys(NamedTuple):
+    """The admission keys (see above), in the order the Lua scripts take them."""
+
+    running: str
+    queue: str
+    waiting: str
+    groups: str
+    state: str
+
+    @classmethod
+    def under(cls, prefix: str) -> AdmissionKeys:
+        return cls(*(f"{prefix}admission:{name}" for name in cls._fields))
 
 
 @dataclass(frozen=True)
@@ -84,38 +98,7 @@ class AdmissionStore:
         self._pending_key = pending_key
         self._events_channel = events_channel
         self._admit = scripts.load(client, "admit")
-
-    # Keys ----------------------------------------------------------------------------
-
-    @property
-    def running_key(self) -> str:
-        return f"{self._p}admission:running"
-
-    @property
-    def queue_key(self) -> str:
-        return f"{self._p}admission:queue"
-
-    @property
-    def waiting_key(self) -> str:
-        return f"{self._p}admission:waiting"
-
-    @property
-    def groups_key(self) -> str:
-        return f"{self._p}admission:groups"
-
-    @property
-    def state_key(self) -> str:
-        return f"{self._p}admission:state"
-
-    @property
-    def keys(self) -> tuple[str, ...]:
-        return (
-            self.running_key,
-            self.queue_key,
-            self.waiting_key,
-            self.groups_key,
-            self.state_key,
-        )
+        self.keys = AdmissionKeys.under(key_prefix)
 
     # Requests and passes -------------------------------------------------------------
 
@@ -165,14 +148,14 @@ class AdmissionStore:
 
     def waiting_operation(self, ref: WorkloadRef) -> str | None:
         """The id of ``ref``'s operation waiting in the queue, if one is."""
-        raw = self._redis.hget(self.waiting_key, ref.key)
+        raw = self._redis.hget(self.keys.waiting, ref.key)
         if not raw:
             return None
         return str(raw).rsplit("\n", 1)[-1]
 
     def queue(self) -> list[Waiting]:
         """Every waiting operation, in the order they will be admitted."""
-        members = cast(list[str], self._redis.zrange(self.queue_key, 0, -1))
+        members = cast(list[str], self._redis.zrange(self.keys.queue, 0, -1))
         found = []
         for position, member in enumerate(members, start=1):
             _, group, key, operation_id = member.split("\n", 3)
@@ -182,5 +165,5 @@ class AdmissionStore:
     def in_progress(self) -> dict[WorkloadRef, str]:
         """The places taken: each workload with the id of its admitted operation (some may
         have ended; the next pass that finds the places full drops them)."""
-        held = cast(dict[str, str], self._redis.hgetall(self.running_key))
+        held = cast(dict[str, str], self._redis.hgetall(self.keys.running))
         return {WorkloadRef.from_key(key): operation for key, operation in held.items()}
