@@ -55,7 +55,7 @@ from __future__ import annotations
 import datetime
 import re
 from collections.abc import Collection, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from functools import cached_property
 from typing import Any
@@ -245,17 +245,11 @@ def _parse_experimental(tag: str) -> ParsedTag:
         return ParsedTag(
             tag=tag, kind=TagKind.EXPERIMENTAL, display_name=f"Experimental {remainder}", rest=rest
         )
-    return ParsedTag(
+    return replace(
+        rest,
         tag=tag,
         kind=TagKind.EXPERIMENTAL,
         display_name=f"Experimental {rest.display_name}",
-        version=rest.version,
-        cycle=rest.cycle,
-        cycle_build=rest.cycle_build,
-        rc=rest.rc,
-        rsp_build=rest.rsp_build,
-        extra=rest.extra,
-        architecture=rest.architecture,
         rest=rest,
     )
 

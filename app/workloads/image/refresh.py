@@ -16,6 +16,7 @@ import logging
 import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 import redis
 
@@ -181,12 +182,4 @@ class ImageRefresher(ElectedLoop):
         previous = self._store.load().get(block.name)
         if previous is None:
             return ImageSet(config=block.name, error=message, failed=now)
-        return ImageSet(
-            config=previous.config,
-            images=previous.images,
-            prepull=previous.prepull,
-            recommended=previous.recommended,
-            refreshed=previous.refreshed,
-            error=message,
-            failed=now,
-        )
+        return replace(previous, error=message, failed=now)
