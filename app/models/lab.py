@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from enum import StrEnum
+from typing import Generic, TypeVar
 
 from app.models.config import LabSize
 from app.models.identity import UserInfo
 from app.models.images import ImageChoice, LabImage
 from app.models.workload import WorkloadStatus
+
+ImageT = TypeVar("ImageT", str, ImageChoice)
 
 
 class LabApi(StrEnum):
@@ -31,35 +34,29 @@ class PodState(StrEnum):
 
 
 @dataclass(frozen=True)
-class LabOptions:
-    """The spawn form's choices, validated."""
+class LabChoices(Generic[ImageT]):
+    """What a spawn chooses: the image (as asked, then as resolved), the size and the
+    form's switches."""
 
-    image: str
+    image: ImageT
     size: str
     debug: bool = False
     reset_user_env: bool = False
     unvalidated_image: bool = False
     """An administrator chose to run an image that is not validated."""
 
+
+@dataclass(frozen=True)
+class LabOptions(LabChoices[str]):
+    """The spawn form's choices, validated: the image is a reference."""
+
     def as_dict(self) -> dict[str, object]:
-        return {
-            "image": self.image,
-            "size": self.size,
-            "debug": self.debug,
-            "reset_user_env": self.reset_user_env,
-            "unvalidated_image": self.unvalidated_image,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)
-class SpawnChoices:
+class SpawnChoices(LabChoices[ImageChoice]):
     """A spawn request's options as parsed, before the image is resolved."""
-
-    image: ImageChoice
-    size: str
-    debug: bool = False
-    reset_user_env: bool = False
-    unvalidated_image: bool = False
 
 
 @dataclass(frozen=True)
