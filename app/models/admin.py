@@ -3,12 +3,28 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import Field, asdict, dataclass
+from typing import Any, ClassVar, Self
+
+from app.models.fields_json import from_fields
+
+
+class JsonText:
+    """A dataclass kept in Redis as one compact JSON text of its fields."""
+
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str) -> Self:
+        data: dict[str, Any] = json.loads(text)
+        return from_fields(cls, data)
 
 
 @dataclass(frozen=True)
-class AuditEntry:
+class AuditEntry(JsonText):
     """One administrator's action: who did what to what, when, and how it ended.
 
     ``outcome`` is ``ok`` or the error code the action was answered with; ``detail`` what the
@@ -26,25 +42,9 @@ class AuditEntry:
     """The HTTP status it was answered with."""
     detail: str = ""
 
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), separators=(",", ":"))
-
-    @classmethod
-    def from_json(cls, text: str) -> AuditEntry:
-        data: dict[str, Any] = json.loads(text)
-        return cls(
-            at=float(data["at"]),
-            actor=str(data["actor"]),
-            action=str(data["action"]),
-            target=str(data["target"]),
-            outcome=str(data["outcome"]),
-            status=int(data["status"]),
-            detail=str(data.get("detail", "")),
-        )
-
 
 @dataclass(frozen=True)
-class Maintenance:
+class Maintenance(JsonText):
     """Maintenance mode, while it is on: new creations are refused with ``message``."""
 
     message: str
@@ -52,11 +52,3 @@ class Maintenance:
     """Unix time it was turned on."""
     by: str
     """The administrator who turned it on."""
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), separators=(",", ":"))
-
-    @classmethod
-    def from_json(cls, text: str) -> Maintenance:
-        data: dict[str, Any] = json.loads(text)
-        return cls(message=str(data["message"]), since=float(data["since"]), by=str(data["by"]))

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from app.models.fields_json import from_fields
 from app.models.image_tags import ParsedTag, TagKind, parse_tag
 
 
@@ -24,7 +25,7 @@ def image_to_json(image: LabImage) -> dict[str, Any]:
 
 
 def image_from_json(data: dict[str, Any]) -> LabImage:
-    return LabImage(reference=str(data["reference"]), name=str(data["name"]), digest=data["digest"])
+    return from_fields(LabImage, data)
 
 
 @dataclass(frozen=True)
@@ -58,14 +59,7 @@ class KnownImage:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> KnownImage:
-        return cls(
-            reference=str(data["reference"]),
-            tag=str(data["tag"]),
-            name=str(data["name"]),
-            kind=TagKind(data["kind"]),
-            digest=data.get("digest"),
-            aliases=tuple(data.get("aliases") or ()),
-        )
+        return from_fields(cls, data)
 
 
 @dataclass(frozen=True)
@@ -123,15 +117,7 @@ class ImageSet:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ImageSet:
-        return cls(
-            config=str(data["config"]),
-            images=tuple(KnownImage.from_json(i) for i in data.get("images") or ()),
-            prepull=tuple(data.get("prepull") or ()),
-            recommended=data.get("recommended"),
-            refreshed=data.get("refreshed"),
-            error=data.get("error"),
-            failed=data.get("failed"),
-        )
+        return from_fields(cls, data)
 
 
 def _plain(tag: str, kind: TagKind) -> ParsedTag | None:

@@ -3,8 +3,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+import operator
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+from app.models.fields_json import from_fields
 
 
 @dataclass(frozen=True)
@@ -21,33 +25,18 @@ class Usage:
     @classmethod
     def from_json(cls, data: Mapping[str, float]) -> Usage:
         """A usage as a record stores it (its fields as JSON numbers)."""
-        return cls(
-            clusters=int(data.get("clusters", 0)),
-            workers=int(data.get("workers", 0)),
-            kernels=int(data.get("kernels", 0)),
-            cpu=float(data.get("cpu", 0.0)),
-            memory=int(data.get("memory", 0)),
-            gpus=int(data.get("gpus", 0)),
-        )
+        return from_fields(cls, data)
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            clusters=self.clusters + other.clusters,
-            workers=self.workers + other.workers,
-            kernels=self.kernels + other.kernels,
-            cpu=self.cpu + other.cpu,
-            memory=self.memory + other.memory,
-            gpus=self.gpus + other.gpus,
-        )
+        return self._fieldwise(operator.add, other)
 
     def __sub__(self, other: Usage) -> Usage:
+        return self._fieldwise(operator.sub, other)
+
+    def _fieldwise(self, op: Callable[[Any, Any], Any], other: Usage) -> Usage:
+        """``op`` of each field of this usage and of ``other``."""
         return Usage(
-            clusters=self.clusters - other.clusters,
-            workers=self.workers - other.workers,
-            kernels=self.kernels - other.kernels,
-            cpu=self.cpu - other.cpu,
-            memory=self.memory - other.memory,
-            gpus=self.gpus - other.gpus,
+            **{f.name: op(getattr(self, f.name), getattr(other, f.name)) for f in fields(self)}
         )
 
 

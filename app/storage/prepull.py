@@ -9,10 +9,12 @@ predecessor set instead of hammering a broken image at once.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, cast
 
 import redis
+
+from app.models.fields_json import from_fields
 
 
 @dataclass(frozen=True)
@@ -26,23 +28,11 @@ class PullFailure:
     retry_at: float
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "image": self.image,
-            "node": self.node,
-            "reason": self.reason,
-            "attempts": self.attempts,
-            "retry_at": self.retry_at,
-        }
+        return asdict(self)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PullFailure:
-        return cls(
-            image=str(data["image"]),
-            node=str(data["node"]),
-            reason=str(data["reason"]),
-            attempts=int(data["attempts"]),
-            retry_at=float(data["retry_at"]),
-        )
+        return from_fields(cls, data)
 
 
 def failure_key(image: str, node: str) -> str:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import copy
 import ipaddress
-import json
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -35,7 +34,7 @@ from app.models.config import AppQuota, AppsConfig, AppTemplate, Config
 from app.models.identity import is_group_name
 from app.models.sizes import PodSize
 from app.quantities import format_cpu, format_memory
-from app.workloads.app.models import AppRecord, AppScope
+from app.workloads.app.models import AppRecord, AppScope, choices_json
 
 GROUP_VOLUME = "group"
 APP_ROOT_VOLUME = "app-root"
@@ -123,26 +122,6 @@ def _meta(record: AppRecord, namespace: str, **extra: Any) -> dict[str, Any]:
     }
 
 
-def record_annotation(record: AppRecord) -> str:
-    """What the group chose, for a record rebuilt from Kubernetes (see ``AppRecord``)."""
-    return json.dumps(
-        {
-            "id": record.id,
-            "group": record.group,
-            "template": record.template,
-            "template_version": record.template_version,
-            "name": record.name,
-            "scope": record.scope.value,
-            "size": record.size,
-            "env": record.env,
-            "stopped": record.stopped,
-            "created": record.created,
-            "creator": record.creator,
-        },
-        sort_keys=True,
-    )
-
-
 def _volumes(config: AppsConfig, record: AppRecord) -> tuple[list[Any], list[Any], list[Any]]:
     """The pod's volumes, the app container's mounts, and the init containers."""
     volume = config.group_volume
@@ -212,7 +191,7 @@ def build_deployment(
         ]
     labels = app_labels(record)
     meta = _meta(record, namespace)
-    meta["annotations"] = {**meta["annotations"], names.APP_ANNOTATION: record_annotation(record)}
+    meta["annotations"] = {**meta["annotations"], names.APP_ANNOTATION: choices_json(record)}
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",

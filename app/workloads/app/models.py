@@ -12,6 +12,7 @@ import json
 from dataclasses import asdict, dataclass, replace
 from enum import StrEnum
 
+from app.models.fields_json import from_fields
 from app.models.workload import WorkloadStatus
 
 
@@ -76,21 +77,29 @@ class AppRecord:
         return replace(self, phase=state.phase, message=state.message)
 
 
+OBSERVED_FIELDS = frozenset({"phase", "message", "status"})
+"""What an app's record holds beside the group's choices: its phase and message, read from
+its Deployment, and the engine's status."""
+
+
 def app_json(record: AppRecord) -> str:
-    fields = asdict(record)
-    fields["scope"] = record.scope.value
-    fields["phase"] = record.phase.value
-    return json.dumps(fields, sort_keys=True)
+    return json.dumps(asdict(record), sort_keys=True)
 
 
 def parse_app(text: str) -> AppRecord:
-    fields = json.loads(text)
-    known = set(AppRecord.__dataclass_fields__)
-    return AppRecord(
-        **{name: value for name, value in fields.items() if name in known}
-        | {
-            "scope": AppScope(fields["scope"]),
-            "phase": AppPhase(fields["phase"]),
-            "status": WorkloadStatus(fields.get("status") or WorkloadStatus.RUNNING),
-        }
+    return from_fields(AppRecord, json.loads(text))
+
+
+def choices_json(record: AppRecord) -> str:
+    """The group's choices (the record less its ``OBSERVED_FIELDS``), which its Deployment
+    keeps so that a record Redis lost is rebuilt from Kubernetes."""
+    chosen = {name: value for name, value in asdict(record).items() if name not in OBSERVED_FIELDS}
+    return json.dumps(chosen, sort_keys=True)
+
+
+def parse_choices(text: str) -> AppRecord:
+    """A record from its choices (``choices_json``); the rest is left to be read again."""
+    chosen = json.loads(text)
+    return from_fields(
+        AppRecord, {name: value for name, value in chosen.items() if name not in OBSERVED_FIELDS}
     )

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from app.builders import names
-from app.workloads.app.models import AppRecord, AppScope
+from app.workloads.app.models import AppRecord, parse_choices
 
 
 def record_from_deployment(deployment: dict[str, Any]) -> AppRecord | None:
@@ -19,19 +18,6 @@ def record_from_deployment(deployment: dict[str, Any]) -> AppRecord | None:
     if not raw:
         return None
     try:
-        fields = json.loads(raw)
-        return AppRecord(
-            id=str(fields["id"]),
-            group=str(fields["group"]),
-            template=str(fields["template"]),
-            template_version=str(fields["template_version"]),
-            name=str(fields["name"]),
-            scope=AppScope(fields["scope"]),
-            size=str(fields["size"]),
-            env={str(k): str(v) for k, v in (fields.get("env") or {}).items()},
-            stopped=bool(fields["stopped"]),
-            created=str(fields["created"]),
-            creator=str(fields["creator"]),
-        )
+        return parse_choices(raw)
     except (ValueError, KeyError, TypeError):
         return None
