@@ -14,7 +14,7 @@ their outcome. A kind says what its operations do. It declares:
   act on as soon as it knows the workload cannot come up (see ``app.engine.pods`` for
   pods), never waiting for the deadline;
 - its **timeouts**, and the record a failed operation leaves;
-- its **tracking** (``PodTracking``): how to find its pods and judge them, so that the
+- its **tracking** (``WorkloadTracking``): how to find its pods and judge them, so that the
   engine's elected watcher and reconcile keep its records in step with Kubernetes and
   rebuild them when Redis lost them;
 - whether its creations are **admitted** (``app.engine.admission``): queued fairly behind
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from app.engine.reporter import Reporter
-from app.engine.tracking import PodTracking
+from app.engine.tracking import WorkloadTracking
 from app.metrics import FailureReason
 from app.models.workload import Action, Operation, WorkloadRef
 from app.storage.workloads import WorkloadStore
@@ -124,7 +124,7 @@ class WorkloadKind(ABC):
     name: str
     """The kind's name in workload references, Redis keys and event subjects."""
 
-    tracking: PodTracking | None = None
+    tracking: WorkloadTracking | None = None
     """How its records follow its pods between operations; None: they need not."""
 
     admitted: bool = False

@@ -20,7 +20,7 @@ from typing import Any
 
 from app.concurrency import concurrently
 from app.engine.kind import WorkloadKind
-from app.engine.tracking import PodTracking
+from app.engine.tracking import WorkloadTracking
 from app.models.workload import WorkloadRef
 from app.storage.kubernetes import KubernetesStorage
 from app.storage.leader import Fence
@@ -49,13 +49,13 @@ def log_repair(ref: WorkloadRef, record: str, *, by: logging.Logger) -> None:
     )
 
 
-def tracked(kinds: Iterable[WorkloadKind]) -> list[tuple[str, PodTracking]]:
+def tracked(kinds: Iterable[WorkloadKind]) -> list[tuple[str, WorkloadTracking]]:
     """The kinds whose records follow their pods, with how."""
     return [(kind.name, kind.tracking) for kind in kinds if kind.tracking is not None]
 
 
 def _repair(
-    ref: WorkloadRef, tracking: PodTracking, record: str | None, pod: dict[str, Any] | None
+    ref: WorkloadRef, tracking: WorkloadTracking, record: str | None, pod: dict[str, Any] | None
 ) -> list[IdleWrite]:
     """The write that brings ``ref``'s record in line with its pod, if one is needed."""
     if record is None:
@@ -111,7 +111,7 @@ class Reconciler:
             logger.warning("Redis was emptied during a reconcile; rebuilding again")
         return complete
 
-    def _run_kind(self, kind: str, tracking: PodTracking, busy: set[str]) -> None:
+    def _run_kind(self, kind: str, tracking: WorkloadTracking, busy: set[str]) -> None:
         # Redis first, then Kubernetes (see the module docstring).
         records = self._store.records(kind)
         try:
@@ -127,7 +127,7 @@ class Reconciler:
     def _judge_kind(
         self,
         kind: str,
-        tracking: PodTracking,
+        tracking: WorkloadTracking,
         busy: set[str],
         records: dict[str, str],
         pods: list[dict[str, Any]],
@@ -169,7 +169,7 @@ class Reconciler:
     def _collect_leaks(
         self,
         kind: str,
-        tracking: PodTracking,
+        tracking: WorkloadTracking,
         namespaces: list[dict[str, Any]],
         accounted: set[str],
     ) -> None:

@@ -13,7 +13,7 @@ from abc import ABC, abstractmethod
 from typing import Any
 
 
-class PodTracking(ABC):
+class WorkloadTracking(ABC):
     """How the engine finds a kind's pods and judges them against its records."""
 
     resource: str = "pods"

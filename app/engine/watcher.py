@@ -30,7 +30,7 @@ import redis
 from app.engine.kind import WorkloadKind
 from app.engine.leadership import ElectedLoop, Tenure
 from app.engine.reconcile import Reconciler, log_repair, tracked
-from app.engine.tracking import PodTracking
+from app.engine.tracking import WorkloadTracking
 from app.models.config import WatcherConfig
 from app.models.workload import WorkloadRef
 from app.storage.kubernetes import KubernetesError, KubernetesStorage, WatchExpired
@@ -134,7 +134,7 @@ class WorkloadWatcher(ElectedLoop):
         self,
         tenure: Tenure,
         kind: str,
-        tracking: PodTracking,
+        tracking: WorkloadTracking,
         first_list: threading.Event,
         wake: threading.Event,
     ) -> None:
@@ -176,7 +176,7 @@ class WorkloadWatcher(ElectedLoop):
             # Whatever ends one watch ends the tenure: a successor starts afresh.
             tenure.end()
 
-    def _watch(self, tenure: Tenure, kind: str, tracking: PodTracking, cursor: _Cursor) -> int:
+    def _watch(self, tenure: Tenure, kind: str, tracking: WorkloadTracking, cursor: _Cursor) -> int:
         """Follow one watch request from ``cursor``, advancing it past applied events.
 
         An event whose handling failed (Redis or the API unreachable) leaves the cursor
@@ -206,7 +206,12 @@ class WorkloadWatcher(ElectedLoop):
         return count
 
     def _apply_safely(
-        self, tenure: Tenure, kind: str, tracking: PodTracking, change: str, pod: dict[str, Any]
+        self,
+        tenure: Tenure,
+        kind: str,
+        tracking: WorkloadTracking,
+        change: str,
+        pod: dict[str, Any],
     ) -> None:
         try:
             self._apply(tenure, kind, tracking, change, pod)
@@ -221,7 +226,12 @@ class WorkloadWatcher(ElectedLoop):
             )
 
     def _apply(
-        self, tenure: Tenure, kind: str, tracking: PodTracking, change: str, pod: dict[str, Any]
+        self,
+        tenure: Tenure,
+        kind: str,
+        tracking: WorkloadTracking,
+        change: str,
+        pod: dict[str, Any],
     ) -> None:
         name = tracking.owner(pod)
         if name is None:

@@ -7,20 +7,14 @@ from __future__ import annotations
 from typing import Any
 
 from app.builders.names import lab_namespace
-from app.engine.tracking import PodTracking
-from app.models.config import Config
-from app.storage.kubernetes import KubernetesStorage
+from app.workloads.kind import ServiceTracking
 
 
-class BesideLabTracking(PodTracking):
+class BesideLabTracking(ServiceTracking):
     """A kind's tracking whose workloads are ``owner/name`` in the owner's lab namespace."""
 
     owner_label: str
     name_label: str
-
-    def __init__(self, config: Config, kube: KubernetesStorage) -> None:
-        self._config = config
-        self._kube = kube
 
     def owner(self, obj: dict[str, Any]) -> str | None:
         """``owner/name`` of an object labelled with both, in its owner's lab namespace;

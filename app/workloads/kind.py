@@ -7,14 +7,29 @@ from __future__ import annotations
 from typing import ClassVar
 
 from app.engine.kind import WorkloadKind
-from app.engine.tracking import PodTracking
+from app.engine.tracking import WorkloadTracking
+from app.models.config import Config
 from app.models.workload import Action
+from app.storage.kubernetes import KubernetesStorage
 from app.workloads.context import WorkloadContext
 from app.workloads.holdings import Budgeted
 
 
+class ServiceTracking(WorkloadTracking):
+    """A kind's tracking that judges and rebuilds its records from the service's
+    configuration and what Kubernetes holds (every kind's but the image validations')."""
+
+    def __init__(self, config: Config, kube: KubernetesStorage) -> None:
+        self._config = config
+        self._kube = kube
+
+
 class ServiceKind(WorkloadKind):
     """A kind of workload of this service (``app.workloads.kinds.KINDS``)."""
+
+    tracked_by: ClassVar[type[ServiceTracking] | None] = None
+    """How its records follow Kubernetes between operations (``track`` builds it); None:
+    they need not."""
 
     budget: ClassVar[Budgeted | None] = None
     """How its workloads count against their owner's budget and lab namespace quota; None:
@@ -24,9 +39,10 @@ class ServiceKind(WorkloadKind):
         self._ctx = ctx
         self.tracking = self.track(ctx)
 
-    def track(self, ctx: WorkloadContext) -> PodTracking | None:
-        """How the kind's records follow Kubernetes; None: they need not."""
-        return None
+    def track(self, ctx: WorkloadContext) -> WorkloadTracking | None:
+        """How the kind's records follow Kubernetes: ``tracked_by``, built for this
+        process; a kind whose tracking needs something else says so here."""
+        return self.tracked_by(ctx.config, ctx.kube) if self.tracked_by is not None else None
 
     def timeout(self, action: Action) -> float:
         timeouts = self._ctx.config.lab

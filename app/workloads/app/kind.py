@@ -31,7 +31,6 @@ from app.workloads.app.builders import (
 from app.workloads.app.models import AppPhase, AppRecord, AppState, app_json, parse_app
 from app.workloads.app.phases import app_state
 from app.workloads.app.tracking import AppTracking, selector_text
-from app.workloads.context import WorkloadContext
 from app.workloads.kind import ServiceKind
 from app.workloads.refs import APP_KIND
 from app.workloads.sizes import pod_size
@@ -48,9 +47,7 @@ class AppKind(ServiceKind):
 
     name = APP_KIND
     admitted = True
-
-    def track(self, ctx: WorkloadContext) -> AppTracking:
-        return AppTracking(ctx.config, ctx.kube)
+    tracked_by = AppTracking
 
     def spawn(self, run: Run) -> Finished:
         ctx, reporter = self._ctx, run.reporter

@@ -13,14 +13,12 @@ from __future__ import annotations
 from typing import Any
 
 from app.builders import names
-from app.engine.tracking import PodTracking
-from app.models.config import Config
 from app.models.workload import WorkloadStatus
-from app.storage.kubernetes import KubernetesStorage
 from app.workloads.app.builders import app_selector
 from app.workloads.app.models import AppPhase, AppRecord, AppState, app_json, parse_app
 from app.workloads.app.phases import app_state
 from app.workloads.app.records import record_from_deployment
+from app.workloads.kind import ServiceTracking
 
 APP_SELECTOR = (
     f"{names.COMPONENT_LABEL}={names.APP_COMPONENT},{names.APP_LABEL},"
@@ -38,14 +36,10 @@ def is_deployment(obj: dict[str, Any]) -> bool:
     return "template" in (obj.get("spec") or {})
 
 
-class AppTracking(PodTracking):
+class AppTracking(ServiceTracking):
     resource = "deployments"
     watched = "pods"
     selector = APP_SELECTOR
-
-    def __init__(self, config: Config, kube: KubernetesStorage) -> None:
-        self._config = config
-        self._kube = kube
 
     def owner(self, obj: dict[str, Any]) -> str | None:
         """The app's id, for its Deployment (named for it) or one of its pods, in its

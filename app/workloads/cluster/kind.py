@@ -32,7 +32,6 @@ from app.workloads.cluster.models import cluster_json, parse_cluster
 from app.workloads.cluster.quota import CLUSTER_BUDGET
 from app.workloads.cluster.records import custom_kind, reachable_at
 from app.workloads.cluster.tracking import ClusterTracking
-from app.workloads.context import WorkloadContext
 from app.workloads.holdings import holdings_of
 from app.workloads.kind import ServiceKind
 from app.workloads.quota import sync_lab_quota
@@ -67,10 +66,8 @@ class ClusterKind(ServiceKind):
 
     name = CLUSTER_KIND
     admitted = True
+    tracked_by = ClusterTracking
     budget = CLUSTER_BUDGET
-
-    def track(self, ctx: WorkloadContext) -> ClusterTracking:
-        return ClusterTracking(ctx.config, ctx.kube)
 
     def spawn(self, run: Run) -> Finished:
         assert run.operation.spec is not None

@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from app.builders.validation import DIGEST_ANNOTATION, VALIDATION_SELECTOR
-from app.engine.tracking import PodTracking
+from app.engine.tracking import WorkloadTracking
 
 
-class ValidationTracking(PodTracking):
+class ValidationTracking(WorkloadTracking):
     selector = VALIDATION_SELECTOR
 
     def owner(self, obj: dict[str, Any]) -> str | None:

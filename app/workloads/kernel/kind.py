@@ -24,7 +24,6 @@ from app.engine.waiting import wait_pod_gone
 from app.models.identity import user_from_json, user_to_json
 from app.models.workload import WorkloadStatus
 from app.storage.kubernetes import KubernetesError
-from app.workloads.context import WorkloadContext
 from app.workloads.holdings import holdings_of
 from app.workloads.kernel.builders import (
     build_kernel_pod,
@@ -62,10 +61,8 @@ class KernelKind(ServiceKind):
 
     name = KERNEL_KIND
     admitted = True
+    tracked_by = KernelTracking
     budget = KERNEL_BUDGET
-
-    def track(self, ctx: WorkloadContext) -> KernelTracking:
-        return KernelTracking(ctx.config, ctx.kube)
 
     def spawn(self, run: Run) -> Finished:
         assert run.operation.spec is not None

@@ -9,7 +9,6 @@ from app.engine.kind import Finished, Run
 from app.models.lab import PodState
 from app.models.workload import WorkloadStatus
 from app.storage.kubernetes import KubernetesError
-from app.workloads.context import WorkloadContext
 from app.workloads.kind import ServiceKind
 from app.workloads.lab.delete import DELETED, run_delete
 from app.workloads.lab.spawn import run_spawn
@@ -24,9 +23,7 @@ class LabKind(ServiceKind):
 
     name = LAB_KIND
     admitted = True
-
-    def track(self, ctx: WorkloadContext) -> LabTracking:
-        return LabTracking(ctx.config, ctx.kube)
+    tracked_by = LabTracking
 
     def spawn(self, run: Run) -> Finished:
         record = run_spawn(self._ctx, run)

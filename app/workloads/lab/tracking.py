@@ -22,11 +22,11 @@ from app.builders.names import (
 )
 from app.builders.record import spec_from_annotation
 from app.engine.pods import judge, stopped_detail
-from app.engine.tracking import PodTracking
 from app.models.config import Config
 from app.models.lab import LabRecord, PodState
 from app.models.workload import WorkloadStatus
 from app.storage.kubernetes import KubernetesStorage
+from app.workloads.kind import ServiceTracking
 from app.workloads.lab.builders import needs_service_address
 from app.workloads.lab.records import lab_record, reachable_at
 from app.workloads.lab.store import parse_record, record_json
@@ -43,15 +43,14 @@ DELETED_ERROR = "the lab pod was deleted outside the spawner"
 _TERMINAL_PHASES = ("Failed", "Succeeded")
 
 
-class LabTracking(PodTracking):
+class LabTracking(ServiceTracking):
     """Labs' pods and namespaces, judged against lab records."""
 
     selector = LAB_POD_SELECTOR
     owns_namespaces = True
 
     def __init__(self, config: Config, kube: KubernetesStorage) -> None:
-        self._config = config
-        self._kube = kube
+        super().__init__(config, kube)
         self._services: dict[str, dict[str, Any]] | None = None
         """Every lab's Service by user, while the reconcile runs and the URL needs them."""
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from app.builders import names
 from app.engine.kind import Finished, Run
-from app.engine.tracking import PodTracking
+from app.engine.tracking import WorkloadTracking
 from app.models.workload import Action, WorkloadRef
 from app.workloads.context import WorkloadContext
 from app.workloads.kind import ServiceKind
@@ -87,7 +87,7 @@ class NoteKind(ServiceKind):
         return note_json(replace(record, status="failed", error=message))
 
 
-class NoteTracking(PodTracking):
+class NoteTracking(WorkloadTracking):
     resource = "configmaps"
     selector = SELECTOR
 
