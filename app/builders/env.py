@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.builders import names
-from app.builders.metadata import object_meta
+from app.builders.metadata import lab_object
 from app.builders.nss import require_ids
 from app.models.config import Config, InitContainer
 from app.models.lab import LabSpec
@@ -257,10 +257,6 @@ def init_container_env(container: InitContainer, spec: LabSpec) -> dict[str, str
 def build_env_config_map(spec: LabSpec, config: Config, namespace: str) -> dict[str, Any]:
     """ConfigMap ``nb-<user>-env``, read by the lab container through ``envFrom``."""
     return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": object_meta(
-            names.object_name(spec.username, names.ENV_SUFFIX), spec.username, namespace=namespace
-        ),
+        **lab_object("ConfigMap", spec.username, names.ENV_SUFFIX, namespace=namespace),
         "data": dict(sorted(lab_env(spec, config).items())),
     }

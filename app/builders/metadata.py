@@ -54,3 +54,23 @@ def object_meta(
     if namespace is not None:
         meta["namespace"] = namespace
     return meta
+
+
+def lab_object(
+    kind: str,
+    username: str,
+    suffix: str | None,
+    *,
+    namespace: str,
+    api_version: str = "v1",
+    component: str | None = names.LAB_COMPONENT,
+) -> dict[str, Any]:
+    """The head of an object in a user's lab namespace: its API version, kind and metadata,
+    named ``nb-<user>`` or ``nb-<user>-<suffix>``; its builder adds the body."""
+    return {
+        "apiVersion": api_version,
+        "kind": kind,
+        "metadata": object_meta(
+            names.object_name(username, suffix), username, namespace=namespace, component=component
+        ),
+    }

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.builders import names
-from app.builders.metadata import lab_selector, object_meta
+from app.builders.metadata import lab_object, lab_selector
 from app.models.config import Config
 from app.models.lab import LabSpec
 
@@ -29,10 +29,12 @@ def build_network_policy(spec: LabSpec, config: Config, namespace: str) -> dict[
         for name in policy.ingress_namespaces
     )
     return {
-        "apiVersion": "networking.k8s.io/v1",
-        "kind": "NetworkPolicy",
-        "metadata": object_meta(
-            names.object_name(spec.username, names.LAB_SUFFIX), spec.username, namespace=namespace
+        **lab_object(
+            "NetworkPolicy",
+            spec.username,
+            names.LAB_SUFFIX,
+            namespace=namespace,
+            api_version="networking.k8s.io/v1",
         ),
         "spec": {
             "podSelector": {"matchLabels": lab_selector(spec.username)},

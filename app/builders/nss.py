@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from app.builders import names
-from app.builders.metadata import object_meta
+from app.builders.metadata import lab_object
 from app.models.identity import UserInfo
 from app.models.lab import LabSpec
 
@@ -75,10 +75,6 @@ def group_file(user: UserInfo) -> str:
 def build_nss_config_map(spec: LabSpec, namespace: str) -> dict[str, Any]:
     """ConfigMap ``nb-<user>-nss`` with keys ``passwd`` and ``group``."""
     return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": object_meta(
-            names.object_name(spec.username, names.NSS_SUFFIX), spec.username, namespace=namespace
-        ),
+        **lab_object("ConfigMap", spec.username, names.NSS_SUFFIX, namespace=namespace),
         "data": {"group": group_file(spec.user), "passwd": passwd_file(spec.user)},
     }

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.builders import names
-from app.builders.metadata import object_meta
+from app.builders.metadata import lab_object
 from app.models.config import LabSize
 from app.models.lab import LabSpec
 from app.models.sizes import PodSize
@@ -91,11 +91,7 @@ def build_resource_quota(spec: LabSpec, namespace: str) -> dict[str, Any]:
 def build_namespace_quota(username: str, namespace: str, compute: Compute) -> dict[str, Any]:
     """ResourceQuota ``nb-<user>-quota``: the namespace may hold exactly ``compute``."""
     return {
-        "apiVersion": "v1",
-        "kind": "ResourceQuota",
-        "metadata": object_meta(
-            names.object_name(username, names.QUOTA_SUFFIX), username, namespace=namespace
-        ),
+        **lab_object("ResourceQuota", username, names.QUOTA_SUFFIX, namespace=namespace),
         "spec": {
             "hard": {
                 "limits.cpu": format_cpu(compute.cpu_limit),

@@ -12,7 +12,7 @@ from typing import Any
 
 from app.builders import names
 from app.builders.env import TOKEN_ENV, secret_request_env
-from app.builders.metadata import object_meta
+from app.builders.metadata import lab_object
 from app.models.config import Config
 from app.models.lab import LabSpec
 
@@ -64,11 +64,7 @@ def build_secret(
         data[variable] = _b64(value)
     data[TOKEN_KEY] = _b64(token)
     return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": object_meta(
-            names.object_name(spec.username), spec.username, namespace=namespace
-        ),
+        **lab_object("Secret", spec.username, None, namespace=namespace),
         "type": "Opaque",
         "data": data,
     }
@@ -86,13 +82,7 @@ def build_pull_secret(
     if pull_secret_data is None or PULL_SECRET_KEY not in pull_secret_data:
         raise ValueError(f"pull secret {config.lab.pull_secret} has no {PULL_SECRET_KEY} key")
     return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": object_meta(
-            names.object_name(spec.username, names.PULL_SECRET_SUFFIX),
-            spec.username,
-            namespace=namespace,
-        ),
+        **lab_object("Secret", spec.username, names.PULL_SECRET_SUFFIX, namespace=namespace),
         "type": PULL_SECRET_TYPE,
         "data": {PULL_SECRET_KEY: pull_secret_data[PULL_SECRET_KEY]},
     }

@@ -28,7 +28,7 @@ import base64
 from typing import Any
 
 from app.builders import names
-from app.builders.metadata import object_meta
+from app.builders.metadata import lab_object, object_meta
 from app.builders.pod import (
     PULL_POLICY,
     toleration_json,
@@ -133,12 +133,12 @@ def build_kernels_network_policy(
     if not config.lab.network_policy.enabled:
         return None
     return {
-        "apiVersion": "networking.k8s.io/v1",
-        "kind": "NetworkPolicy",
-        "metadata": object_meta(
-            names.object_name(username, names.KERNELS_SUFFIX),
+        **lab_object(
+            "NetworkPolicy",
             username,
+            names.KERNELS_SUFFIX,
             namespace=namespace,
+            api_version="networking.k8s.io/v1",
             component=names.KERNEL_COMPONENT,
         ),
         "spec": {

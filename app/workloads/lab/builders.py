@@ -23,7 +23,7 @@ from typing import Any
 
 from app.builders import names
 from app.builders.env import build_env_config_map
-from app.builders.metadata import lab_selector, object_meta
+from app.builders.metadata import lab_object, lab_selector, object_meta
 from app.builders.network_policy import build_network_policy
 from app.builders.nss import build_nss_config_map, require_ids
 from app.builders.pod import build_pod
@@ -154,11 +154,7 @@ def service_address(service: dict[str, Any] | None) -> str:
 def build_service(spec: LabSpec, config: Config, namespace: str) -> dict[str, Any]:
     """A ClusterIP Service selecting the lab pod by user and component."""
     return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": object_meta(
-            names.object_name(spec.username, names.LAB_SUFFIX), spec.username, namespace=namespace
-        ),
+        **lab_object("Service", spec.username, names.LAB_SUFFIX, namespace=namespace),
         "spec": {
             "type": "ClusterIP",
             "selector": lab_selector(spec.username),
