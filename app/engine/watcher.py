@@ -196,34 +196,26 @@ class WorkloadWatcher(ElectedLoop):
                 count += 1
                 if tenure.ended:
                     break
-                if change != "BOOKMARK":
-                    self._apply_safely(tenure, kind, tracking, change, pod)
+                try:
+                    if change != "BOOKMARK":
+                        self._apply(tenure, kind, tracking, change, pod)
+                except (KubernetesError, redis.RedisError, LeadershipLost):
+                    raise
+                except Exception:
+                    # A pod this code cannot make sense of must not stop the watch for
+                    # every other workload; the reconcile looks at it again later.
+                    meta = pod.get("metadata") or {}
+                    logger.exception(
+                        "cannot apply a change of pod %s/%s",
+                        meta.get("namespace"),
+                        meta.get("name"),
+                    )
                 version = (pod.get("metadata") or {}).get("resourceVersion")
                 if version:
                     cursor.version = str(version)
         finally:
             undo()
         return count
-
-    def _apply_safely(
-        self,
-        tenure: Tenure,
-        kind: str,
-        tracking: WorkloadTracking,
-        change: str,
-        pod: dict[str, Any],
-    ) -> None:
-        try:
-            self._apply(tenure, kind, tracking, change, pod)
-        except (KubernetesError, redis.RedisError, LeadershipLost):
-            raise
-        except Exception:
-            # A pod this code cannot make sense of must not stop the watch for every
-            # other workload; the reconcile looks at it again later.
-            meta = pod.get("metadata") or {}
-            logger.exception(
-                "cannot apply a change of pod %s/%s", meta.get("namespace"), meta.get("name")
-            )
 
     def _apply(
         self,
