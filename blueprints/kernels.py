@@ -85,11 +85,7 @@ add_beside_lab_reads(
         noun="kernel",
         key="kernel_id",
         schema=KernelSchema,
-        listed=lambda username: _service().kernels_of(username),
-        one=lambda username, kernel_id: _service().kernel(username, kernel_id),
-        events=lambda username, kernel_id, after: _service().events(
-            username, kernel_id, after=after
-        ),
+        service=_service,
         listed_doc="The user's kernels, oldest first.",
         operations="start or deletion",
         first_event="Kernel 0b6c6a1e requested",

@@ -13,9 +13,9 @@ from flask import Response
 
 from app.errors import NotFoundError, RebuildingError
 from app.services.auth import ADMIN, OWNER
-from app.storage.event_hub import Following
 from app.web.api import ApiBlueprint, raises
 from app.web.event_stream import documented_stream, stream_description, stream_example
+from app.workloads.beside_lab import BesideLabService
 from blueprints.support.auth import requires
 from blueprints.support.events import workload_events
 
@@ -33,12 +33,8 @@ class BesideLabReads:
     """The path parameter naming one: ``name``, ``kernel_id``."""
     schema: Any
     """The record's response schema."""
-    listed: Callable[[str], Sequence[Any]]
-    """The owner's records."""
-    one: Callable[[str, str], Any]
-    """One record of the owner's, by its key; 404 ``NotFoundError`` when there is none."""
-    events: Callable[[str, str, str], Following]
-    """The events of one, after an event id."""
+    service: Callable[[], BesideLabService[Any]]
+    """The kind's service, for this request."""
     listed_doc: str
     """The list route's summary (its order, say)."""
     operations: str
@@ -53,14 +49,15 @@ def add_beside_lab_reads(blueprint: ApiBlueprint, reads: BesideLabReads) -> None
     one_path = f"{path}/<{reads.key}>"
 
     def listed(username: str) -> Sequence[Any]:
-        return reads.listed(username)
+        return reads.service().of_owner(username)
 
     def one(username: str, **key: str) -> Any:
-        return reads.one(username, key[reads.key])
+        return reads.service().one(username, key[reads.key])
 
     def events(username: str, **key: str) -> Response:
         return workload_events(
-            lambda after: reads.events(username, key[reads.key], after), noun=reads.noun
+            lambda after: reads.service().events(username, key[reads.key], after=after),
+            noun=reads.noun,
         )
 
     _name(listed, f"list_{reads.plural}", reads.listed_doc)

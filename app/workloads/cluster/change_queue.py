@@ -83,7 +83,7 @@ class ChangeQueue:
         if record.status is not WorkloadStatus.STARTING:
             return record
         self._operation_events(record, time.monotonic() + WAIT_SECONDS)
-        return self._clusters.cluster(record.owner, record.name)
+        return self._clusters.one(record.owner, record.name)
 
     def run(
         self,

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, replace
 
 from app.builders.names import lab_namespace
 from app.engine.engine import Engine
-from app.engine.service import RecordCodec, WorkloadService
+from app.engine.service import RecordCodec
 from app.errors import (
     ConflictError,
     InvalidRequestError,
@@ -25,9 +25,9 @@ from app.models.config import HardwareTier
 from app.models.identity import UserInfo
 from app.models.images import ImageChoice
 from app.models.workload import WorkloadStatus
-from app.storage.event_hub import Following
 from app.storage.events import EventType
 from app.workloads.admission_groups import admission_group
+from app.workloads.beside_lab import BesideLabService
 from app.workloads.budgets import budget_for, budget_lock, budget_refusal, lab_user
 from app.workloads.cluster.adapters import ADAPTERS, ClusterShape, PodShape
 from app.workloads.cluster.kind import cluster_ref, shape_to_json
@@ -57,27 +57,9 @@ CLUSTER_RECORDS = RecordCodec(
 )
 
 
-class ClusterService(WorkloadService[ClusterRecord]):
+class ClusterService(BesideLabService[ClusterRecord]):
     def __init__(self, ctx: WorkloadContext, engine: Engine) -> None:
-        super().__init__(
-            engine, CLUSTER_RECORDS, idle_seconds=ctx.config.operations.keepalive_seconds
-        )
-        self._ctx = ctx
-
-    # Reads ---------------------------------------------------------------------------
-
-    def clusters_of(self, owner: str) -> list[ClusterRecord]:
-        """The owner's clusters; never a partial list while Redis is being rebuilt."""
-        return self.owned_by(owner)
-
-    def cluster(self, owner: str, name: str) -> ClusterRecord:
-        return self.find(cluster_ref(owner, name), missing=_missing(owner, name))
-
-    def events(self, owner: str, name: str, *, after: str) -> Following:
-        """The events of the cluster's creation, change or deletion, from after ``after``."""
-        return self.follow_events(
-            cluster_ref(owner, name), after=after, missing=_missing(owner, name)
-        )
+        super().__init__(ctx, engine, CLUSTER_RECORDS)
 
     # Create --------------------------------------------------------------------------
 
@@ -186,10 +168,6 @@ class ClusterService(WorkloadService[ClusterRecord]):
         """Start deleting the cluster; its record as the deletion began."""
         return self.start_delete(
             cluster_ref(owner, name),
-            missing=_missing(owner, name),
+            missing=self.missing(owner, name),
             first_events=[(EventType.INFO, f"Deletion of cluster {name} requested")],
         )
-
-
-def _missing(owner: str, name: str) -> str:
-    return f"user {owner} has no cluster {name}"

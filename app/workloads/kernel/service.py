@@ -19,7 +19,7 @@ from app.builders.env import ScreenedEnv, screen_request_env
 from app.builders.names import lab_namespace
 from app.builders.pod import image_reference
 from app.engine.engine import Engine
-from app.engine.service import RecordCodec, WorkloadService
+from app.engine.service import RecordCodec
 from app.errors import (
     ConflictError,
     InvalidRequestError,
@@ -29,11 +29,11 @@ from app.errors import (
 from app.models.identity import UserInfo
 from app.models.images import ImageChoice
 from app.models.workload import WorkloadStatus
-from app.storage.event_hub import Following
 from app.storage.events import EventType
 from app.storage.workloads import DeleteQueued
 from app.timestamps import iso_utc
 from app.workloads.admission_groups import admission_group
+from app.workloads.beside_lab import BesideLabService
 from app.workloads.budgets import budget_for, budget_lock, budget_refusal, lab_user
 from app.workloads.context import WorkloadContext
 from app.workloads.holdings import holdings_of
@@ -75,27 +75,13 @@ KERNEL_RECORDS = RecordCodec(
 )
 
 
-class KernelService(WorkloadService[KernelRecord]):
+class KernelService(BesideLabService[KernelRecord]):
     def __init__(self, ctx: WorkloadContext, engine: Engine) -> None:
-        super().__init__(
-            engine, KERNEL_RECORDS, idle_seconds=ctx.config.operations.keepalive_seconds
-        )
-        self._ctx = ctx
+        super().__init__(ctx, engine, KERNEL_RECORDS)
 
-    # Reads ---------------------------------------------------------------------------
-
-    def kernels_of(self, owner: str) -> list[KernelRecord]:
+    def of_owner(self, owner: str) -> list[KernelRecord]:
         """The owner's kernels, oldest first; never a partial list while Redis is rebuilt."""
         return sorted(self.owned_by(owner), key=lambda record: record.created)
-
-    def kernel(self, owner: str, kernel_id: str) -> KernelRecord:
-        return self.find(kernel_ref(owner, kernel_id), missing=_missing(owner, kernel_id))
-
-    def events(self, owner: str, kernel_id: str, *, after: str) -> Following:
-        """The events of the kernel's start or deletion, from after ``after``."""
-        return self.follow_events(
-            kernel_ref(owner, kernel_id), after=after, missing=_missing(owner, kernel_id)
-        )
 
     # Create --------------------------------------------------------------------------
 
@@ -151,7 +137,7 @@ class KernelService(WorkloadService[KernelRecord]):
         deletion began."""
         return self.start_delete(
             kernel_ref(owner, kernel_id),
-            missing=_missing(owner, kernel_id),
+            missing=self.missing(owner, kernel_id),
             first_events=[(EventType.INFO, f"Deletion of kernel {kernel_id} requested")],
             spec={"grace_seconds": grace_seconds},
         )
@@ -182,7 +168,3 @@ def _requested_events(kernel_id: str, screened: ScreenedEnv) -> list[tuple[Event
     if notice is not None:
         events.append((EventType.INFO, notice))
     return events
-
-
-def _missing(owner: str, kernel_id: str) -> str:
-    return f"user {owner} has no kernel {kernel_id}"
