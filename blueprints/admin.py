@@ -17,14 +17,14 @@ from app.errors import (
 from app.extensions import labs_ext, limits_ext, redis_ext
 from app.extensions.redis import feed_events
 from app.schemas.admin import (
-    MAX_LIMIT,
     AuditEntrySchema,
+    AuditQuerySchema,
     DropFailedQuerySchema,
     DroppedLabsSchema,
     FailedLabSchema,
+    FailedLabsQuerySchema,
     ForceDeleteSchema,
     LeaderSchema,
-    LimitQuerySchema,
     MaintenanceRequestSchema,
     MaintenanceSchema,
     OperationStatusSchema,
@@ -43,7 +43,6 @@ from app.services.admin import (
 )
 from app.services.auth import ADMIN
 from app.web.api import ApiBlueprint, raises
-from app.web.bodies import load_query
 from app.web.event_stream import STREAM_RETRY_SECONDS
 from app.workloads.lab.service import LabService
 from blueprints.support.audit import audited
@@ -141,28 +140,13 @@ class _CountedFeed:
             self._release()
 
 
-_limit_query = LimitQuerySchema()
-
-
-def _limit_parameter(what: str) -> dict[str, Any]:
-    """The ``limit`` query parameter of a listing of ``what``, as the API document shows it."""
-    return {
-        "in": "query",
-        "name": "limit",
-        "description": f"How many {what} (default 100, at most {MAX_LIMIT}).",
-        "schema": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
-    }
-
-
 @admin.get("/admin/audit")
-@admin.doc(parameters=[_limit_parameter("entries, newest first")])
 @admin.response(200, AuditEntrySchema(many=True))
-@raises(InvalidRequestError)
 @requires(ADMIN)
-def audit_log() -> list[dict[str, Any]]:
+@admin.arguments(AuditQuerySchema(), location="query")
+def audit_log(query: dict[str, Any]) -> list[dict[str, Any]]:
     """Administrators' actions, newest first: who did what to what, when, and the answer."""
-    limit = load_query(_limit_query)["limit"]
-    return [vars(entry) for entry in labs_ext.machinery.audit.entries(limit=limit)]
+    return [vars(entry) for entry in labs_ext.machinery.audit.entries(limit=query["limit"])]
 
 
 @admin.get("/admin/maintenance")
@@ -230,44 +214,30 @@ def force_delete_lab(username: str) -> dict[str, Any]:
     return {"username": username, "status": "terminating", "detail": "pod removed at once"}
 
 
-_drop_query = DropFailedQuerySchema()
-
-
 @admin.get("/admin/failed-labs")
-@admin.doc(parameters=[_limit_parameter("labs, oldest failure first")])
 @admin.response(200, FailedLabSchema(many=True))
-@raises(InvalidRequestError, RebuildingError)
+@raises(RebuildingError)
 @requires(ADMIN)
-def failed_labs() -> list[dict[str, Any]]:
+@admin.arguments(FailedLabsQuerySchema(), location="query")
+def failed_labs(query: dict[str, Any]) -> list[dict[str, Any]]:
     """Labs whose spawn failed or whose pod stopped for good, with when each failed: they
     keep their record until their user spawns again, or they are dropped."""
-    limit = load_query(_limit_query)["limit"]
     service = LabService(labs_ext.context, labs_ext.engine)
-    return [{"username": f.name, "failed_at": f.failed_at} for f in service.failed(limit=limit)]
+    failed = service.failed(limit=query["limit"])
+    return [{"username": f.name, "failed_at": f.failed_at} for f in failed]
 
 
 @admin.delete("/admin/failed-labs")
-@admin.doc(
-    parameters=[
-        {
-            "in": "query",
-            "name": "older_than_seconds",
-            "description": "Drop labs that failed longer ago than this (0: every failed "
-            "lab); required when `admin.dropFailedLabsAfterSeconds` is 0, its default "
-            "otherwise.",
-            "schema": {"type": "number", "minimum": 0},
-        }
-    ]
-)
 @admin.response(202, DroppedLabsSchema)
 @raises(InvalidRequestError, RebuildingError)
 @requires(ADMIN)
 @audited("failed-labs.drop", status=202)
-def drop_failed_labs() -> dict[str, Any]:
+@admin.arguments(DropFailedQuerySchema(), location="query")
+def drop_failed_labs(query: dict[str, Any]) -> dict[str, Any]:
     """Delete the labs that failed longer ago than the given age, as the elected watcher
     does by itself after each reconcile: each an ordinary deletion, namespace included,
     unless its user is spawning again."""
-    older_than = load_query(_drop_query)["older_than_seconds"]
+    older_than = query.get("older_than_seconds")
     if older_than is None:
         older_than = labs_ext.context.config.admin.drop_failed_labs_after_seconds
         if older_than <= 0:

@@ -13,7 +13,6 @@ from flask import Response
 from app.errors import (
     BUDGETED_CREATION_ERRORS,
     ConflictError,
-    InvalidRequestError,
     NotFoundError,
     RebuildingError,
     TooManyRequestsError,
@@ -22,7 +21,6 @@ from app.extensions import labs_ext, limits_ext
 from app.models.config import AppTemplate
 from app.services.auth import ADMIN, ANY_USER
 from app.web.api import ApiBlueprint, raises
-from app.web.bodies import load_query
 from app.web.event_stream import (
     documented_stream,
     stream_description,
@@ -44,9 +42,6 @@ from blueprints.support.auth import current_caller, current_user, requires
 from blueprints.support.events import workload_events
 
 apps = ApiBlueprint("apps", __name__, url_prefix="/spawner/v1")
-
-_list_query = AppListQuerySchema()
-_logs_query = LogsQuerySchema()
 
 
 def _service() -> AppService:
@@ -117,23 +112,13 @@ def create_group_app(body: dict[str, Any]) -> tuple[dict[str, Any], int]:
 
 
 @apps.get("/apps")
-@apps.doc(
-    parameters=[
-        {
-            "in": "query",
-            "name": "group",
-            "description": "Only this group's apps (default: every group of the caller).",
-            "schema": {"type": "string"},
-        }
-    ]
-)
 @apps.response(200, AppSchema(many=True))
-@raises(InvalidRequestError, RebuildingError)
+@raises(RebuildingError)
 @requires(ANY_USER, ADMIN, with_user=True)
-def list_apps() -> list[dict[str, Any]]:
+@apps.arguments(AppListQuerySchema(), location="query")
+def list_apps(query: dict[str, Any]) -> list[dict[str, Any]]:
     """The apps of the caller's groups (of every group, for an administrator), oldest first."""
-    group = load_query(_list_query)["group"]
-    return [_body(r) for r in _service().apps(current_user(), group)]
+    return [_body(r) for r in _service().apps(current_user(), query.get("group"))]
 
 
 @apps.get("/apps/<app_id>")
@@ -191,23 +176,13 @@ def _switched(switched: Switched) -> tuple[dict[str, Any], int]:
 
 
 @apps.get("/apps/<app_id>/logs")
-@apps.doc(
-    parameters=[
-        {
-            "in": "query",
-            "name": "tail",
-            "description": "How many of the last lines (default 100, at most 5000).",
-            "schema": {"type": "integer", "minimum": 1, "maximum": 5000},
-        }
-    ]
-)
 @apps.response(200, AppLogsSchema)
-@raises(InvalidRequestError, NotFoundError, RebuildingError)
+@raises(NotFoundError, RebuildingError)
 @requires(ANY_USER, ADMIN, with_user=True)
-def app_logs(app_id: str) -> dict[str, Any]:
+@apps.arguments(LogsQuerySchema(), location="query")
+def app_logs(query: dict[str, Any], app_id: str) -> dict[str, Any]:
     """The last lines the app's pod wrote, through the Kubernetes API."""
-    tail = load_query(_logs_query)["tail"]
-    logs = _service().logs(current_user(), app_id, tail=tail)
+    logs = _service().logs(current_user(), app_id, tail=query["tail"])
     return {"pod": logs.pod, "lines": logs.lines}
 
 

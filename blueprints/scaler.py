@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Response, jsonify, request
+from flask import Response, jsonify
 
 from app.errors import (
     BadRequestError,
@@ -32,6 +32,7 @@ from app.workloads.cluster.schemas import (
     HeadTierRequestSchema,
     OperatorObjectSchema,
     RestartedSchema,
+    RestartStatusQuerySchema,
     RestartStatusSchema,
     ScaledSchema,
     ScaleRequestSchema,
@@ -121,17 +122,6 @@ def restart_head(kind: str, name: str) -> tuple[Response, int]:
 
 @scaler.get("/restart_head_status/<kind>/<name>")
 @scaler.response(200, RestartStatusSchema)
-@scaler.doc(
-    parameters=[
-        {
-            "in": "query",
-            "name": "started_at",
-            "required": True,
-            "description": "`started_at` as `restart_head` returned it (ISO 8601).",
-            "schema": {"type": "string", "format": "date-time"},
-        }
-    ]
-)
 @raises(
     InvalidKindError,
     BadRequestError,
@@ -141,7 +131,8 @@ def restart_head(kind: str, name: str) -> tuple[Response, int]:
     RebuildingError,
 )
 @requires(ANY_USER, ADMIN)
-def restart_head_status(kind: str, name: str) -> Response:
+@scaler.arguments(RestartStatusQuerySchema(), location="query")
+def restart_head_status(query: dict[str, Any], kind: str, name: str) -> Response:
     """Whether the head was made again since `started_at` (required) and is ready."""
-    started_at = request.args.get("started_at")
+    started_at = query.get("started_at")
     return jsonify(_service().restart_head_status(current_caller(), kind, name, started_at))

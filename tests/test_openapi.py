@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from flask import Blueprint, Flask, Response, jsonify
+from marshmallow import Schema, fields, validate
 
 from app.config import Config
 from app.errors import (
@@ -377,6 +378,14 @@ def test_event_stream_is_documented(spec: dict[str, Any]) -> None:
 # The blueprint. ----------------------------------------------------------------------------
 
 
+class _CountQuerySchema(Schema):
+    count = fields.Integer(
+        load_default=1,
+        validate=validate.Range(min=1, max=10),
+        metadata={"description": "How many."},
+    )
+
+
 def _extra_blueprint() -> Blueprint:
     extra = ApiBlueprint("extra", __name__, url_prefix="/extra")
 
@@ -404,6 +413,13 @@ def _extra_blueprint() -> Blueprint:
     def above_requires(which: str, rest: str) -> Response:
         """Echo <script>alert("x")</script> & friends."""
         return jsonify({})
+
+    @extra.get("/counted")
+    @extra.response(200, {"type": "object"})
+    @extra.arguments(_CountQuerySchema(), location="query")
+    def counted(query: dict[str, Any]) -> Response:
+        """Takes query parameters, and no body."""
+        return jsonify(query)
 
     @extra.route("/<float:ratio>", methods=["GET", "PUT"])
     def undeclared(ratio: float) -> Response:
@@ -452,6 +468,35 @@ def test_decorators_work_on_either_side_of_requires(extra_app: Flask) -> None:
     parameters = _parameters(spec, "/extra/{which}/{rest}", "get")
     assert parameters[("path", "which")]["schema"] == {"type": "string", "enum": ["a", "b"]}
     assert parameters[("path", "rest")]["schema"]["type"] == "string"
+
+
+def test_query_parameters_are_declared_by_their_schema(extra_app: Flask) -> None:
+    spec = api_ext.document(extra_app)
+    counted = spec["paths"]["/extra/counted"]["get"]
+    assert _parameters(spec, "/extra/counted", "get")[("query", "count")] == {
+        "in": "query",
+        "name": "count",
+        "required": False,
+        "description": "How many.",
+        "schema": {"type": "integer", "minimum": 1, "maximum": 10, "default": 1},
+    }
+    # Refused in the blueprint's error; not a body route, so no body and no 413.
+    assert set(counted["responses"]) == {"200", "422", "500"}
+    assert "requestBody" not in counted
+
+    client = extra_app.test_client()
+    assert client.get("/extra/counted").get_json() == {"count": 1}
+    # A parameter the schema does not name is ignored, as HTTP clients expect.
+    assert client.get("/extra/counted?count=3&page=2").get_json() == {"count": 3}
+    # Whatever body comes with it is not the route's to bound.
+    sent = client.get("/extra/counted?count=2", data="[[[", content_type="application/json")
+    assert (sent.status_code, sent.get_json()) == (200, {"count": 2})
+    for bad in ("0", "11", "many"):
+        refused = client.get(f"/extra/counted?count={bad}")
+        assert refused.status_code == 422, bad
+        body = refused.get_json()
+        assert (body["code"], body["field"]) == ("invalid_request", "count"), bad
+        assert body["message"].startswith("count: "), bad
 
 
 def test_an_undecorated_view_still_appears_with_each_method(extra_app: Flask) -> None:

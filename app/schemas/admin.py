@@ -106,16 +106,31 @@ class AuditEntrySchema(Schema):
 
 MAX_LIMIT = 1000
 """The most entries a listing with ``limit`` returns at once."""
+DEFAULT_LIMIT = 100
+"""The entries a listing returns without ``limit``."""
 
 
-class LimitQuerySchema(Schema):
-    """A listing's one query parameter: how many entries (the audit log, failed labs)."""
-
-    limit = fields.Integer(
-        load_default=100,
+def _limit(what: str) -> fields.Integer:
+    """A listing's ``limit`` query parameter: how many of ``what`` it returns."""
+    return fields.Integer(
+        load_default=DEFAULT_LIMIT,
         validate=validate.Range(min=1, max=MAX_LIMIT),
-        metadata={"description": "Entries to return."},
+        metadata={
+            "description": f"How many {what} (default {DEFAULT_LIMIT}, at most {MAX_LIMIT})."
+        },
     )
+
+
+class AuditQuerySchema(Schema):
+    """The audit log's query parameters."""
+
+    limit = _limit("entries, newest first")
+
+
+class FailedLabsQuerySchema(Schema):
+    """The failed labs' listing's query parameters."""
+
+    limit = _limit("labs, oldest failure first")
 
 
 class MaintenanceSchema(Schema):
@@ -181,12 +196,15 @@ class FailedLabSchema(Schema):
 
 
 class DropFailedQuerySchema(Schema):
+    """The failed labs' drop's query parameters; without ``older_than_seconds`` the view
+    takes the configuration's age."""
+
     older_than_seconds = fields.Float(
-        load_default=None,
         validate=validate.Range(min=0),
         metadata={
             "description": "Drop labs that failed longer ago than this (0: every failed "
-            "lab); default `admin.dropFailedLabsAfterSeconds`, unless that is 0."
+            "lab); required when `admin.dropFailedLabsAfterSeconds` is 0, its default "
+            "otherwise."
         },
     )
 

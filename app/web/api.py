@@ -16,7 +16,8 @@ It also keeps one promise for every route rather than leaving it to each view: a
 takes a body (flask-smorest's ``@blueprint.arguments``, which loads it with the route's schema
 and hands it to the view) has it parsed and bounded (``bodies.json_object``) before anything
 else of the request is looked at, and refused, whatever is wrong with it, in the blueprint's
-error naming the field (``bodies.BodyParser``).
+error naming the field (``bodies.BodyParser``). Query parameters are declared the same way
+(``location="query"``), their schema documenting them, and refused in the same error.
 """
 
 from __future__ import annotations
@@ -194,7 +195,8 @@ class ApiBlueprint(Blueprint):
     A body is declared with ``@blueprint.arguments(Schema())`` right above the view, below
     ``requires`` and ``audited``: its fields are loaded once the caller may act (and an
     administrator's refused action is audited), while its shape was bounded before anything
-    else, for every caller alike.
+    else, for every caller alike. Query parameters are declared in the same place with
+    ``@blueprint.arguments(QuerySchema(), location="query")``.
     """
 
     def __init__(
@@ -252,16 +254,20 @@ class ApiBlueprint(Blueprint):
 
         return decorate
 
-    def arguments(self, schema: Any, **kwargs: Any) -> Callable[[F], F]:
-        """flask-smorest's ``arguments``, for a JSON body: the view receives it loaded by
-        ``schema``; the document shows the blueprint's refusal of a body and 413, not
-        webargs' 422."""
+    def arguments(self, schema: Any, *, location: str = "json", **kwargs: Any) -> Callable[[F], F]:
+        """flask-smorest's ``arguments``: the view receives the JSON body (``location``
+        ``"json"``) or the query parameters (``"query"``) loaded by ``schema``, and the
+        document shows the blueprint's refusal of them, not webargs' 422. Only a body makes
+        the route a body route: bounded before anything else, and documented with 413."""
         kwargs.setdefault("error_status_code", self._body_error.status)
-        load = super().arguments(schema, **kwargs)
+        load = super().arguments(schema, location=location, **kwargs)
+        body = location == "json"
+        errors = (self._body_error, BodyTooLargeError) if body else (self._body_error,)
 
         def decorate(view: F) -> F:
-            loading: F = load(raises(self._body_error, BodyTooLargeError)(view))
-            self._body_views.add(loading)
+            loading: F = load(raises(*errors)(view))
+            if body:
+                self._body_views.add(loading)
             return loading
 
         return decorate

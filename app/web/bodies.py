@@ -1,11 +1,12 @@
 """Parse request bodies with marshmallow and report the first problem by field.
 
-Bodies reach a view through flask-smorest's ``@blueprint.arguments``, whose webargs parser
-(``BodyParser``) reads them and words their problems as the service's errors. Before a schema
-sees a body, its shape is bounded: its size by Flask's ``MAX_CONTENT_LENGTH`` (413
-``body_too_large``), its nesting here (the spawn body is two levels deep; a body of a
-thousand nested objects would otherwise exhaust the parser's recursion), and no string in it
-may hold a NUL byte, which no Kubernetes object, file name or environment value can carry.
+Bodies and query parameters reach a view through flask-smorest's ``@blueprint.arguments``,
+whose webargs parser (``BodyParser``) reads them and words their problems as the service's
+errors. Before a schema sees a body, its shape is bounded: its size by Flask's
+``MAX_CONTENT_LENGTH`` (413 ``body_too_large``), its nesting here (the spawn body is two
+levels deep; a body of a thousand nested objects would otherwise exhaust the parser's
+recursion), and no string in it may hold a NUL byte, which no Kubernetes object, file name or
+environment value can carry.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, NoReturn
 
-from flask import Request, current_app, g, request
+from flask import Request, current_app, g
 from marshmallow import Schema, ValidationError
 from webargs.flaskparser import FlaskParser
 from werkzeug.exceptions import RequestEntityTooLarge
@@ -109,9 +110,10 @@ def json_object(req: Request, *, error: type[ServiceError] = InvalidRequestError
 
 class BodyParser(FlaskParser):
     """webargs' parser behind flask-smorest's ``@blueprint.arguments``, with this service's
-    bounds and answers: a body is read by ``json_object``, and a body its schema refuses is
-    ``error`` (the blueprint's: 422 ``invalid_request``, or the scaler's 400 ``bad_request``)
-    naming the first field at fault, as ``field`` and at the head of the message."""
+    bounds and answers: a body is read by ``json_object``, and a body or query its schema
+    refuses is ``error`` (the blueprint's: 422 ``invalid_request``, or the scaler's 400
+    ``bad_request``) naming the first field at fault, as ``field`` and at the head of the
+    message. Query parameters no schema names are ignored (webargs' default for queries)."""
 
     def __init__(self, error: type[ServiceError] = InvalidRequestError) -> None:
         super().__init__()
@@ -129,19 +131,8 @@ class BodyParser(FlaskParser):
         error_status_code: int | None,
         error_headers: Mapping[str, str] | None,
     ) -> NoReturn:
-        # webargs files the schema's messages under their location: {"json": {...}}.
+        # webargs files the schema's messages under their location: {"json": {...}} or
+        # {"query": {...}}.
         (messages,) = error.normalized_messages().values()
         field, message = _first_problem(messages)
         raise self.error(f"{field}: {message}", field=field) from None
-
-
-def load_query(schema: Schema) -> dict[str, Any]:
-    """The request's query parameters validated by ``schema``; a 422 naming the parameter
-    otherwise."""
-    try:
-        result: dict[str, Any] = schema.load(request.args.to_dict())
-    except ValidationError as exc:
-        field, messages = next(iter(exc.normalized_messages().items()))
-        message = messages[0] if isinstance(messages, list) else str(messages)
-        raise InvalidRequestError(f"{field}: {message}", field=field) from None
-    return result

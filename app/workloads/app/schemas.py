@@ -18,6 +18,8 @@ MAX_ENV_JSON_BYTES = 16 * 1024
 """Bounds on an app's ``env``, which goes into its Deployment."""
 MAX_LOG_LINES = 5000
 """The most lines ``logs`` returns (``tail``)."""
+DEFAULT_LOG_LINES = 100
+"""The lines ``logs`` returns without ``tail``."""
 
 _ENV_NAME = validate.Regexp(
     r"^[A-Za-z_][A-Za-z0-9_]{0,127}$", error="must be an environment variable name"
@@ -110,18 +112,24 @@ class AppChangeSchema(Schema):
 
 
 class AppListQuerySchema(Schema):
+    """The apps' listing's query parameters."""
+
     group = fields.String(
-        load_default=None,
         validate=validate.Regexp(GROUP_NAME_PATTERN, error="must be a group's name"),
         metadata={"description": "Only this group's apps (default: every group of the caller)."},
     )
 
 
 class LogsQuerySchema(Schema):
+    """An app's log's query parameters."""
+
     tail = fields.Integer(
-        load_default=100,
+        load_default=DEFAULT_LOG_LINES,
         validate=validate.Range(min=1, max=MAX_LOG_LINES),
-        metadata={"description": f"The last lines of the app's log (at most {MAX_LOG_LINES})."},
+        metadata={
+            "description": f"How many of the last lines (default {DEFAULT_LOG_LINES}, at most "
+            f"{MAX_LOG_LINES})."
+        },
     )
 
 

@@ -99,12 +99,14 @@ class ClusterSchema(Schema):
 
 
 class ScalerField(fields.Raw):
-    """A field of a scaler request, handed to the scaler as sent (absent if absent).
+    """A field of a scaler request, its body's or its query's, handed to the scaler as sent
+    (absent if absent).
 
-    The scaler's design settles whose the cluster is before it looks at the body: anyone but
-    its owner or an administrator is refused 403 ``unauthorized`` whatever the body holds.
-    So the scaler checks these fields itself, then, answering 400 ``bad_request`` naming the
-    field; its metadata documents what that check requires.
+    The scaler's design orders its answers: it settles whose the cluster is before it looks
+    at the body, so anyone but its owner or an administrator is refused 403 ``unauthorized``
+    whatever the body holds. So the scaler checks these fields itself, each where its design
+    places the check, answering 400 ``bad_request`` naming the field; its metadata documents
+    what that check requires.
     """
 
     def deserialize(
@@ -183,6 +185,19 @@ class RestartedSchema(Schema):
         required=True, metadata={"description": "Pass it to `restart_head_status`."}
     )
     k8s_response = fields.Dict(metadata={"description": "The API server's answer, in short."})
+
+
+class RestartStatusQuerySchema(Schema):
+    """When the restart asked about began."""
+
+    started_at = ScalerField(
+        required=True,
+        metadata={
+            "description": "`started_at` as `restart_head` returned it (ISO 8601).",
+            "type": "string",
+            "format": "date-time",
+        },
+    )
 
 
 class RestartStatusSchema(Schema):

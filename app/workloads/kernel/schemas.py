@@ -10,6 +10,7 @@ from marshmallow import RAISE, Schema, ValidationError, fields, validate, valida
 from app.models.workload import WorkloadStatus as S
 from app.models.workload import status_values
 from app.workloads.cluster.schemas import UsageSchema
+from app.workloads.kernel.kind import DEFAULT_GRACE_SECONDS
 from app.workloads.kernel.models import KERNEL_PORTS
 
 KEY_PATTERN = r"^[0-9a-f]{32,128}$"
@@ -20,6 +21,8 @@ KERNEL_ID_PATTERN = r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"
 MAX_ENV_VARIABLES = 64
 MAX_ENV_JSON_BYTES = 16 * 1024
 """Bounds on a kernel's ``env``, which goes into its pod's spec."""
+MAX_GRACE_SECONDS = 300
+"""The longest a deleted kernel's pod is given to stop."""
 
 _ENV_NAME = validate.Regexp(
     r"^[A-Za-z_][A-Za-z0-9_]{0,127}$", error="must be an environment variable name"
@@ -86,6 +89,22 @@ class KernelRequestSchema(Schema):
         size = len(json.dumps(env))
         if size > MAX_ENV_JSON_BYTES:
             raise ValidationError(f"at most {MAX_ENV_JSON_BYTES} bytes as JSON ({size})", "env")
+
+
+_GRACE_SECONDS_ERROR = f"must be a whole number from 0 to {MAX_GRACE_SECONDS}"
+
+
+class KernelDeleteQuerySchema(Schema):
+    """``DELETE /spawner/v1/labs/<username>/kernels/<kernel_id>``: how long the kernel has."""
+
+    grace_seconds = fields.Integer(
+        load_default=DEFAULT_GRACE_SECONDS,
+        validate=validate.Range(min=0, max=MAX_GRACE_SECONDS, error=_GRACE_SECONDS_ERROR),
+        error_messages={"invalid": _GRACE_SECONDS_ERROR},
+        metadata={
+            "description": f"Seconds the kernel is given to stop (default {DEFAULT_GRACE_SECONDS})."
+        },
+    )
 
 
 class PortsSchema(Schema):
