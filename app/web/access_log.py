@@ -39,8 +39,11 @@ from app.log import (
 )
 
 REDACTED = "[redacted]"
-SHOWN_PARAMETERS = frozenset({"grace_seconds", "started_at"})
-"""Query parameters of the routes themselves (a kernel delete's grace, a head restart's time)."""
+SHOWN_PARAMETERS = frozenset(
+    {"grace_seconds", "started_at", "limit", "tail", "group", "older_than_seconds"}
+)
+"""Query parameters of the routes themselves (a kernel delete's grace, a head restart's time,
+a list's limit, a log's tail, an app list's group, a failed lab's age)."""
 
 
 def redact_query(query: str) -> str:
