@@ -14,7 +14,7 @@ from app.storage.images import ImageStore
 from app.storage.kubernetes import KubernetesStorage
 from app.storage.prepull import PrepullStore
 from app.storage.registries import RegistryDirectory
-from app.workloads.holdings import Budgeted
+from app.workloads.budgeted import Budgeted
 from app.workloads.image.service import ImageService
 from app.workloads.lab.store import LabStore
 

@@ -2,46 +2,21 @@
 quota read it from.
 
 Some kinds' workloads run in their owner's lab namespace and count against one budget (a
-user's compute clusters and remote kernels). Such a kind declares it with a ``Budgeted``:
-how one of its records is counted. The budget and the namespace's quota are then computed
-from the records of every kind so declared, read once, so a check and the quota written
-after it agree, and neither names a kind.
+user's compute clusters and remote kernels). Such a kind declares it with a ``Budgeted``
+(``app.workloads.budgeted``): how one of its records is counted. The budget and the
+namespace's quota are then computed from the records of every kind so declared, read once,
+so a check and the quota written after it agree, and neither names a kind.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
 from app.builders.resource_quota import Compute
-from app.models.config import Config
 from app.models.usage import Usage
-
-if TYPE_CHECKING:
-    from app.workloads.context import WorkloadContext
-
-
-@dataclass(frozen=True)
-class Held:
-    """One workload as its owner's budget and lab namespace quota count it."""
-
-    kind: str
-    name: str
-    """Its name in the engine (``owner/...``)."""
-    usage: Usage
-    """What it holds against the budget (nothing once it failed or ended)."""
-    compute: Compute
-    """What its pods request and may use, for the namespace's quota."""
-
-
-@dataclass(frozen=True)
-class Budgeted:
-    """A kind's declaration that its workloads count against their owner's budget and
-    quota: the kind, and how one of its records (as stored) is counted."""
-
-    kind: str
-    held: Callable[[str, Config], Held]
+from app.workloads.budgeted import Held
+from app.workloads.context import WorkloadContext
 
 
 @dataclass(frozen=True)

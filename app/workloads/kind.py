@@ -11,8 +11,8 @@ from app.engine.tracking import WorkloadTracking
 from app.models.config import Config
 from app.models.workload import Action
 from app.storage.kubernetes import KubernetesStorage
+from app.workloads.budgeted import Budgeted
 from app.workloads.context import WorkloadContext
-from app.workloads.holdings import Budgeted
 
 
 class ServiceTracking(WorkloadTracking):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from app.builders.resource_quota import Compute, pod_compute
 from app.models.config import Config
 from app.models.usage import Usage
-from app.workloads.holdings import Budgeted, Held
+from app.workloads.budgeted import Budgeted, Held
 from app.workloads.kernel.models import parse_kernel
 from app.workloads.refs import KERNEL_KIND
 from app.workloads.sizes import pod_size
