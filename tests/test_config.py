@@ -526,3 +526,75 @@ def test_bad_cluster_settings_are_refused_with_their_key(
 ) -> None:
     problems = _problems({**MINIMAL, "clusters": clusters})
     assert any(p.startswith(problem) for p in problems), problems
+
+
+def _lists_in(value: object, path: str) -> list[str]:
+    """Where a list is held in the loaded objects (free-form dicts such as an app's pod spec
+    are passed as written and not searched)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return [
+            found
+            for field in dataclasses.fields(value)
+            for found in _lists_in(getattr(value, field.name), f"{path}.{field.name}")
+        ]
+    if isinstance(value, tuple):
+        return [found for i, item in enumerate(value) for found in _lists_in(item, f"{path}[{i}]")]
+    return [path] if isinstance(value, list) else []
+
+
+def test_every_section_loads_into_frozen_objects_under_the_models_names() -> None:
+    toleration = {"key": "pool", "operator": "Exists", "effect": "NoSchedule"}
+    template = {
+        "name": "notes",
+        "version": "1",
+        "podTemplate": {"containers": [{"name": "notes", "image": "example/notes:1"}]},
+        "servicePorts": [{"name": "http", "port": 80, "targetPort": "web"}],
+        "httpPort": 80,
+        "defaultEnvs": [{"name": "THEME", "defaultValue": "dark"}],
+    }
+    raw = {
+        **MINIMAL,
+        "prepull": [{**RUBIN, "validation": {"command": ["true"], "timeoutSeconds": 60}}],
+        "lab": {
+            **LAB,
+            "volumes": [{"name": "home", "type": "emptyDir"}],
+            "initContainers": [
+                {
+                    "name": "provision",
+                    "image": "example/provision:1",
+                    "args": ["--home"],
+                    "volumeMounts": [{"volumeName": "home", "mountPath": "/home"}],
+                }
+            ],
+            "nodeSelector": {"pool": "labs"},
+            "tolerations": [toleration],
+        },
+        "admission": {"groups": ["g-science"]},
+        "admin": {"pod": {"volumes": ["home"], "tolerations": [toleration], "command": ["sh"]}},
+        "apps": {
+            "templates": [template],
+            "quotas": {"groups": [{"group": "g-science", "gpus": 2}]},
+        },
+        "budgets": {"groups": [{"group": "g-science", "kernels": 9}]},
+    }
+    config = parse_config(raw)
+    assert _lists_in(config, "config") == []
+    assert config.lab.tolerations == config.admin.pod.tolerations
+    assert config.lab.tolerations[0].toleration_seconds is None
+    assert config.lab.node_selector == {"pool": "labs"} and config.admin.pod.node_selector == {}
+    (notes,) = config.apps.templates
+    assert notes.pod_spec == template["podTemplate"]
+    assert [(v.name, v.default) for v in notes.variables] == [("THEME", "dark")]
+    assert notes.service_ports[0].target_port == "web"
+    (quota,) = config.apps.group_quotas
+    assert (quota.group, quota.quota) == (
+        "g-science",
+        dataclasses.replace(config.apps.default_quota, gpus=2),
+    )
+    (budget,) = config.budgets.groups
+    assert (budget.group, budget.budget) == (
+        "g-science",
+        dataclasses.replace(config.budgets.default, kernels=9),
+    )
+    validation = config.prepull[0].validation
+    assert validation is not None and (validation.command, validation.timeout) == (("true",), 60.0)

@@ -13,21 +13,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from marshmallow import (
-    ValidationError,
-    fields,
-    post_load,
-    validate,
-    validates_schema,
-)
+from marshmallow import ValidationError, fields, validate, validates_schema
 
 from app.config_fields import (
     ABSOLUTE_PATH,
     DNS_LABEL,
     POSITIVE,
+    ConfigModelSchema,
     CpuField,
+    GroupSettingsSchema,
     MemoryField,
-    StrictCamelCaseSchema,
 )
 from app.models.config import (
     DEFAULT_ADMIN_POD_SCOPE,
@@ -47,18 +42,18 @@ from app.models.config import (
     WatcherConfig,
 )
 from app.workloads.config_sections import KIND_SECTIONS
-from app.workloads.lab.config import TolerationSchema
+from app.workloads.lab.config import PodPlacementSchema
 
 
-class GafaelfawrSchema(StrictCamelCaseSchema):
+class GafaelfawrSchema(ConfigModelSchema):
+    model = GafaelfawrConfig
+
     url = fields.Url(required=True, require_tld=False, schemes={"http", "https"})
     timeout = fields.Float(load_default=3.0, validate=POSITIVE)
     cache_seconds = fields.Integer(load_default=30, validate=validate.Range(min=0, max=3600))
 
-    @post_load
-    def _build(self, data: dict[str, Any], **_: Any) -> GafaelfawrConfig:
-        data["url"] = data["url"].rstrip("/")
-        return GafaelfawrConfig(**data)
+    def _values(self, data: dict[str, Any]) -> dict[str, Any]:
+        return {**data, "url": data["url"].rstrip("/")}
 
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -85,22 +80,23 @@ class AddressField(fields.String):
             raise ValidationError(f"{exc}, e.g. redis-sentinel:26379") from None
 
 
-class RedisSentinelSchema(StrictCamelCaseSchema):
+class RedisSentinelSchema(ConfigModelSchema):
+    model = RedisSentinelConfig
+
     addresses = fields.List(AddressField(), required=True, validate=validate.Length(min=1))
     service_name = fields.String(load_default="mymaster", validate=validate.Length(min=1))
     db = fields.Integer(load_default=0, validate=validate.Range(min=0))
     username = fields.String(load_default=None, validate=validate.Length(min=1))
     sentinel_username = fields.String(load_default=None, validate=validate.Length(min=1))
 
-    @post_load
-    def _build(self, data: dict[str, Any], **_: Any) -> RedisSentinelConfig:
+    def _values(self, data: dict[str, Any]) -> dict[str, Any]:
         # The password is read from the environment by the loader, never from the file.
-        return RedisSentinelConfig(
-            **{**data, "addresses": tuple(data["addresses"])}, sentinel_password=None
-        )
+        return {**data, "sentinel_password": None}
 
 
-class RedisSchema(StrictCamelCaseSchema):
+class RedisSchema(ConfigModelSchema):
+    model = RedisConfig
+
     url = fields.String(load_default=None, validate=validate.Length(min=1))
     sentinel = fields.Nested(RedisSentinelSchema, load_default=None)
     key_prefix = fields.String(load_default="spawner:")
@@ -116,15 +112,16 @@ class RedisSchema(StrictCamelCaseSchema):
                 "sentinel",
             )
 
-    @post_load
-    def _build(self, data: dict[str, Any], **_: Any) -> RedisConfig:
+    def _values(self, data: dict[str, Any]) -> dict[str, Any]:
         if data["url"] is None and data["sentinel"] is None:
             data["url"] = DEFAULT_REDIS_URL
         # The password is read from the environment by the loader, never from the file.
-        return RedisConfig(**data, password=None)
+        return {**data, "password": None}
 
 
-class KubernetesSchema(StrictCamelCaseSchema):
+class KubernetesSchema(ConfigModelSchema):
+    model = KubernetesConfig
+
     mode = fields.String(
         load_default="auto",
         validate=validate.OneOf(["auto", "in-cluster", "kubeconfig", "host"]),
@@ -135,33 +132,27 @@ class KubernetesSchema(StrictCamelCaseSchema):
     service_namespace = fields.String(load_default="nublado", validate=DNS_LABEL)
     certificate_authority = fields.String(load_default=None, validate=validate.Length(min=1))
 
-    @post_load
-    def _build(self, data: dict[str, Any], **_: Any) -> KubernetesConfig:
-        return KubernetesConfig(**data)
 
+class OperationsSchema(ConfigModelSchema):
+    model = OperationsConfig
 
-class OperationsSchema(StrictCamelCaseSchema):
     lease_seconds = fields.Float(load_default=10.0, validate=validate.Range(min=1))
     scan_seconds = fields.Float(load_default=2.0, validate=validate.Range(min=0.1))
     keepalive_seconds = fields.Float(load_default=15.0, validate=validate.Range(min=0.1))
     max_concurrent = fields.Integer(load_default=32, validate=validate.Range(min=1, max=10000))
 
-    @post_load
-    def _build(self, data: dict[str, Any], **_: Any) -> OperationsConfig:
-        return OperationsConfig(**data)
 
+class WatcherSchema(ConfigModelSchema):
+    model = WatcherConfig
 
-class WatcherSchema(StrictCamelCaseSchema):
     lease_seconds = fields.Float(load_default=10.0, validate=validate.Range(min=1))
     watch_seconds = fields.Integer(load_default=60, validate=validate.Range(min=1, max=3600))
     reconcile_seconds = fields.Float(load_default=60.0, validate=validate.Range(min=0.1))
 
-    @post_load
-    def _build(self, data: dict[str, Any], **_: Any) -> WatcherConfig:
-        return WatcherConfig(**data)
 
+class LimitsSchema(ConfigModelSchema):
+    model = LimitsConfig
 
-class LimitsSchema(StrictCamelCaseSchema):
     max_body_bytes = fields.Integer(
         load_default=1024 * 1024, validate=validate.Range(min=1024, max=64 * 1024 * 1024)
     )
@@ -170,12 +161,10 @@ class LimitsSchema(StrictCamelCaseSchema):
     streams_per_worker = fields.Integer(load_default=2000, validate=validate.Range(min=1))
     group_mutations_per_minute = fields.Integer(load_default=0, validate=validate.Range(min=0))
 
-    @post_load
-    def _build(self, data: dict[str, Any], **_: Any) -> LimitsConfig:
-        return LimitsConfig(**data)
 
+class AdmissionSchema(ConfigModelSchema):
+    model = AdmissionConfig
 
-class AdmissionSchema(StrictCamelCaseSchema):
     max_in_progress = fields.Integer(load_default=0, validate=validate.Range(min=0, max=100000))
     max_waiting = fields.Integer(load_default=1000, validate=validate.Range(min=1, max=100000))
     groups = fields.List(
@@ -183,19 +172,13 @@ class AdmissionSchema(StrictCamelCaseSchema):
         load_default=list,
     )
 
-    @post_load
-    def _build(self, data: dict[str, Any], **_: Any) -> AdmissionConfig:
-        return AdmissionConfig(
-            max_in_progress=data["max_in_progress"],
-            max_waiting=data["max_waiting"],
-            groups=tuple(data["groups"]),
-        )
-
 
 _SCOPE = validate.Regexp(r"^[a-z]+:[a-z][-a-z]*$", error="must be a scope like admin:lab-pods")
 
 
-class AdminPodSchema(StrictCamelCaseSchema):
+class AdminPodSchema(PodPlacementSchema, ConfigModelSchema):
+    model = AdminPodConfig
+
     image = fields.String(load_default=None, validate=validate.Length(min=1))
     scope = fields.String(load_default=DEFAULT_ADMIN_POD_SCOPE, validate=_SCOPE)
     namespace = fields.String(load_default="fsadmin", validate=DNS_LABEL)
@@ -206,35 +189,21 @@ class AdminPodSchema(StrictCamelCaseSchema):
     args = fields.List(fields.String(), load_default=list)
     cpu = CpuField(load_default=1.0)
     memory = MemoryField(load_default=2 * 2**30)
-    node_selector = fields.Dict(keys=fields.String(), values=fields.String(), load_default=dict)
-    tolerations = fields.List(fields.Nested(TolerationSchema), load_default=list)
-
-    @post_load
-    def _build(self, data: dict[str, Any], **_: Any) -> AdminPodConfig:
-        return AdminPodConfig(
-            **{
-                **data,
-                "volumes": tuple(data["volumes"]),
-                "command": tuple(data["command"]),
-                "args": tuple(data["args"]),
-                "tolerations": tuple(data["tolerations"]),
-            }
-        )
 
 
-class AdminSchema(StrictCamelCaseSchema):
+class AdminSchema(ConfigModelSchema):
+    model = AdminConfig
+
     audit_length = fields.Integer(load_default=1000, validate=validate.Range(min=1, max=100000))
     drop_failed_labs_after_seconds = fields.Float(
         load_default=7 * 86400.0, validate=validate.Range(min=0)
     )
     pod = fields.Nested(AdminPodSchema, load_default=lambda: AdminPodSchema().load({}))
 
-    @post_load
-    def _build(self, data: dict[str, Any], **_: Any) -> AdminConfig:
-        return AdminConfig(**data)
 
+class BudgetSchema(ConfigModelSchema):
+    model = Budget
 
-class BudgetSchema(StrictCamelCaseSchema):
     clusters = fields.Integer(load_default=1, validate=validate.Range(min=0))
     workers = fields.Integer(load_default=4, validate=validate.Range(min=0))
     kernels = fields.Integer(load_default=4, validate=validate.Range(min=0))
@@ -242,32 +211,23 @@ class BudgetSchema(StrictCamelCaseSchema):
     memory = MemoryField(load_default=32 * 2**30)
     gpus = fields.Integer(load_default=0, validate=validate.Range(min=0))
 
-    @post_load
-    def _build(self, data: dict[str, Any], **_: Any) -> Budget:
-        return Budget(**data)
+
+class GroupBudgetSchema(GroupSettingsSchema, BudgetSchema):
+    group_model = GroupBudget
 
 
-class GroupBudgetSchema(BudgetSchema):
-    group = fields.String(required=True, validate=validate.Length(min=1))
+class BudgetsSchema(ConfigModelSchema):
+    model = BudgetsConfig
 
-    @post_load
-    def _build(self, data: dict[str, Any], **_: Any) -> GroupBudget:
-        group = data.pop("group")
-        return GroupBudget(group=group, budget=Budget(**data))
-
-
-class BudgetsSchema(StrictCamelCaseSchema):
     default = fields.Nested(BudgetSchema, load_default=lambda: BudgetSchema().load({}))
     groups = fields.List(fields.Nested(GroupBudgetSchema), load_default=list)
 
-    @post_load
-    def _build(self, data: dict[str, Any], **_: Any) -> BudgetsConfig:
-        return BudgetsConfig(default=data["default"], groups=tuple(data["groups"]))
 
-
-class ServiceConfigSchema(StrictCamelCaseSchema):
+class ServiceConfigSchema(ConfigModelSchema):
     """The root's own keys, and the rules between sections; ``ConfigSchema`` adds the kinds'
     sections to it."""
+
+    model = Config
 
     log_level = fields.String(
         load_default="INFO",
@@ -310,15 +270,6 @@ class ServiceConfigSchema(StrictCamelCaseSchema):
         unknown = sorted(set(admin.pod.volumes) - known)
         if unknown:
             raise ValidationError(f"not in lab.volumes: {', '.join(unknown)}", "admin.pod.volumes")
-
-    @post_load
-    def _build(self, data: dict[str, Any], **_: Any) -> Config:
-        # A section that is a list (the kinds' prepull blocks) is held as a tuple, as every
-        # list of the frozen configuration is.
-        sections: dict[str, Any] = {
-            key: tuple(value) if isinstance(value, list) else value for key, value in data.items()
-        }
-        return Config(**sections)
 
 
 ConfigSchema = ServiceConfigSchema.from_dict(

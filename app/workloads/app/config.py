@@ -4,16 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from marshmallow import ValidationError, fields, post_load, validate, validates_schema
+from marshmallow import ValidationError, fields, validate, validates_schema
 
 from app.config_fields import (
     DNS_LABEL,
     ENV_NAME,
+    ConfigModelSchema,
     ConfigSections,
     CpuField,
+    GroupSettingsSchema,
     MemoryField,
+    SourceTypedSchema,
     StrictCamelCaseSchema,
-    camel_case,
+    refuse_duplicates,
 )
 from app.models.config import (
     AppQuota,
@@ -37,25 +40,18 @@ _GROUP_VOLUME_SOURCES = {
 }
 
 
-class AppVariableSchema(StrictCamelCaseSchema):
+class AppVariableSchema(ConfigModelSchema):
+    model = AppVariable
+
     name = fields.String(required=True, validate=ENV_NAME)
     description = fields.String(load_default="")
-    default_value = fields.String(load_default=None)
+    default_value = fields.String(load_default=None, attribute="default")
     optional = fields.Boolean(load_default=False)
 
     @validates_schema
     def _not_preset(self, data: dict[str, Any], **_: Any) -> None:
         if data.get("name") in PRESET_VARIABLES:
             raise ValidationError("set by the service for every app", "name")
-
-    @post_load
-    def _build(self, data: dict[str, Any], **_: Any) -> AppVariable:
-        return AppVariable(
-            name=data["name"],
-            description=data["description"],
-            default=data["default_value"],
-            optional=data["optional"],
-        )
 
 
 class PortOrNameField(fields.Field):
@@ -69,15 +65,16 @@ class PortOrNameField(fields.Field):
         return value
 
 
-class AppServicePortSchema(StrictCamelCaseSchema):
+class AppServicePortSchema(ConfigModelSchema):
+    model = AppServicePort
+
     name = fields.String(required=True, validate=DNS_LABEL)
     port = fields.Integer(required=True, validate=_PORT)
     target_port = PortOrNameField(load_default=None)
 
-    @post_load
-    def _build(self, data: dict[str, Any], **_: Any) -> AppServicePort:
+    def _values(self, data: dict[str, Any]) -> dict[str, Any]:
         target = data["target_port"] if data["target_port"] is not None else data["port"]
-        return AppServicePort(name=data["name"], port=data["port"], target_port=target)
+        return {**data, "target_port": target}
 
 
 def _pod_spec(value: Any) -> None:
@@ -96,7 +93,9 @@ MAX_TEMPLATE_NAME = 40
 must stay a DNS label of at most 63 characters."""
 
 
-class AppTemplateSchema(StrictCamelCaseSchema):
+class AppTemplateSchema(ConfigModelSchema):
+    model = AppTemplate
+
     name = fields.String(
         required=True,
         validate=[
@@ -110,6 +109,7 @@ class AppTemplateSchema(StrictCamelCaseSchema):
     doc_link = fields.Url(load_default=None)
     pod_template = fields.Dict(
         required=True,
+        attribute="pod_spec",
         validate=_pod_spec,
         metadata={"description": "A pod spec; only its first container is used."},
     )
@@ -117,67 +117,40 @@ class AppTemplateSchema(StrictCamelCaseSchema):
         fields.Nested(AppServicePortSchema), required=True, validate=validate.Length(min=1)
     )
     http_port = fields.Integer(required=True, validate=_PORT)
-    default_envs = fields.List(fields.Nested(AppVariableSchema), load_default=list)
+    default_envs = fields.List(
+        fields.Nested(AppVariableSchema), load_default=list, attribute="variables"
+    )
 
     @validates_schema
     def _ports(self, data: dict[str, Any], **_: Any) -> None:
         ports = [p.port for p in data.get("service_ports") or []]
         if data.get("http_port") is not None and data["http_port"] not in ports:
             raise ValidationError("must be one of the service ports", "httpPort")
-        names = [v.name for v in data.get("default_envs") or []]
-        duplicates = sorted({n for n in names if names.count(n) > 1})
-        if duplicates:
-            raise ValidationError(f"duplicate names: {', '.join(duplicates)}", "defaultEnvs")
-
-    @post_load
-    def _build(self, data: dict[str, Any], **_: Any) -> AppTemplate:
-        return AppTemplate(
-            name=data["name"],
-            version=data["version"],
-            description=data["description"],
-            doc_link=data["doc_link"],
-            pod_spec=data["pod_template"],
-            service_ports=tuple(data["service_ports"]),
-            http_port=data["http_port"],
-            variables=tuple(data["default_envs"]),
-        )
+        names = (v.name for v in data.get("variables") or [])
+        refuse_duplicates(names, "names", "defaultEnvs")
 
 
-class GroupVolumeSchema(StrictCamelCaseSchema):
+class GroupVolumeSchema(SourceTypedSchema):
+    model = GroupVolume
+    sources = _GROUP_VOLUME_SOURCES
+
     type = fields.String(required=True, validate=validate.OneOf(sorted(_GROUP_VOLUME_SOURCES)))
     server = fields.String(load_default=None)
     path = fields.String(load_default=None, validate=validate.Regexp(r"^/"))
     claim_name = fields.String(load_default=None)
     mount_path = fields.String(load_default="/group", validate=validate.Regexp(r"^/"))
 
-    @validates_schema
-    def _source_fields(self, data: dict[str, Any], **_: Any) -> None:
-        for needed in _GROUP_VOLUME_SOURCES.get(data.get("type", ""), ()):
-            if not data.get(needed):
-                raise ValidationError(f"required for type {data['type']}", camel_case(needed))
 
-    @post_load
-    def _build(self, data: dict[str, Any], **_: Any) -> GroupVolume:
-        return GroupVolume(**data)
+class AppQuotaSchema(ConfigModelSchema):
+    model = AppQuota
 
-
-class AppQuotaSchema(StrictCamelCaseSchema):
     cpu = CpuField(load_default=4.0)
     memory = MemoryField(load_default=16 * 2**30)
     gpus = fields.Integer(load_default=0, validate=validate.Range(min=0))
 
-    @post_load
-    def _build(self, data: dict[str, Any], **_: Any) -> AppQuota:
-        return AppQuota(**data)
 
-
-class GroupAppQuotaSchema(AppQuotaSchema):
-    group = fields.String(required=True, validate=validate.Length(min=1))
-
-    @post_load
-    def _build(self, data: dict[str, Any], **_: Any) -> GroupAppQuota:
-        group = data.pop("group")
-        return GroupAppQuota(group=group, quota=super()._build(data))
+class GroupAppQuotaSchema(GroupSettingsSchema, AppQuotaSchema):
+    group_model = GroupAppQuota
 
 
 class AppQuotasSchema(StrictCamelCaseSchema):
@@ -185,7 +158,9 @@ class AppQuotasSchema(StrictCamelCaseSchema):
     groups = fields.List(fields.Nested(GroupAppQuotaSchema), load_default=list)
 
 
-class AppsSchema(StrictCamelCaseSchema):
+class AppsSchema(ConfigModelSchema):
+    model = AppsConfig
+
     templates = fields.List(fields.Nested(AppTemplateSchema), load_default=list)
     base_url = fields.Url(load_default="https://data.example.org", require_tld=False)
     path_prefix = fields.String(
@@ -208,29 +183,18 @@ class AppsSchema(StrictCamelCaseSchema):
 
     @validates_schema
     def _unique(self, data: dict[str, Any], **_: Any) -> None:
-        names = [t.name for t in data.get("templates") or []]
-        duplicates = sorted({n for n in names if names.count(n) > 1})
-        if duplicates:
-            raise ValidationError(f"duplicate names: {', '.join(duplicates)}", "templates")
-        groups = [q.group for q in (data.get("quotas") or {}).get("groups") or []]
-        duplicates = sorted({g for g in groups if groups.count(g) > 1})
-        if duplicates:
-            raise ValidationError(f"duplicate groups: {', '.join(duplicates)}", "quotas")
+        refuse_duplicates((t.name for t in data.get("templates") or []), "names", "templates")
+        groups = (q.group for q in (data.get("quotas") or {}).get("groups") or [])
+        refuse_duplicates(groups, "groups", "quotas")
 
-    @post_load
-    def _build(self, data: dict[str, Any], **_: Any) -> AppsConfig:
-        quotas = data["quotas"]
-        return AppsConfig(
-            templates=tuple(data["templates"]),
-            base_url=data["base_url"].rstrip("/"),
-            path_prefix=data["path_prefix"],
-            platform_scopes=tuple(data["platform_scopes"]),
-            group_scope=data["group_scope"],
-            ingress_namespaces=tuple(data["ingress_namespaces"]),
-            group_volume=data["group_volume"],
-            default_quota=quotas["default"],
-            group_quotas=tuple(quotas["groups"]),
-        )
+    def _values(self, data: dict[str, Any]) -> dict[str, Any]:
+        quotas = data.pop("quotas")
+        return {
+            **data,
+            "base_url": data["base_url"].rstrip("/"),
+            "default_quota": quotas["default"],
+            "group_quotas": quotas["groups"],
+        }
 
 
 SECTIONS: ConfigSections = {

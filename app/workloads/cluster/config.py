@@ -6,15 +6,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from marshmallow import ValidationError, fields, post_load, validate, validates_schema
+from marshmallow import ValidationError, fields, validate, validates_schema
 
 from app.config_fields import (
     DNS_LABEL,
+    ConfigModelSchema,
     ConfigSections,
     CpuField,
     MemoryField,
-    StrictCamelCaseSchema,
     camel_case,
+    refuse_duplicates,
 )
 from app.models.config import ClustersConfig, HardwareTier
 from app.workloads.cluster.adapters import ADAPTERS
@@ -30,7 +31,9 @@ _LABEL_VALUE = validate.And(
 """A Kubernetes label value (a tier's id and node pool become labels and node selectors)."""
 
 
-class HardwareTierSchema(StrictCamelCaseSchema):
+class HardwareTierSchema(ConfigModelSchema):
+    model = HardwareTier
+
     name = fields.String(required=True, validate=DNS_LABEL)
     id = fields.String(load_default=None, validate=_LABEL_VALUE)
     cores = CpuField(required=True)
@@ -46,18 +49,12 @@ class HardwareTierSchema(StrictCamelCaseSchema):
         if limit is not None and limit < data.get("cores", 0):
             raise ValidationError("must not be less than cores", "coresLimit")
 
-    @post_load
-    def _build(self, data: dict[str, Any], **_: Any) -> HardwareTier:
-        return HardwareTier(
-            name=data["name"],
-            id=data["id"] or data["name"],
-            cores=data["cores"],
-            cores_limit=data["cores_limit"] or data["cores"],
-            memory=data["memory"],
-            gpus=data["gpus"],
-            node_pool=data["node_pool"],
-            kinds=tuple(data["kinds"]),
-        )
+    def _values(self, data: dict[str, Any]) -> dict[str, Any]:
+        return {
+            **data,
+            "id": data["id"] or data["name"],
+            "cores_limit": data["cores_limit"] or data["cores"],
+        }
 
 
 DEFAULT_TIERS = [{"name": "small", "cores": 1, "coresLimit": 2, "memory": "4Gi"}]
@@ -68,7 +65,9 @@ REACH_BY = ("dns", "clusterIP")
 """How clusters' addresses name their head Service (``ClustersConfig.reach_by``)."""
 
 
-class ClustersSchema(StrictCamelCaseSchema):
+class ClustersSchema(ConfigModelSchema):
+    model = ClustersConfig
+
     kinds = fields.List(
         fields.String(validate=validate.OneOf(sorted(ADAPTERS))),
         load_default=lambda: sorted(ADAPTERS),
@@ -93,25 +92,18 @@ class ClustersSchema(StrictCamelCaseSchema):
     @validates_schema
     def _tiers(self, data: dict[str, Any], **_: Any) -> None:
         names = [tier.name for tier in data.get("tiers") or []]
-        duplicates = sorted({n for n in names if names.count(n) > 1})
-        if duplicates:
-            raise ValidationError(f"duplicate names: {', '.join(duplicates)}", "tiers")
+        refuse_duplicates(names, "names", "tiers")
         for key in ("default_worker_tier", "default_head_tier"):
             if data.get(key) is not None and data[key] not in names:
                 raise ValidationError(f"not a tier; tiers are: {', '.join(names)}", camel_case(key))
 
-    @post_load
-    def _build(self, data: dict[str, Any], **_: Any) -> ClustersConfig:
+    def _values(self, data: dict[str, Any]) -> dict[str, Any]:
         first = data["tiers"][0].name
-        return ClustersConfig(
-            kinds=tuple(data["kinds"]),
-            tiers=tuple(data["tiers"]),
-            default_worker_tier=data["default_worker_tier"] or first,
-            default_head_tier=data["default_head_tier"] or first,
-            node_pool_label=data["node_pool_label"],
-            max_workers=data["max_workers"],
-            reach_by=data["reach_by"],
-        )
+        return {
+            **data,
+            "default_worker_tier": data["default_worker_tier"] or first,
+            "default_head_tier": data["default_head_tier"] or first,
+        }
 
 
 SECTIONS: ConfigSections = {

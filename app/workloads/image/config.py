@@ -7,14 +7,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from marshmallow import ValidationError, fields, post_load, validate, validates_schema
+from marshmallow import ValidationError, fields, validate, validates_schema
 
 from app.config_fields import (
     DNS_LABEL,
     POSITIVE,
+    ConfigModelSchema,
     ConfigSections,
     StrictCamelCaseSchema,
     camel_case,
+    refuse_duplicates,
 )
 from app.models.config import (
     ImagesConfig,
@@ -76,39 +78,32 @@ class GarSourceSchema(StrictCamelCaseSchema):
     location = fields.String(required=True, validate=_PATH_COMPONENT)
 
 
-class SimpleImageSchema(StrictCamelCaseSchema):
+class SimpleImageSchema(ConfigModelSchema):
+    model = SimpleImage
+
     url = fields.String(required=True, validate=_TAGGED_REFERENCE)
     name = fields.String(required=True, validate=validate.Length(min=1, max=200))
     digest = fields.String(load_default=None, validate=_DIGEST)
 
-    @post_load
-    def _build(self, data: dict[str, Any], **_: Any) -> SimpleImage:
-        return SimpleImage(**data)
 
+class ImageValidationSchema(ConfigModelSchema):
+    model = ImageValidation
 
-class ImageValidationSchema(StrictCamelCaseSchema):
     command = fields.List(
         fields.String(validate=validate.Length(min=1)),
         required=True,
         validate=validate.Length(min=1),
         metadata={"description": "What runs in the image under test; exit 0 passes."},
     )
-    timeout_seconds = fields.Float(load_default=300.0, validate=POSITIVE)
+    timeout_seconds = fields.Float(load_default=300.0, validate=POSITIVE, attribute="timeout")
     size = fields.String(load_default="small", validate=validate.Length(min=1))
     nodes = fields.Integer(load_default=1, validate=validate.Range(min=1, max=20))
 
-    @post_load
-    def _build(self, data: dict[str, Any], **_: Any) -> ImageValidation:
-        return ImageValidation(
-            command=tuple(data["command"]),
-            timeout=data["timeout_seconds"],
-            size=data["size"],
-            nodes=data["nodes"],
-        )
 
-
-class PrepullSchema(StrictCamelCaseSchema):
+class PrepullSchema(ConfigModelSchema):
     """A DMTN-222 prepull block: a source of lab images and which of them to prepull."""
+
+    model = PrepullConfig
 
     name = fields.String(required=True, validate=DNS_LABEL)
     type = fields.Enum(SourceType, by_value=True, required=True)
@@ -143,8 +138,8 @@ class PrepullSchema(StrictCamelCaseSchema):
             if key in original:
                 raise ValidationError(f"not used by type {kind.value}", key)
 
-    @post_load
-    def _build(self, data: dict[str, Any], **_: Any) -> PrepullConfig:
+    def _values(self, data: dict[str, Any]) -> dict[str, Any]:
+        """The source's registry and repository in place of the keys that name them."""
         kind: SourceType = data["type"]
         registry, repository = data["registry"], None
         if kind is SourceType.RUBIN:
@@ -153,23 +148,9 @@ class PrepullSchema(StrictCamelCaseSchema):
             gar = data["gar"]
             registry = registry or f"{gar['location']}-docker.pkg.dev"
             repository = f"{gar['project_id']}/{gar['repository']}/{gar['image']}"
-        return PrepullConfig(
-            name=data["name"],
-            type=kind,
-            registry=registry,
-            repository=repository,
-            recommended_tag=data["recommended_tag"],
-            num_releases=data["num_releases"],
-            num_weeklies=data["num_weeklies"],
-            num_dailies=data["num_dailies"],
-            cycle=data["cycle"],
-            alias_tags=tuple(data["alias_tags"]),
-            images=tuple(data["images"]),
-            groups=tuple(data["groups"]),
-            document=_document(data, registry),
-            validation=data["validation"],
-            retention=data["retention"],
-        )
+        document = _document(data, registry)
+        del data["docker"], data["gar"]
+        return {**data, "registry": registry, "repository": repository, "document": document}
 
 
 def _document(data: dict[str, Any], registry: str | None) -> dict[str, Any]:
@@ -212,25 +193,19 @@ def _document(data: dict[str, Any], registry: str | None) -> dict[str, Any]:
     return document
 
 
-class ImagesSchema(StrictCamelCaseSchema):
+class ImagesSchema(ConfigModelSchema):
+    model = ImagesConfig
+
     refresh_seconds = fields.Float(load_default=300.0, validate=validate.Range(min=1))
     lease_seconds = fields.Float(load_default=10.0, validate=validate.Range(min=1))
     request_timeout = fields.Float(load_default=5.0, validate=POSITIVE)
     credentials_secret = fields.String(load_default=None, validate=DNS_LABEL)
     insecure_registries = fields.List(fields.String(validate=_REGISTRY_HOST), load_default=list)
 
-    @post_load
-    def _build(self, data: dict[str, Any], **_: Any) -> ImagesConfig:
-        return ImagesConfig(
-            refresh_seconds=data["refresh_seconds"],
-            lease_seconds=data["lease_seconds"],
-            request_timeout=data["request_timeout"],
-            credentials_secret=data["credentials_secret"],
-            insecure_registries=tuple(data["insecure_registries"]),
-        )
 
+class PrepullerSchema(ConfigModelSchema):
+    model = PrepullerConfig
 
-class PrepullerSchema(StrictCamelCaseSchema):
     enabled = fields.Boolean(load_default=True)
     interval_seconds = fields.Float(load_default=10.0, validate=validate.Range(min=0.05))
     lease_seconds = fields.Float(load_default=10.0, validate=validate.Range(min=1))
@@ -240,16 +215,9 @@ class PrepullerSchema(StrictCamelCaseSchema):
     retry_seconds = fields.Float(load_default=60.0, validate=POSITIVE)
     max_retry_seconds = fields.Float(load_default=1800.0, validate=POSITIVE)
 
-    @post_load
-    def _build(self, data: dict[str, Any], **_: Any) -> PrepullerConfig:
-        return PrepullerConfig(**data)
-
 
 def _unique_names(blocks: Sequence[PrepullConfig]) -> None:
-    names = [block.name for block in blocks]
-    duplicates = sorted({n for n in names if names.count(n) > 1})
-    if duplicates:
-        raise ValidationError(f"duplicate names: {', '.join(duplicates)}")
+    refuse_duplicates((block.name for block in blocks), "names")
 
 
 SECTIONS: ConfigSections = {

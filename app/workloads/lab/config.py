@@ -5,18 +5,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from marshmallow import ValidationError, fields, post_load, validate, validates_schema
+from marshmallow import ValidationError, fields, validate, validates_schema
 
 from app.config_fields import (
     ABSOLUTE_PATH,
     DNS_LABEL,
     ENV_NAME,
     POSITIVE,
+    ConfigModelSchema,
     ConfigSections,
     CpuField,
     MemoryField,
+    SourceTypedSchema,
     StrictCamelCaseSchema,
-    camel_case,
+    environment_field,
+    refuse_duplicates,
 )
 from app.models.config import (
     CopiedSecret,
@@ -43,7 +46,9 @@ class SizeRequestsSchema(StrictCamelCaseSchema):
     memory = MemoryField(load_default=None)
 
 
-class LabSizeSchema(StrictCamelCaseSchema):
+class LabSizeSchema(ConfigModelSchema):
+    model = LabSize
+
     name = fields.String(required=True, validate=DNS_LABEL)
     cpu = CpuField(required=True)
     memory = MemoryField(required=True)
@@ -58,32 +63,26 @@ class LabSizeSchema(StrictCamelCaseSchema):
         if requests.get("memory") is not None and requests["memory"] > data.get("memory", 0):
             raise ValidationError("must not exceed memory", "requests.memory")
 
-    @post_load
-    def _build(self, data: dict[str, Any], **_: Any) -> LabSize:
+    def _values(self, data: dict[str, Any]) -> dict[str, Any]:
         # Labs are mostly idle: by default reserve a quarter of the limit, as notebook
         # platforms commonly do, so a node packs more labs than its hard capacity allows.
-        requests = data["requests"]
-        return LabSize(
-            name=data["name"],
-            cpu=data["cpu"],
-            memory=data["memory"],
-            cpu_request=requests.get("cpu") or data["cpu"] / 4,
-            memory_request=requests.get("memory") or data["memory"] // 4,
-            groups=tuple(data["groups"]),
-        )
+        requests = data.pop("requests")
+        return {
+            **data,
+            "cpu_request": requests.get("cpu") or data["cpu"] / 4,
+            "memory_request": requests.get("memory") or data["memory"] // 4,
+        }
 
 
-class CopiedSecretSchema(StrictCamelCaseSchema):
+class CopiedSecretSchema(ConfigModelSchema):
+    model = CopiedSecret
+
     secret_name = fields.String(required=True, validate=DNS_LABEL)
     secret_key = fields.String(
         required=True,
         validate=validate.Regexp(r"^[-._a-zA-Z0-9]+$", error="must be a Secret key"),
     )
     env = fields.String(load_default=None, validate=ENV_NAME)
-
-    @post_load
-    def _build(self, data: dict[str, Any], **_: Any) -> CopiedSecret:
-        return CopiedSecret(**data)
 
 
 _VOLUME_SOURCES = {
@@ -94,7 +93,10 @@ _VOLUME_SOURCES = {
 }
 
 
-class LabVolumeSchema(StrictCamelCaseSchema):
+class LabVolumeSchema(SourceTypedSchema):
+    model = LabVolume
+    sources = _VOLUME_SOURCES
+
     name = fields.String(required=True, validate=DNS_LABEL)
     type = fields.String(required=True, validate=validate.OneOf(sorted(_VOLUME_SOURCES)))
     path = fields.String(load_default=None, validate=ABSOLUTE_PATH)
@@ -102,39 +104,26 @@ class LabVolumeSchema(StrictCamelCaseSchema):
     claim_name = fields.String(load_default=None, validate=DNS_LABEL)
     read_only = fields.Boolean(load_default=False)
 
-    @validates_schema
-    def _source_fields(self, data: dict[str, Any], **_: Any) -> None:
-        for needed in _VOLUME_SOURCES.get(data.get("type", ""), ()):
-            if not data.get(needed):
-                raise ValidationError(f"required for type {data['type']}", camel_case(needed))
 
-    @post_load
-    def _build(self, data: dict[str, Any], **_: Any) -> LabVolume:
-        return LabVolume(**data)
+class LabVolumeMountSchema(ConfigModelSchema):
+    model = LabVolumeMount
 
-
-class LabVolumeMountSchema(StrictCamelCaseSchema):
     volume_name = fields.String(required=True)
     mount_path = fields.String(required=True, validate=ABSOLUTE_PATH)
     sub_path = fields.String(load_default=None)
     read_only = fields.Boolean(load_default=False)
 
-    @post_load
-    def _build(self, data: dict[str, Any], **_: Any) -> LabVolumeMount:
-        return LabVolumeMount(**data)
 
+class InitContainerSchema(ConfigModelSchema):
+    model = InitContainer
 
-class InitContainerSchema(StrictCamelCaseSchema):
     name = fields.String(required=True, validate=DNS_LABEL)
     image = fields.String(required=True, validate=validate.Length(min=1))
     privileged = fields.Boolean(load_default=False)
     command = fields.List(fields.String(), load_default=list)
     args = fields.List(fields.String(), load_default=list)
     volume_mounts = fields.List(fields.Nested(LabVolumeMountSchema), load_default=list)
-    env = fields.Dict(
-        keys=fields.String(validate=ENV_NAME),
-        values=fields.String(),
-        load_default=dict,
+    env = environment_field(
         metadata={
             "description": (
                 "Variables this container gets besides USER, UID, GID and HOME (which win). "
@@ -143,20 +132,10 @@ class InitContainerSchema(StrictCamelCaseSchema):
         },
     )
 
-    @post_load
-    def _build(self, data: dict[str, Any], **_: Any) -> InitContainer:
-        return InitContainer(
-            name=data["name"],
-            image=data["image"],
-            privileged=data["privileged"],
-            command=tuple(data["command"]),
-            args=tuple(data["args"]),
-            volume_mounts=tuple(data["volume_mounts"]),
-            env=dict(data["env"]),
-        )
 
+class TolerationSchema(ConfigModelSchema):
+    model = Toleration
 
-class TolerationSchema(StrictCamelCaseSchema):
     key = fields.String(load_default=None)
     operator = fields.String(load_default="Equal", validate=validate.OneOf(["Equal", "Exists"]))
     value = fields.String(load_default=None)
@@ -166,37 +145,35 @@ class TolerationSchema(StrictCamelCaseSchema):
     )
     toleration_seconds = fields.Integer(load_default=None)
 
-    @post_load
-    def _build(self, data: dict[str, Any], **_: Any) -> Toleration:
-        return Toleration(**data)
+
+class PodPlacementSchema(StrictCamelCaseSchema):
+    """The keys that place a pod on nodes, for a section of a pod the service makes (the
+    lab's, the administrators' pod) to inherit: Kubernetes' node selector and tolerations."""
+
+    node_selector = fields.Dict(keys=fields.String(), values=fields.String(), load_default=dict)
+    tolerations = fields.List(fields.Nested(TolerationSchema), load_default=list)
 
 
-class NetworkPolicySchema(StrictCamelCaseSchema):
+class NetworkPolicySchema(ConfigModelSchema):
+    model = NetworkPolicyConfig
+
     enabled = fields.Boolean(load_default=True)
     ingress_namespaces = fields.List(fields.String(validate=DNS_LABEL), load_default=list)
 
-    @post_load
-    def _build(self, data: dict[str, Any], **_: Any) -> NetworkPolicyConfig:
-        return NetworkPolicyConfig(
-            enabled=data["enabled"], ingress_namespaces=tuple(data["ingress_namespaces"])
-        )
 
+class LabSchema(PodPlacementSchema, ConfigModelSchema):
+    model = LabConfig
 
-class LabSchema(StrictCamelCaseSchema):
     sizes = fields.List(
         fields.Nested(LabSizeSchema), required=True, validate=validate.Length(min=1)
     )
-    env = fields.Dict(
-        keys=fields.String(validate=ENV_NAME), values=fields.String(), load_default=dict
-    )
+    env = environment_field()
     secrets = fields.List(fields.Nested(CopiedSecretSchema), load_default=list)
     pull_secret = fields.String(load_default=None, validate=DNS_LABEL)
     secrets_path = fields.String(load_default="/opt/lab/secrets", validate=ABSOLUTE_PATH)
     volumes = fields.List(fields.Nested(LabVolumeSchema), load_default=list)
     volume_mounts = fields.List(fields.Nested(LabVolumeMountSchema), load_default=list)
     init_containers = fields.List(fields.Nested(InitContainerSchema), load_default=list)
-    node_selector = fields.Dict(keys=fields.String(), values=fields.String(), load_default=dict)
-    tolerations = fields.List(fields.Nested(TolerationSchema), load_default=list)
     command = fields.List(fields.String(), load_default=list)
     args = fields.List(fields.String(), load_default=list)
     port = fields.Integer(load_default=8888, validate=validate.Range(min=1, max=65535))
@@ -210,11 +187,8 @@ class LabSchema(StrictCamelCaseSchema):
 
     @validates_schema
     def _consistent(self, data: dict[str, Any], **_: Any) -> None:
-        for key, items in (("sizes", "name"), ("volumes", "name")):
-            names = [getattr(i, items) for i in data.get(key, [])]
-            duplicates = sorted({n for n in names if names.count(n) > 1})
-            if duplicates:
-                raise ValidationError(f"duplicate entries: {', '.join(duplicates)}", key)
+        for key in ("sizes", "volumes"):
+            refuse_duplicates((item.name for item in data.get(key, [])), "entries", key)
         volumes = {v.name for v in data.get("volumes", [])}
         mounts = list(data.get("volume_mounts", []))
         for container in data.get("init_containers", []):
@@ -224,28 +198,6 @@ class LabSchema(StrictCamelCaseSchema):
                 raise ValidationError(
                     f"mount refers to unknown volume {mount.volume_name!r}", "volumeMounts"
                 )
-
-    @post_load
-    def _build(self, data: dict[str, Any], **_: Any) -> LabConfig:
-        return LabConfig(
-            sizes=tuple(data["sizes"]),
-            env=dict(data["env"]),
-            secrets=tuple(data["secrets"]),
-            pull_secret=data["pull_secret"],
-            secrets_path=data["secrets_path"],
-            volumes=tuple(data["volumes"]),
-            volume_mounts=tuple(data["volume_mounts"]),
-            init_containers=tuple(data["init_containers"]),
-            node_selector=dict(data["node_selector"]),
-            tolerations=tuple(data["tolerations"]),
-            command=tuple(data["command"]),
-            args=tuple(data["args"]),
-            port=data["port"],
-            internal_url=data["internal_url"],
-            spawn_timeout=data["spawn_timeout"],
-            delete_timeout=data["delete_timeout"],
-            network_policy=data["network_policy"],
-        )
 
 
 SECTIONS: ConfigSections = {"lab": fields.Nested(LabSchema, required=True)}
