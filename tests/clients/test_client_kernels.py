@@ -29,9 +29,9 @@ from labspawner.kernels.launch import DEFAULT_PORTS
 from labspawner.models import Kernel
 
 from app.workloads.kernel.schemas import KernelSchema
-from devstack.kube.cluster.images import node_has_image
 from devstack.stack import LocalStack
 from tests.labs.conftest import wait_for
+from tests.support.images import unpulled_image
 from tests.support.real_labs import running_lab
 
 USER = "wile"
@@ -211,7 +211,8 @@ def test_without_a_running_lab_there_is_no_kernel(other_client: LabSpawnerClient
 def test_waiting_for_a_kernel_that_fails_raises_the_services_reason(
     user_client: LabSpawnerClient, real_lab_stack: LocalStack, real_tokens: dict[str, str]
 ) -> None:
-    image = unpulled_image(real_lab_stack, real_tokens)
+    with LabSpawnerClient(real_lab_stack.spawner_url, real_tokens["admin"]) as admin:
+        image = unpulled_image(real_lab_stack, admin)
     with image_pull_fails(real_lab_stack, image, USER):
         with pytest.raises(KernelFailedError) as failed:
             user_client.kernels.create(USER, "small", key=new_key(), image=image, timeout=60)
@@ -235,29 +236,3 @@ def image_pull_fails(stack: LocalStack, image: str, user: str) -> Iterator[None]
         wait_for(lambda: not kernel_pods(stack, user), timeout=30)
     finally:
         stack.kube.cluster.faults.clear("image_pull")
-
-
-def unpulled_image(stack: LocalStack, real_tokens: dict[str, str]) -> str:
-    """An image users are offered that no node holds: in no prepull set (so the prepuller
-    never pulls it) and pulled by no pod so far, so that a kernel of it makes the kubelet
-    pull it."""
-    nodes = stack.kube.store.list("nodes")
-    with LabSpawnerClient(stack.spawner_url, real_tokens["admin"]) as admin:
-
-        def find() -> str | None:
-            for config in admin.images()["configs"]:
-                prepulled = {image["digest"] for image in config["prepull"]}
-                if not prepulled or None in prepulled:
-                    continue  # digests not resolved yet
-                for kind, images in config["images"].items():
-                    for image in images:
-                        if kind in ("alias", "unknown") or image["aliases"]:
-                            continue
-                        reference, digest = str(image["reference"]), image["digest"]
-                        if not digest or digest in prepulled:
-                            continue
-                        if not any(node_has_image(n, reference, digest) for n in nodes):
-                            return reference
-            return None
-
-        return str(wait_for(find, timeout=30))

@@ -22,6 +22,7 @@ from devstack.stack import LocalStack
 from tests.clients.conftest import delete_lab
 from tests.labs.conftest import wait_for
 from tests.support.hub import Hub, make_hub
+from tests.support.images import unpulled_image
 
 USER = "rachel"
 
@@ -108,22 +109,6 @@ def _progress(hub: Hub, api: requests.Session) -> list[dict[str, Any]]:
     return events
 
 
-def _unpulled_image(admin: LabSpawnerClient) -> str | None:
-    """An image users are offered that no node holds (its digest is in no prepull set, so the
-    prepuller never pulls it), so that spawning it makes the kubelet pull it."""
-    for config in admin.images()["configs"]:
-        prepulled = {image["digest"] for image in config["prepull"]}
-        if not prepulled or None in prepulled:
-            continue  # digests not resolved yet
-        for kind, images in config["images"].items():
-            for image in images:
-                if kind in ("alias", "unknown") or image["aliases"]:
-                    continue
-                if image["digest"] and image["digest"] not in prepulled:
-                    return str(image["reference"])
-    return None
-
-
 def _ready_server(hub: Hub) -> dict[str, Any] | None:
     """Rachel's default server once JupyterHub says it is ready."""
     server: dict[str, Any] | None = hub.user_model(USER)["servers"].get("")
@@ -201,7 +186,7 @@ def test_start_progress_ready_at_internal_url_stop_and_clean(
 def test_a_failed_spawn_shows_the_reason_in_jupyterhubs_progress(
     stack: LocalStack, hub: Hub, user_api: requests.Session, admin: LabSpawnerClient
 ) -> None:
-    image = wait_for(lambda: _unpulled_image(admin), timeout=30)
+    image = unpulled_image(stack, admin)
     stack.kube.cluster.faults.set("image_pull", f"{image}*", "manifest unknown")
     try:
         options = {"image": image, "size": "small"}
@@ -307,7 +292,7 @@ def test_start_replaces_a_lab_that_failed(
     stack_tokens: dict[str, str],
     admin: LabSpawnerClient,
 ) -> None:
-    image = wait_for(lambda: _unpulled_image(admin), timeout=30)
+    image = unpulled_image(stack, admin)
     rachel = LabSpawnerClient(stack.spawner_url, stack_tokens[USER])
     stack.kube.cluster.faults.set("image_pull", f"{image}*", "manifest unknown")
     try:
