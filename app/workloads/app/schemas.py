@@ -1,4 +1,5 @@
-"""Request and response bodies of the apps routes."""
+"""Request and response bodies of the apps routes; ``AppRecordSchema`` is also how an app's
+record is stored (``app.workloads.app.records``), and its body adds where its pages are."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from marshmallow import RAISE, Schema, ValidationError, fields, validate, valida
 
 from app.models.identity import GROUP_NAME_PATTERN
 from app.models.workload import WorkloadStatus as S
-from app.models.workload import status_values
+from app.schemas.records import status_field
 from app.workloads.app.config import PRESET_VARIABLES
 from app.workloads.app.models import AppPhase, AppScope
 
@@ -133,8 +134,8 @@ class LogsQuerySchema(Schema):
     )
 
 
-class AppSchema(Schema):
-    """A group's app."""
+class AppRecordSchema(Schema):
+    """A group's app as the service records it (``app.workloads.app.records``)."""
 
     id = fields.String(required=True, metadata={"description": "Its id, in its URL."})
     group = fields.String(required=True)
@@ -152,14 +153,17 @@ class AppSchema(Schema):
     stopped = fields.Boolean(required=True)
     phase = fields.String(required=True, validate=validate.OneOf([p.value for p in AppPhase]))
     message = fields.String(required=True, metadata={"description": "Why, for Error."})
-    url = fields.String(required=True, metadata={"description": "Where its pages are."})
     created = fields.String(required=True)
     creator = fields.String(required=True)
-    status = fields.String(
-        required=True,
-        validate=validate.OneOf(status_values(S.RUNNING, S.TERMINATING)),
-        metadata={"description": "`terminating` once its deletion began."},
+    status = status_field(
+        S.RUNNING, S.TERMINATING, description="`terminating` once its deletion began."
     )
+
+
+class AppSchema(AppRecordSchema):
+    """A group's app."""
+
+    url = fields.String(required=True, metadata={"description": "Where its pages are."})
 
 
 class AppVariableSchema(Schema):

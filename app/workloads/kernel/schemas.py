@@ -1,4 +1,5 @@
-"""Request and response bodies of the remote kernel routes."""
+"""Request and response bodies of the remote kernel routes; ``KernelSchema`` is also how a
+kernel's record is stored (``app.workloads.kernel.records``)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,8 @@ from typing import Any
 from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
 
 from app.models.workload import WorkloadStatus as S
-from app.models.workload import status_values
-from app.workloads.cluster.schemas import UsageSchema
-from app.workloads.kernel.kind import DEFAULT_GRACE_SECONDS
-from app.workloads.kernel.models import KERNEL_PORTS
+from app.schemas.records import BudgetedRecordSchema, status_field
+from app.workloads.kernel.models import DEFAULT_GRACE_SECONDS, KERNEL_PORTS
 
 KEY_PATTERN = r"^[0-9a-f]{32,128}$"
 """16 to 64 random bytes in lowercase hex, as the kernel's start-up accepts them."""
@@ -115,22 +114,16 @@ class PortsSchema(Schema):
     hb = fields.Integer(required=True)
 
 
-class KernelSchema(Schema):
+class KernelSchema(BudgetedRecordSchema):
     """A remote kernel, as the service records it (never its key)."""
 
     kernel_id = fields.String(required=True)
     owner = fields.String(required=True)
     namespace = fields.String(required=True, metadata={"description": "The lab's namespace."})
-    status = fields.String(
-        required=True,
-        validate=validate.OneOf(
-            status_values(S.STARTING, S.RUNNING, S.EXITED, S.FAILED, S.TERMINATING)
-        ),
-    )
+    status = status_field(S.STARTING, S.RUNNING, S.EXITED, S.FAILED, S.TERMINATING)
     size = fields.String(required=True)
     image = fields.String(required=True)
     created = fields.String(required=True, metadata={"description": "When it was asked for."})
-    usage = fields.Nested(UsageSchema, required=True, metadata={"description": "What it holds."})
     ip = fields.String(
         allow_none=True, metadata={"description": "The pod's address, once running."}
     )
@@ -140,4 +133,3 @@ class KernelSchema(Schema):
         metadata={"description": f"The kernel's ports on `ip`: {KERNEL_PORTS}."},
     )
     exit_code = fields.Integer(allow_none=True, metadata={"description": "Once it exited."})
-    error = fields.String(allow_none=True, metadata={"description": "Why it failed."})
