@@ -3,7 +3,6 @@ record is stored (``app.workloads.app.records``), and its body adds where its pa
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
@@ -11,6 +10,7 @@ from marshmallow import RAISE, Schema, ValidationError, fields, validate, valida
 from app.models.identity import GROUP_NAME_PATTERN
 from app.models.workload import WorkloadStatus as S
 from app.schemas.records import status_field
+from app.schemas.requests import ENV_NAME, check_env_size
 from app.workloads.app.config import PRESET_VARIABLES
 from app.workloads.app.models import AppPhase, AppScope
 
@@ -22,9 +22,6 @@ MAX_LOG_LINES = 5000
 DEFAULT_LOG_LINES = 100
 """The lines ``logs`` returns without ``tail``."""
 
-_ENV_NAME = validate.Regexp(
-    r"^[A-Za-z_][A-Za-z0-9_]{0,127}$", error="must be an environment variable name"
-)
 _SCOPES = [scope.value for scope in AppScope]
 
 
@@ -35,16 +32,12 @@ def _check_env(env: dict[str, str]) -> None:
     kubernetes = sorted(name for name in env if name.startswith("KUBERNETES_"))
     if kubernetes:
         raise ValidationError(f"set by Kubernetes: {', '.join(kubernetes)}", "env")
-    if len(env) > MAX_ENV_VARIABLES:
-        raise ValidationError(f"at most {MAX_ENV_VARIABLES} variables ({len(env)})", "env")
-    size = len(json.dumps(env))
-    if size > MAX_ENV_JSON_BYTES:
-        raise ValidationError(f"at most {MAX_ENV_JSON_BYTES} bytes as JSON ({size})", "env")
+    check_env_size(env, variables=MAX_ENV_VARIABLES, json_bytes=MAX_ENV_JSON_BYTES)
 
 
 def _env_field(required_note: str) -> fields.Dict:
     return fields.Dict(
-        keys=fields.String(validate=_ENV_NAME),
+        keys=fields.String(validate=ENV_NAME),
         values=fields.String(validate=validate.Length(max=8192)),
         load_default=None,
         metadata={

@@ -19,6 +19,7 @@ from marshmallow import (
 
 from app.models.workload import WorkloadStatus as S
 from app.schemas.records import BudgetedRecordSchema, status_field
+from app.schemas.requests import lab_image_field
 
 
 class ClusterRequestSchema(Schema):
@@ -50,10 +51,7 @@ class ClusterRequestSchema(Schema):
         load_default=None,
         metadata={"description": "The head's (scheduler's, server's) hardware tier."},
     )
-    image = fields.String(
-        load_default=None,
-        metadata={"description": "An image the user may spawn; by default the lab's."},
-    )
+    image = lab_image_field()
 
     @validates_schema
     def _room_for_the_workers(self, data: dict[str, Any], **_: Any) -> None:

@@ -3,13 +3,13 @@ kernel's record is stored (``app.workloads.kernel.records``)."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
+from marshmallow import RAISE, Schema, fields, validate, validates_schema
 
 from app.models.workload import WorkloadStatus as S
 from app.schemas.records import BudgetedRecordSchema, status_field
+from app.schemas.requests import ENV_NAME, check_env_size, lab_image_field
 from app.workloads.kernel.models import DEFAULT_GRACE_SECONDS, KERNEL_PORTS
 
 KEY_PATTERN = r"^[0-9a-f]{32,128}$"
@@ -22,10 +22,6 @@ MAX_ENV_JSON_BYTES = 16 * 1024
 """Bounds on a kernel's ``env``, which goes into its pod's spec."""
 MAX_GRACE_SECONDS = 300
 """The longest a deleted kernel's pod is given to stop."""
-
-_ENV_NAME = validate.Regexp(
-    r"^[A-Za-z_][A-Za-z0-9_]{0,127}$", error="must be an environment variable name"
-)
 
 
 class ConnectionSchema(Schema):
@@ -56,12 +52,9 @@ class KernelRequestSchema(Schema):
         required=True,
         metadata={"description": "A lab size the user may spawn, or a hardware tier."},
     )
-    image = fields.String(
-        load_default=None,
-        metadata={"description": "An image the user may spawn; by default the lab's."},
-    )
+    image = lab_image_field()
     env = fields.Dict(
-        keys=fields.String(validate=_ENV_NAME),
+        keys=fields.String(validate=ENV_NAME),
         values=fields.String(),
         load_default=dict,
         metadata={
@@ -82,12 +75,9 @@ class KernelRequestSchema(Schema):
 
     @validates_schema
     def _bounded_env(self, data: dict[str, Any], **_: Any) -> None:
-        env: dict[str, str] = data.get("env") or {}
-        if len(env) > MAX_ENV_VARIABLES:
-            raise ValidationError(f"at most {MAX_ENV_VARIABLES} variables ({len(env)})", "env")
-        size = len(json.dumps(env))
-        if size > MAX_ENV_JSON_BYTES:
-            raise ValidationError(f"at most {MAX_ENV_JSON_BYTES} bytes as JSON ({size})", "env")
+        check_env_size(
+            data.get("env") or {}, variables=MAX_ENV_VARIABLES, json_bytes=MAX_ENV_JSON_BYTES
+        )
 
 
 _GRACE_SECONDS_ERROR = f"must be a whole number from 0 to {MAX_GRACE_SECONDS}"
