@@ -50,11 +50,8 @@ def _service() -> AppService:
 
 
 def _body(record: AppRecord) -> dict[str, Any]:
-    data = asdict(record)
-    data["scope"] = record.scope.value
-    data["phase"] = record.phase.value
-    data["url"] = app_url(labs_ext.context.config.apps, record.id)
-    return data
+    """The app as its routes serve it (``AppSchema``): its record, and where its pages are."""
+    return {**asdict(record), "url": app_url(labs_ext.context.config.apps, record.id)}
 
 
 def _template(template: AppTemplate) -> dict[str, Any]:

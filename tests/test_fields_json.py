@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, replace
 
 import pytest
 
@@ -12,8 +11,6 @@ from app.models.fields_json import from_fields
 from app.models.image_tags import TagKind
 from app.models.images import ImageSet, KnownImage
 from app.models.usage import Usage
-from app.models.workload import WorkloadStatus
-from app.workloads.app.models import AppPhase, AppRecord, AppScope, choices_json, parse_choices
 
 
 def _image(tag: str, *aliases: str) -> KnownImage:
@@ -64,29 +61,3 @@ def test_a_required_field_missing_or_of_the_wrong_type_is_refused() -> None:
         from_fields(KnownImage, {"reference": "r", "tag": "t", "name": "n", "kind": "none"})
     with pytest.raises(TypeError):
         from_fields(ImageSet, {"config": "main", "images": 3})
-
-
-def test_an_apps_choices_leave_out_what_is_observed() -> None:
-    record = AppRecord(
-        id="a1",
-        group="g",
-        template="mlflow",
-        template_version="1",
-        name="tracking",
-        scope=AppScope.GROUP,
-        size="small",
-        env={"A": "1"},
-        stopped=False,
-        created="2024-01-01T00:00:00Z",
-        creator="someone",
-        phase=AppPhase.READY,
-        message="up",
-        status=WorkloadStatus.TERMINATING,
-    )
-    chosen = json.loads(choices_json(record))
-    assert set(chosen) == set(asdict(record)) - {"phase", "message", "status"}
-    assert chosen["scope"] == "group"
-    tampered = json.dumps({**chosen, "status": "terminating", "phase": "Error"})
-    assert parse_choices(tampered) == replace(
-        record, phase=AppPhase.STARTING, message="", status=WorkloadStatus.RUNNING
-    )

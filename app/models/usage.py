@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from app.models.fields_json import from_fields
@@ -59,3 +59,14 @@ def cluster_usage(
 def kernel_usage(cpu: float, memory: int, gpus: int) -> Usage:
     """What a kernel holds: itself, and the CPU, memory and GPUs its pod requests."""
     return Usage(kernels=1, cpu=cpu, memory=memory, gpus=gpus)
+
+
+@dataclass(frozen=True, kw_only=True)
+class BudgetedRecord:
+    """What the record of a workload counted against its owner's budget (a cluster, a
+    kernel) holds beside its own fields."""
+
+    usage: dict[str, float] = field(default_factory=dict)
+    """What it holds against its owner's budget (``Usage``'s fields)."""
+    error: str | None = None
+    """Why it failed."""

@@ -7,12 +7,9 @@ engine never looks inside a workload's record or spec; those belong to its kind.
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, TypeVar
-
-R = TypeVar("R")
+from typing import Any
 
 
 @dataclass(frozen=True, order=True)
@@ -47,19 +44,6 @@ class WorkloadStatus(StrEnum):
     FAILED = "failed"
     """It could not come up, or went without the service deleting it (``error`` says why)."""
     TERMINATING = "terminating"
-
-
-def record_json(record: Any) -> str:
-    """A kind's record (a dataclass with a ``status``) as the engine stores it: compact,
-    keys sorted, so an equal record is the same text (idle writes compare texts)."""
-    return json.dumps(asdict(record), sort_keys=True, separators=(",", ":"))
-
-
-def parse_record(cls: type[R], raw: str) -> R:
-    """A stored record as ``cls`` (a dataclass with a ``status``)."""
-    data: dict[str, Any] = json.loads(raw)
-    data["status"] = WorkloadStatus(data["status"])
-    return cls(**data)
 
 
 def status_values(*statuses: WorkloadStatus) -> list[str]:

@@ -5,6 +5,13 @@ from __future__ import annotations
 from marshmallow import Schema, fields, validate
 
 
+def unix_time(moment: str = "", *, nullable: bool = False) -> fields.Float:
+    """A moment as these bodies give it, in seconds since the epoch; ``moment`` says which
+    ("it ended")."""
+    description = f"Unix time {moment}." if moment else "Unix time."
+    return fields.Float(required=True, allow_none=nullable, metadata={"description": description})
+
+
 class OperationStatusSchema(Schema):
     """An operation in progress, and which worker runs it; or waiting for a place."""
 
@@ -18,8 +25,8 @@ class OperationStatusSchema(Schema):
     )
     kind = fields.String(required=True, validate=validate.OneOf(["spawn", "delete"]))
     id = fields.String(required=True)
-    started = fields.Float(required=True, metadata={"description": "Unix time."})
-    deadline = fields.Float(required=True, metadata={"description": "Unix time."})
+    started = unix_time()
+    deadline = unix_time()
     worker = fields.String(
         allow_none=True,
         metadata={
@@ -73,7 +80,7 @@ class LeadershipSchema(Schema):
         required=True,
         metadata={"description": "The fencing token: one more at every election of the loop."},
     )
-    since = fields.Float(required=True, metadata={"description": "Unix time of the election."})
+    since = unix_time("of the election")
     expires_in = fields.Float(
         required=True,
         metadata={"description": "Seconds until the lease expires unless its holder renews it."},
@@ -83,7 +90,7 @@ class LeadershipSchema(Schema):
 class AuditEntrySchema(Schema):
     """One administrator's action."""
 
-    at = fields.Float(required=True, metadata={"description": "Unix time it ended."})
+    at = unix_time("it ended")
     actor = fields.String(required=True, metadata={"description": "The administrator."})
     action = fields.String(
         required=True,
@@ -138,9 +145,7 @@ class MaintenanceSchema(Schema):
 
     enabled = fields.Boolean(required=True)
     message = fields.String(allow_none=True, required=True)
-    since = fields.Float(
-        allow_none=True, required=True, metadata={"description": "Unix time it was turned on."}
-    )
+    since = unix_time("it was turned on", nullable=True)
     by = fields.String(
         allow_none=True, required=True, metadata={"description": "Who turned it on."}
     )
@@ -159,11 +164,7 @@ class ReconcileSchema(Schema):
     """A reconcile asked for now, and how it ended if it ended in time."""
 
     request = fields.String(required=True, metadata={"description": "The request's id."})
-    finished = fields.Float(
-        allow_none=True,
-        required=True,
-        metadata={"description": "Unix time the reconcile ended; null if still under way."},
-    )
+    finished = unix_time("the reconcile ended; null if still under way", nullable=True)
     complete = fields.Boolean(
         allow_none=True,
         required=True,
@@ -190,9 +191,7 @@ class FailedLabSchema(Schema):
     """A lab whose spawn failed (or whose pod stopped for good), and since when."""
 
     username = fields.String(required=True)
-    failed_at = fields.Float(
-        required=True, metadata={"description": "Unix time its record became failed."}
-    )
+    failed_at = unix_time("its record became failed")
 
 
 class DropFailedQuerySchema(Schema):

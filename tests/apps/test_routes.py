@@ -98,6 +98,17 @@ def test_a_request_the_app_cannot_take_creates_nothing(
         ({"size": "huge"}, 422, "no size huge"),
         ({"scope": "everyone"}, 422, "scope"),
         ({"env": {"TITLE": "x", "APP_ID": "mine"}}, 422, "set by the service: APP_ID"),
+        ({"env": {"TITLE": "x", "X" * 129: "x"}}, 422, "must be an environment variable name"),
+        (
+            {"env": {"TITLE": "x", **{f"V{i}": "x" for i in range(64)}}},
+            422,
+            "at most 64 variables (65)",
+        ),
+        (
+            {"env": {"TITLE": "x", "A": "a" * 8192, "B": "b" * 8192}},
+            422,
+            "at most 16384 bytes as JSON (16416)",
+        ),
         ({"size": "large"}, 409, "quota is 2"),
         ({"size": "gpu"}, 409, "1 GPUs; its quota is 0"),
     ]

@@ -23,7 +23,7 @@ from app.workloads.app.builders import (
     build_service,
     missing_variables,
 )
-from app.workloads.app.models import AppPhase, AppRecord, AppScope, app_json, parse_app
+from app.workloads.app.models import AppPhase, AppRecord, AppScope
 from app.workloads.app.phases import app_state
 from app.workloads.sizes import pod_size
 from tests.builders.conftest import IMAGES, Validator
@@ -247,11 +247,6 @@ def test_required_variables_without_a_value() -> None:
     template = apps_config().apps.templates[0]
     assert missing_variables(template, {}) == ["ARTIFACT_BUCKET"]
     assert missing_variables(template, {"ARTIFACT_BUCKET": "s3://x"}) == []
-
-
-def test_a_record_round_trips() -> None:
-    original = record(phase=AppPhase.ERROR, message="cannot pull")
-    assert parse_app(app_json(original)) == original
 
 
 @pytest.mark.parametrize(

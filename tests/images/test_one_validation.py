@@ -16,7 +16,7 @@ from flask import Flask
 
 from app.config import Config, parse_config
 from app.extensions.labs import machinery_of
-from app.workloads.image.models import parse_image
+from app.workloads.image.records import parse_image
 from app.workloads.refs import IMAGE_KIND
 from tests.conftest import simple_image
 from tests.labs.conftest import lab_raw_config

@@ -34,7 +34,8 @@ from app.models.config import AppQuota, AppsConfig, AppTemplate, Config
 from app.models.identity import is_group_name
 from app.models.sizes import PodSize
 from app.quantities import format_cpu, format_memory
-from app.workloads.app.models import AppRecord, AppScope, choices_json
+from app.workloads.app.models import AppRecord, AppScope
+from app.workloads.app.records import choices_json
 
 GROUP_VOLUME = "group"
 APP_ROOT_VOLUME = "app-root"

@@ -28,8 +28,9 @@ from app.workloads.app.builders import (
     build_network_policy,
     build_service,
 )
-from app.workloads.app.models import AppPhase, AppRecord, AppState, app_json, parse_app
+from app.workloads.app.models import AppPhase, AppRecord, AppState
 from app.workloads.app.phases import app_state
+from app.workloads.app.records import app_json, parse_app
 from app.workloads.app.tracking import AppTracking, selector_text
 from app.workloads.kind import ServiceKind
 from app.workloads.refs import APP_KIND

@@ -8,11 +8,9 @@ exactly as the apps design defines it, so that what a group sees is what Kuberne
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from app.models.fields_json import from_fields
 from app.models.workload import WorkloadStatus
 
 
@@ -79,27 +77,5 @@ class AppRecord:
 
 OBSERVED_FIELDS = frozenset({"phase", "message", "status"})
 """What an app's record holds beside the group's choices: its phase and message, read from
-its Deployment, and the engine's status."""
-
-
-def app_json(record: AppRecord) -> str:
-    return json.dumps(asdict(record), sort_keys=True)
-
-
-def parse_app(text: str) -> AppRecord:
-    return from_fields(AppRecord, json.loads(text))
-
-
-def choices_json(record: AppRecord) -> str:
-    """The group's choices (the record less its ``OBSERVED_FIELDS``), which its Deployment
-    keeps so that a record Redis lost is rebuilt from Kubernetes."""
-    chosen = {name: value for name, value in asdict(record).items() if name not in OBSERVED_FIELDS}
-    return json.dumps(chosen, sort_keys=True)
-
-
-def parse_choices(text: str) -> AppRecord:
-    """A record from its choices (``choices_json``); the rest is left to be read again."""
-    chosen = json.loads(text)
-    return from_fields(
-        AppRecord, {name: value for name, value in chosen.items() if name not in OBSERVED_FIELDS}
-    )
+its Deployment, and the engine's status. Its Deployment keeps the rest, the group's choices,
+so that a record Redis lost is rebuilt from Kubernetes (``app.workloads.app.records``)."""

@@ -1,15 +1,16 @@
-"""Request and response bodies of the apps routes."""
+"""Request and response bodies of the apps routes; ``AppRecordSchema`` is also how an app's
+record is stored (``app.workloads.app.records``), and its body adds where its pages are."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
 
 from app.models.identity import GROUP_NAME_PATTERN
 from app.models.workload import WorkloadStatus as S
-from app.models.workload import status_values
+from app.schemas.records import status_field
+from app.schemas.requests import ENV_NAME, check_env_size
 from app.workloads.app.config import PRESET_VARIABLES
 from app.workloads.app.models import AppPhase, AppScope
 
@@ -21,9 +22,6 @@ MAX_LOG_LINES = 5000
 DEFAULT_LOG_LINES = 100
 """The lines ``logs`` returns without ``tail``."""
 
-_ENV_NAME = validate.Regexp(
-    r"^[A-Za-z_][A-Za-z0-9_]{0,127}$", error="must be an environment variable name"
-)
 _SCOPES = [scope.value for scope in AppScope]
 
 
@@ -34,16 +32,12 @@ def _check_env(env: dict[str, str]) -> None:
     kubernetes = sorted(name for name in env if name.startswith("KUBERNETES_"))
     if kubernetes:
         raise ValidationError(f"set by Kubernetes: {', '.join(kubernetes)}", "env")
-    if len(env) > MAX_ENV_VARIABLES:
-        raise ValidationError(f"at most {MAX_ENV_VARIABLES} variables ({len(env)})", "env")
-    size = len(json.dumps(env))
-    if size > MAX_ENV_JSON_BYTES:
-        raise ValidationError(f"at most {MAX_ENV_JSON_BYTES} bytes as JSON ({size})", "env")
+    check_env_size(env, variables=MAX_ENV_VARIABLES, json_bytes=MAX_ENV_JSON_BYTES)
 
 
 def _env_field(required_note: str) -> fields.Dict:
     return fields.Dict(
-        keys=fields.String(validate=_ENV_NAME),
+        keys=fields.String(validate=ENV_NAME),
         values=fields.String(validate=validate.Length(max=8192)),
         load_default=None,
         metadata={
@@ -133,8 +127,8 @@ class LogsQuerySchema(Schema):
     )
 
 
-class AppSchema(Schema):
-    """A group's app."""
+class AppRecordSchema(Schema):
+    """A group's app as the service records it (``app.workloads.app.records``)."""
 
     id = fields.String(required=True, metadata={"description": "Its id, in its URL."})
     group = fields.String(required=True)
@@ -152,14 +146,17 @@ class AppSchema(Schema):
     stopped = fields.Boolean(required=True)
     phase = fields.String(required=True, validate=validate.OneOf([p.value for p in AppPhase]))
     message = fields.String(required=True, metadata={"description": "Why, for Error."})
-    url = fields.String(required=True, metadata={"description": "Where its pages are."})
     created = fields.String(required=True)
     creator = fields.String(required=True)
-    status = fields.String(
-        required=True,
-        validate=validate.OneOf(status_values(S.RUNNING, S.TERMINATING)),
-        metadata={"description": "`terminating` once its deletion began."},
+    status = status_field(
+        S.RUNNING, S.TERMINATING, description="`terminating` once its deletion began."
     )
+
+
+class AppSchema(AppRecordSchema):
+    """A group's app."""
+
+    url = fields.String(required=True, metadata={"description": "Where its pages are."})
 
 
 class AppVariableSchema(Schema):

@@ -34,7 +34,8 @@ from app.storage.event_hub import Following
 from app.storage.events import EventType
 from app.timestamps import iso_utc
 from app.workloads.app.builders import app_selector, missing_variables
-from app.workloads.app.models import AppPhase, AppRecord, AppScope, AppState, app_json, parse_app
+from app.workloads.app.models import AppPhase, AppRecord, AppScope, AppState
+from app.workloads.app.records import app_json, parse_app
 from app.workloads.app.tracking import selector_text
 from app.workloads.budgets import budget_lock
 from app.workloads.context import WorkloadContext

@@ -15,9 +15,9 @@ from typing import Any
 from app.builders import names
 from app.models.workload import WorkloadStatus
 from app.workloads.app.builders import app_selector
-from app.workloads.app.models import AppPhase, AppRecord, AppState, app_json, parse_app
+from app.workloads.app.models import AppPhase, AppRecord, AppState
 from app.workloads.app.phases import app_state
-from app.workloads.app.records import record_from_deployment
+from app.workloads.app.records import app_json, parse_app, record_from_deployment
 from app.workloads.kind import ServiceTracking
 
 APP_SELECTOR = (

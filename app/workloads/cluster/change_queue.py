@@ -24,8 +24,9 @@ from app.models.usage import Usage
 from app.models.workload import WorkloadStatus
 from app.storage.events import Event, EventType
 from app.workloads.budgets import budget_for, budget_lock, budget_refusal
-from app.workloads.cluster.models import ClusterRecord, cluster_json, parse_cluster
+from app.workloads.cluster.models import ClusterRecord
 from app.workloads.cluster.quota import cluster_held
+from app.workloads.cluster.records import cluster_json, parse_cluster
 from app.workloads.cluster.service import ClusterService
 from app.workloads.context import WorkloadContext
 from app.workloads.quota import sync_lab_quota

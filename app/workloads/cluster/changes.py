@@ -23,8 +23,8 @@ from app.metrics import FailureReason
 from app.storage.events import Event, EventType
 from app.storage.kubernetes import KubernetesError, KubernetesStorage
 from app.workloads.cluster.adapters import ADAPTERS, ClusterAdapter
-from app.workloads.cluster.models import ClusterRecord, parse_cluster
-from app.workloads.cluster.records import custom_kind
+from app.workloads.cluster.models import ClusterRecord
+from app.workloads.cluster.records import custom_kind, parse_cluster
 
 CHANGE = "change"
 """The spec's key naming a change; a spec without it is a creation's."""

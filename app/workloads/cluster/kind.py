@@ -28,9 +28,8 @@ from app.workloads.cluster.adapters import (
     PodShape,
 )
 from app.workloads.cluster.changes import apply_change, is_change
-from app.workloads.cluster.models import cluster_json, parse_cluster
 from app.workloads.cluster.quota import CLUSTER_BUDGET
-from app.workloads.cluster.records import custom_kind, reachable_at
+from app.workloads.cluster.records import cluster_json, custom_kind, parse_cluster, reachable_at
 from app.workloads.cluster.tracking import ClusterTracking
 from app.workloads.holdings import holdings_of
 from app.workloads.kind import ServiceKind

@@ -1,14 +1,16 @@
-"""A compute cluster as the service records it (the routes' body, stored in Redis as JSON)."""
+"""A compute cluster as the service records it (the routes' body, stored in Redis as JSON
+through its schema, ``app.workloads.cluster.schemas.ClusterSchema``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from app.models.workload import WorkloadStatus, parse_record, record_json
+from app.models.usage import BudgetedRecord
+from app.models.workload import WorkloadStatus
 
 
 @dataclass(frozen=True)
-class ClusterRecord:
+class ClusterRecord(BudgetedRecord):
     """What the service knows of one cluster: what was asked, where it runs, how it is."""
 
     kind: str
@@ -22,16 +24,5 @@ class ClusterRecord:
     worker_tier: str
     head_tier: str
     image: str
-    usage: dict[str, float] = field(default_factory=dict)
-    """What it holds against its owner's budget (``app.models.usage.Usage``'s fields)."""
     scheduler_address: str | None = None
     dashboard_url: str | None = None
-    error: str | None = None
-
-
-def cluster_json(record: ClusterRecord) -> str:
-    return record_json(record)
-
-
-def parse_cluster(raw: str) -> ClusterRecord:
-    return parse_record(ClusterRecord, raw)

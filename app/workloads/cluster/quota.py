@@ -10,7 +10,8 @@ from app.models.config import ClustersConfig, Config, HardwareTier
 from app.models.usage import Usage
 from app.models.workload import WorkloadStatus
 from app.workloads.budgeted import Budgeted, Held
-from app.workloads.cluster.models import ClusterRecord, parse_cluster
+from app.workloads.cluster.models import ClusterRecord
+from app.workloads.cluster.records import parse_cluster
 from app.workloads.refs import CLUSTER_KIND, cluster_ref
 
 

@@ -1,6 +1,8 @@
-"""Cluster records from what Kubernetes holds, and the pod shape a hardware tier gives.
+"""Cluster records as the engine stores them, from what Kubernetes holds, and the pod shape
+a hardware tier gives.
 
-The service writes a cluster's record when it creates the cluster; when Redis lost it, the
+A record is stored as its schema (``ClusterSchema``, the routes' body) dumps it. The service
+writes a cluster's record when it creates the cluster; when Redis lost it, the
 record is made again from the cluster object: its owner label, the tiers annotation, the
 worker counts where its adapter says they live, the head's image, and whether its head pod is
 ready. What it holds against the budget follows from the tiers, as at creation.
@@ -15,6 +17,7 @@ from typing import Any
 from app.models.config import ClustersConfig, HardwareTier
 from app.models.usage import Usage, cluster_usage
 from app.models.workload import WorkloadStatus
+from app.schemas.records import RecordText
 from app.storage.kubernetes import CustomKind, KubernetesStorage
 from app.workloads.cluster.adapters import (
     OWNER_LABEL,
@@ -24,6 +27,12 @@ from app.workloads.cluster.adapters import (
     resolve,
 )
 from app.workloads.cluster.models import ClusterRecord
+from app.workloads.cluster.schemas import ClusterSchema
+
+CLUSTER_TEXT = RecordText(ClusterRecord, ClusterSchema)
+"""A cluster's record as the engine stores it."""
+cluster_json = CLUSTER_TEXT.dump
+parse_cluster = CLUSTER_TEXT.parse
 
 
 def custom_kind(adapter: ClusterAdapter) -> CustomKind:

@@ -1,4 +1,5 @@
-"""Request and response bodies of the compute cluster routes."""
+"""Request and response bodies of the compute cluster routes; ``ClusterSchema`` is also how a
+cluster's record is stored (``app.workloads.cluster.records``)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from marshmallow import (
 )
 
 from app.models.workload import WorkloadStatus as S
-from app.models.workload import status_values
+from app.schemas.records import BudgetedRecordSchema, status_field
+from app.schemas.requests import lab_image_field
 
 
 class ClusterRequestSchema(Schema):
@@ -49,10 +51,7 @@ class ClusterRequestSchema(Schema):
         load_default=None,
         metadata={"description": "The head's (scheduler's, server's) hardware tier."},
     )
-    image = fields.String(
-        load_default=None,
-        metadata={"description": "An image the user may spawn; by default the lab's."},
-    )
+    image = lab_image_field()
 
     @validates_schema
     def _room_for_the_workers(self, data: dict[str, Any], **_: Any) -> None:
@@ -61,37 +60,23 @@ class ClusterRequestSchema(Schema):
             raise ValidationError("must not be less than workers", "max_workers")
 
 
-class UsageSchema(Schema):
-    clusters = fields.Integer(required=True)
-    workers = fields.Integer(required=True)
-    kernels = fields.Integer(load_default=0, dump_default=0)
-    cpu = fields.Float(required=True, metadata={"description": "Cores its pods request."})
-    memory = fields.Integer(required=True, metadata={"description": "Bytes its pods request."})
-    gpus = fields.Integer(required=True)
-
-
-class ClusterSchema(Schema):
+class ClusterSchema(BudgetedRecordSchema):
     """A compute cluster, as the service records it."""
 
     kind = fields.String(required=True)
     name = fields.String(required=True)
     namespace = fields.String(required=True, metadata={"description": "The lab's namespace."})
     owner = fields.String(required=True)
-    status = fields.String(
-        required=True,
-        validate=validate.OneOf(status_values(S.STARTING, S.RUNNING, S.TERMINATING, S.FAILED)),
-    )
+    status = status_field(S.STARTING, S.RUNNING, S.TERMINATING, S.FAILED)
     workers = fields.Integer(required=True)
     max_workers = fields.Integer(required=True)
     worker_tier = fields.String(required=True)
     head_tier = fields.String(required=True)
     image = fields.String(required=True)
-    usage = fields.Nested(UsageSchema, required=True, metadata={"description": "What it holds."})
     scheduler_address = fields.String(
         allow_none=True, metadata={"description": "Where a client reaches it, once running."}
     )
     dashboard_url = fields.String(allow_none=True)
-    error = fields.String(allow_none=True, metadata={"description": "Why it failed."})
 
 
 # The cluster scaler API's bodies (``/ddl_cluster_scaler/``), as its design words them; the

@@ -31,8 +31,8 @@ from app.workloads.beside_lab import BesideLabService
 from app.workloads.budgets import budget_for, budget_lock, budget_refusal, lab_user
 from app.workloads.cluster.adapters import ADAPTERS, ClusterShape, PodShape
 from app.workloads.cluster.kind import cluster_ref, shape_to_json
-from app.workloads.cluster.models import ClusterRecord, cluster_json, parse_cluster
-from app.workloads.cluster.records import pod_shape
+from app.workloads.cluster.models import ClusterRecord
+from app.workloads.cluster.records import cluster_json, parse_cluster, pod_shape
 from app.workloads.context import WorkloadContext
 from app.workloads.holdings import Holdings, holdings_of
 from app.workloads.refs import CLUSTER_KIND

@@ -27,8 +27,14 @@ from app.workloads.cluster.adapters import (
     OWNER_LABEL,
     ROLE_LABEL,
 )
-from app.workloads.cluster.models import ClusterRecord, cluster_json, parse_cluster
-from app.workloads.cluster.records import custom_kind, reachable_at, record_from_object
+from app.workloads.cluster.models import ClusterRecord
+from app.workloads.cluster.records import (
+    cluster_json,
+    custom_kind,
+    parse_cluster,
+    reachable_at,
+    record_from_object,
+)
 
 HEAD_SELECTOR = f"{ROLE_LABEL}=head,{CLUSTER_LABEL},{OWNER_LABEL}"
 """Every cluster head pod the service's clusters have, in any namespace."""

@@ -44,10 +44,9 @@ from app.workloads.image.models import (
     ImageRecord,
     ImageState,
     ValidationResult,
-    image_json,
-    parse_image,
 )
 from app.workloads.image.placement import read_node
+from app.workloads.image.records import image_json, parse_image
 from app.workloads.image.tracking import ValidationTracking
 from app.workloads.kind import ServiceKind
 from app.workloads.refs import IMAGE_KIND

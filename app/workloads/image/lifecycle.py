@@ -33,9 +33,8 @@ from app.workloads.image.models import (
     ImageRecord,
     ImageState,
     Transition,
-    image_json,
-    parse_image,
 )
+from app.workloads.image.records import image_json, parse_image
 from app.workloads.refs import IMAGE_KIND, image_ref
 
 logger = logging.getLogger(__name__)

@@ -16,10 +16,8 @@ moves through these states, each move kept in its history (who, when, why):
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Any
 
 from app.models.workload import WorkloadStatus
 
@@ -83,28 +81,3 @@ class ImageRecord:
         if len(history) > MAX_HISTORY:
             history = [history[0], *history[-(MAX_HISTORY - 1) :]]
         return replace(self, state=state, history=history)
-
-
-def image_json(record: ImageRecord) -> str:
-    data = asdict(record)
-    data["state"] = record.state.value
-    for entry in data["history"]:
-        entry["state"] = str(entry["state"])
-    return json.dumps(data, sort_keys=True)
-
-
-def parse_image(text: str) -> ImageRecord:
-    data: dict[str, Any] = json.loads(text)
-    validation = data.get("validation")
-    return ImageRecord(
-        digest=data["digest"],
-        source=data["source"],
-        references=list(data.get("references") or []),
-        state=ImageState(data["state"]),
-        history=[
-            Transition(ImageState(t["state"]), t["at"], t["by"], t["why"])
-            for t in data.get("history") or []
-        ],
-        validation=ValidationResult(**validation) if validation else None,
-        status=WorkloadStatus(data.get("status") or WorkloadStatus.RUNNING),
-    )

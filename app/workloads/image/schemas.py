@@ -1,10 +1,13 @@
-"""Bodies of the image routes."""
+"""Bodies of the image routes; ``ImageRecordSchema`` is also how a digest's record is stored
+(``app.workloads.image.records``)."""
 
 from __future__ import annotations
 
 from marshmallow import INCLUDE, RAISE, Schema, fields, validate
 
 from app.models.image_tags import KIND_ORDER
+from app.models.workload import WorkloadStatus as S
+from app.models.workload import status_values
 from app.workloads.image.models import ImageState
 
 
@@ -191,6 +194,16 @@ class ImageRecordSchema(Schema):
     )
     history = fields.List(fields.Nested(TransitionSchema), required=True)
     validation = fields.Nested(ValidationResultSchema, allow_none=True)
+    status = fields.String(
+        load_default=S.RUNNING.value,
+        validate=validate.OneOf(status_values(S.RUNNING, S.TERMINATING)),
+    )
+
+
+def image_record_body(*, many: bool = False) -> ImageRecordSchema:
+    """A record as the routes serve it: less the engine's ``status``, which is the service's
+    own (``state`` says as much: ``deleting`` while it is ``terminating``)."""
+    return ImageRecordSchema(many=many, exclude=["status"])
 
 
 class DecisionSchema(Schema):

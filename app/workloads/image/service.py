@@ -25,7 +25,8 @@ from app.storage.prepull import PrepullStore
 from app.timestamps import iso_utc
 from app.workloads.entitlements import in_any_group
 from app.workloads.image.catalog import build_simple_set
-from app.workloads.image.models import ImageState, parse_image
+from app.workloads.image.models import ImageState
+from app.workloads.image.records import parse_image
 from app.workloads.refs import image_ref
 
 STALE_AFTER_REFRESHES = 3

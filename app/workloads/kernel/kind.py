@@ -30,9 +30,14 @@ from app.workloads.kernel.builders import (
     build_kernel_secret,
     build_kernels_network_policy,
 )
-from app.workloads.kernel.models import KernelSpec, kernel_json, parse_kernel
+from app.workloads.kernel.models import DEFAULT_GRACE_SECONDS, KernelSpec
 from app.workloads.kernel.quota import KERNEL_BUDGET
-from app.workloads.kernel.records import LAB_POD_ANNOTATION, RECORD_ANNOTATION
+from app.workloads.kernel.records import (
+    LAB_POD_ANNOTATION,
+    RECORD_ANNOTATION,
+    kernel_json,
+    parse_kernel,
+)
 from app.workloads.kernel.tracking import KernelTracking
 from app.workloads.kind import ServiceKind
 from app.workloads.quota import sync_lab_quota
@@ -41,8 +46,6 @@ from app.workloads.sizes import pod_size
 
 OPERATION_ANNOTATION = "lab-spawner.jupyter.org/operation"
 """Which operation created a kernel pod, so a resumed spawn adopts its own pod."""
-DEFAULT_GRACE_SECONDS = 5
-"""A delete's grace period when its request gave none (a kernel going with its lab)."""
 
 
 def spec_to_json(spec: KernelSpec) -> dict[str, Any]:

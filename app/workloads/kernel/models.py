@@ -1,4 +1,5 @@
-"""A remote kernel as the service records it (the routes' body, stored in Redis as JSON).
+"""A remote kernel as the service records it (the routes' body, stored in Redis as JSON
+through its schema, ``app.workloads.kernel.schemas.KernelSchema``).
 
 The connection key is not part of it: it lives in the kernel's Secret and in the Jupyter
 server that asked for the kernel, and nowhere else.
@@ -10,16 +11,18 @@ from dataclasses import dataclass, field
 
 from app.models.identity import UserInfo
 from app.models.sizes import PodSize
-from app.models.usage import Usage, kernel_usage
-from app.models.workload import WorkloadStatus, parse_record, record_json
+from app.models.usage import BudgetedRecord, Usage, kernel_usage
+from app.models.workload import WorkloadStatus
 
 KERNEL_PORTS = {"shell": 50001, "iopub": 50002, "stdin": 50003, "control": 50004, "hb": 50005}
 """The kernel's ports on its pod's own address: fixed, since each kernel has a pod (and so an
 address) of its own; the kernel pod's start-up uses the same defaults."""
+DEFAULT_GRACE_SECONDS = 5
+"""A delete's grace period when its request gave none (a kernel going with its lab)."""
 
 
 @dataclass(frozen=True)
-class KernelRecord:
+class KernelRecord(BudgetedRecord):
     """What the service knows of one kernel: who asked for what, where it listens, how it is."""
 
     kernel_id: str
@@ -29,12 +32,9 @@ class KernelRecord:
     size: str
     image: str
     created: str
-    usage: dict[str, float] = field(default_factory=dict)
-    """What it holds against its owner's budget (``app.models.usage.Usage``'s fields)."""
     ip: str | None = None
     ports: dict[str, int] = field(default_factory=lambda: dict(KERNEL_PORTS))
     exit_code: int | None = None
-    error: str | None = None
 
     @property
     def holds(self) -> bool:
@@ -43,14 +43,6 @@ class KernelRecord:
         if self.status is WorkloadStatus.TERMINATING:
             return self.exit_code is None and self.error is None
         return self.status in (WorkloadStatus.STARTING, WorkloadStatus.RUNNING)
-
-
-def kernel_json(record: KernelRecord) -> str:
-    return record_json(record)
-
-
-def parse_kernel(raw: str) -> KernelRecord:
-    return parse_record(KernelRecord, raw)
 
 
 def kernel_size_usage(size: PodSize) -> Usage:

@@ -7,7 +7,7 @@ from app.builders.resource_quota import Compute, pod_compute
 from app.models.config import Config
 from app.models.usage import Usage
 from app.workloads.budgeted import Budgeted, Held
-from app.workloads.kernel.models import parse_kernel
+from app.workloads.kernel.records import parse_kernel
 from app.workloads.refs import KERNEL_KIND
 from app.workloads.sizes import pod_size
 

@@ -1,6 +1,7 @@
-"""Kernel records from what Kubernetes holds.
+"""Kernel records as the engine stores them, and from what Kubernetes holds.
 
-The service writes a kernel's record when it is asked for the kernel; the pod carries what
+A record is stored as its schema (``KernelSchema``, the routes' body) dumps it. The service
+writes a kernel's record when it is asked for the kernel; the pod carries what
 the record needs besides its state (an annotation with the size, image, creation time and
 usage), so a record Redis lost is made again from the pod alone. The state follows from the
 pod: ready is running, ended is exited (with the container's exit code).
@@ -8,19 +9,25 @@ pod: ready is running, ended is exited (with the container's exit code).
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, replace
 from typing import Any
 
 from app.builders import names
 from app.models.workload import WorkloadStatus
-from app.workloads.kernel.models import KernelRecord, KernelSpec, kernel_json, kernel_size_usage
+from app.schemas.records import RecordText
+from app.workloads.kernel.models import KernelRecord, KernelSpec, kernel_size_usage
+from app.workloads.kernel.schemas import KernelSchema
 
 RECORD_ANNOTATION = "lab-spawner.jupyter.org/kernel-record"
 """On a kernel's pod: JSON of its record as created (starting, no address)."""
 LAB_POD_ANNOTATION = "lab-spawner.jupyter.org/lab-pod-uid"
 """On a kernel's pod: the uid of the lab pod it was started for. A kernel belongs to one run
 of its lab; once that lab pod is gone, so is whoever used the kernel."""
+
+KERNEL_TEXT = RecordText(KernelRecord, KernelSchema)
+"""A kernel's record as the engine stores it (and its pod's ``RECORD_ANNOTATION`` keeps)."""
+kernel_json = KERNEL_TEXT.dump
+parse_kernel = KERNEL_TEXT.parse
 
 
 def new_record(spec: KernelSpec, namespace: str, created: str) -> KernelRecord:
@@ -70,10 +77,8 @@ def record_from_pod(pod: dict[str, Any], *, ready: bool) -> str | None:
     """The record of the kernel ``pod`` runs; None when the pod does not say."""
     meta = pod.get("metadata") or {}
     try:
-        data = json.loads((meta.get("annotations") or {}).get(RECORD_ANNOTATION) or "")
-        data["status"] = WorkloadStatus(data["status"])
-        record = KernelRecord(**data)
-    except (TypeError, ValueError, KeyError):
+        record = parse_kernel((meta.get("annotations") or {}).get(RECORD_ANNOTATION) or "")
+    except ValueError:
         return None
     labels = meta.get("labels") or {}
     if labels.get(names.KERNEL_LABEL) != record.kernel_id:

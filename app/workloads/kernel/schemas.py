@@ -1,17 +1,16 @@
-"""Request and response bodies of the remote kernel routes."""
+"""Request and response bodies of the remote kernel routes; ``KernelSchema`` is also how a
+kernel's record is stored (``app.workloads.kernel.records``)."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
+from marshmallow import RAISE, Schema, fields, validate, validates_schema
 
 from app.models.workload import WorkloadStatus as S
-from app.models.workload import status_values
-from app.workloads.cluster.schemas import UsageSchema
-from app.workloads.kernel.kind import DEFAULT_GRACE_SECONDS
-from app.workloads.kernel.models import KERNEL_PORTS
+from app.schemas.records import BudgetedRecordSchema, status_field
+from app.schemas.requests import ENV_NAME, check_env_size, lab_image_field
+from app.workloads.kernel.models import DEFAULT_GRACE_SECONDS, KERNEL_PORTS
 
 KEY_PATTERN = r"^[0-9a-f]{32,128}$"
 """16 to 64 random bytes in lowercase hex, as the kernel's start-up accepts them."""
@@ -23,10 +22,6 @@ MAX_ENV_JSON_BYTES = 16 * 1024
 """Bounds on a kernel's ``env``, which goes into its pod's spec."""
 MAX_GRACE_SECONDS = 300
 """The longest a deleted kernel's pod is given to stop."""
-
-_ENV_NAME = validate.Regexp(
-    r"^[A-Za-z_][A-Za-z0-9_]{0,127}$", error="must be an environment variable name"
-)
 
 
 class ConnectionSchema(Schema):
@@ -57,12 +52,9 @@ class KernelRequestSchema(Schema):
         required=True,
         metadata={"description": "A lab size the user may spawn, or a hardware tier."},
     )
-    image = fields.String(
-        load_default=None,
-        metadata={"description": "An image the user may spawn; by default the lab's."},
-    )
+    image = lab_image_field()
     env = fields.Dict(
-        keys=fields.String(validate=_ENV_NAME),
+        keys=fields.String(validate=ENV_NAME),
         values=fields.String(),
         load_default=dict,
         metadata={
@@ -83,12 +75,9 @@ class KernelRequestSchema(Schema):
 
     @validates_schema
     def _bounded_env(self, data: dict[str, Any], **_: Any) -> None:
-        env: dict[str, str] = data.get("env") or {}
-        if len(env) > MAX_ENV_VARIABLES:
-            raise ValidationError(f"at most {MAX_ENV_VARIABLES} variables ({len(env)})", "env")
-        size = len(json.dumps(env))
-        if size > MAX_ENV_JSON_BYTES:
-            raise ValidationError(f"at most {MAX_ENV_JSON_BYTES} bytes as JSON ({size})", "env")
+        check_env_size(
+            data.get("env") or {}, variables=MAX_ENV_VARIABLES, json_bytes=MAX_ENV_JSON_BYTES
+        )
 
 
 _GRACE_SECONDS_ERROR = f"must be a whole number from 0 to {MAX_GRACE_SECONDS}"
@@ -115,22 +104,16 @@ class PortsSchema(Schema):
     hb = fields.Integer(required=True)
 
 
-class KernelSchema(Schema):
+class KernelSchema(BudgetedRecordSchema):
     """A remote kernel, as the service records it (never its key)."""
 
     kernel_id = fields.String(required=True)
     owner = fields.String(required=True)
     namespace = fields.String(required=True, metadata={"description": "The lab's namespace."})
-    status = fields.String(
-        required=True,
-        validate=validate.OneOf(
-            status_values(S.STARTING, S.RUNNING, S.EXITED, S.FAILED, S.TERMINATING)
-        ),
-    )
+    status = status_field(S.STARTING, S.RUNNING, S.EXITED, S.FAILED, S.TERMINATING)
     size = fields.String(required=True)
     image = fields.String(required=True)
     created = fields.String(required=True, metadata={"description": "When it was asked for."})
-    usage = fields.Nested(UsageSchema, required=True, metadata={"description": "What it holds."})
     ip = fields.String(
         allow_none=True, metadata={"description": "The pod's address, once running."}
     )
@@ -140,4 +123,3 @@ class KernelSchema(Schema):
         metadata={"description": f"The kernel's ports on `ip`: {KERNEL_PORTS}."},
     )
     exit_code = fields.Integer(allow_none=True, metadata={"description": "Once it exited."})
-    error = fields.String(allow_none=True, metadata={"description": "Why it failed."})

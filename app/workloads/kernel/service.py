@@ -39,14 +39,8 @@ from app.workloads.context import WorkloadContext
 from app.workloads.holdings import holdings_of
 from app.workloads.kernel.builders import SERVICE_ENV, SERVICE_ENV_PREFIX
 from app.workloads.kernel.kind import spec_to_json
-from app.workloads.kernel.models import (
-    KernelRecord,
-    KernelSpec,
-    kernel_json,
-    kernel_size_usage,
-    parse_kernel,
-)
-from app.workloads.kernel.records import new_record
+from app.workloads.kernel.models import KernelRecord, KernelSpec, kernel_size_usage
+from app.workloads.kernel.records import kernel_json, new_record, parse_kernel
 from app.workloads.refs import KERNEL_KIND, kernel_ref
 from app.workloads.sizes import size_for
 
@@ -148,8 +142,10 @@ class KernelService(BesideLabService[KernelRecord]):
         records = self._engine.workloads.records(KERNEL_KIND)
         prefix = f"{owner}/"
         for name, raw in records.items():
+            if not name.startswith(prefix):
+                continue
             record = parse_kernel(raw)
-            if not name.startswith(prefix) or record.status is WorkloadStatus.TERMINATING:
+            if record.status is WorkloadStatus.TERMINATING:
                 continue
             result = self._engine.queue_delete(
                 kernel_ref(owner, record.kernel_id),

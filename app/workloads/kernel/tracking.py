@@ -16,8 +16,13 @@ from app.builders import names
 from app.engine.pods import judge
 from app.models.workload import WorkloadStatus
 from app.workloads.beside_lab import BesideLabTracking
-from app.workloads.kernel.models import kernel_json, parse_kernel
-from app.workloads.kernel.records import LAB_POD_ANNOTATION, exited, record_from_pod
+from app.workloads.kernel.records import (
+    LAB_POD_ANNOTATION,
+    exited,
+    kernel_json,
+    parse_kernel,
+    record_from_pod,
+)
 
 KERNEL_SELECTOR = (
     f"{names.COMPONENT_LABEL}={names.KERNEL_COMPONENT},{names.KERNEL_LABEL},{names.USER_LABEL}"
