@@ -1,3 +1,18 @@
+# Two images. `docker build --target fileserver` builds the file-server image: the WebDAV server
+# (fileserver/) that a user's file-server Job runs, as the UID and groups the Job gives it
+# (nobody's otherwise). The default, last stage is the service's image.
+FROM python:3.11-slim AS fileserver
+
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
+WORKDIR /srv/fileserver
+COPY fileserver/requirements.txt .
+RUN pip install --no-cache-dir -r requirements.txt
+COPY fileserver ./fileserver
+
+USER 65534:65534
+EXPOSE 8000
+CMD ["python", "-m", "fileserver"]
+
 # The service's image, as the Helm chart runs it: gunicorn serving wsgi:app as a non-root user
 # on a read-only root filesystem (the chart mounts /tmp).
 FROM python:3.11-slim

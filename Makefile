@@ -21,7 +21,7 @@ APT_INSTALL = apt_update() { \
 	  done; echo "apt-get update: the package lists stayed locked" >&2; return 1; }; \
 	apt_update && apt-get -o DPkg::Lock::Timeout=$(APT_LOCK_SECONDS) install -y -qq
 
-$(STAMP): requirements.txt requirements-dev.txt client/pyproject.toml
+$(STAMP): requirements.txt requirements-dev.txt fileserver/requirements.txt client/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -r requirements-dev.txt

@@ -1,6 +1,6 @@
-"""The Dockerfile the chart's image is built from: its files are enough to serve the app, and it
-agrees with the chart on the command and the user. (No Docker daemon runs where the tests run,
-so the image itself is not built here.)"""
+"""The Dockerfile the chart's image is built from (its last stage, the one built by default):
+its files are enough to serve the app, and it agrees with the chart on the command and the user.
+(No Docker daemon runs where the tests run, so the image itself is not built here.)"""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from devstack.helm import render_chart
 from devstack.stack import REPO_ROOT
 
 DOCKERFILE = (REPO_ROOT / "Dockerfile").read_text()
+SERVICE_STAGE = DOCKERFILE[DOCKERFILE.rindex("\nFROM ") :]
 LOAD_APP = (
     "import os, sys, gunicorn.config, wsgi; "
     "print(wsgi.app.import_name); sys.stdout.flush(); os._exit(0)"
@@ -25,7 +26,7 @@ LOAD_APP = (
 
 def _copied() -> list[str]:
     sources = []
-    for line in DOCKERFILE.splitlines():
+    for line in SERVICE_STAGE.splitlines():
         if line.startswith("COPY "):
             sources.extend(line.split()[1:-1])
     return sources
@@ -62,8 +63,8 @@ def test_the_chart_runs_the_images_command_as_its_user() -> None:
     ]
     spec = deployment["spec"]["template"]["spec"]
     (container,) = spec["containers"]
-    cmd = re.search(r"^CMD (.+)$", DOCKERFILE, re.MULTILINE)
-    user = re.search(r"^USER (\d+):(\d+)$", DOCKERFILE, re.MULTILINE)
+    cmd = re.search(r"^CMD (.+)$", SERVICE_STAGE, re.MULTILINE)
+    user = re.search(r"^USER (\d+):(\d+)$", SERVICE_STAGE, re.MULTILINE)
     assert cmd is not None and user is not None
     assert container["command"] == yaml.safe_load(cmd.group(1))
     assert spec["securityContext"]["runAsUser"] == int(user.group(1))
