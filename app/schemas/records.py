@@ -87,9 +87,13 @@ class UsageSchema(Schema):
     gpus = fields.Integer(required=True)
 
 
-class BudgetedRecordSchema(Schema):
-    """The fields of a ``BudgetedRecord`` (``app.models.usage``): what a workload counted
-    against its owner's budget holds, and why it failed."""
+def usage_field() -> fields.Nested:
+    """A ``BudgetedRecord``'s (``app.models.usage``) ``usage``: what a workload counted
+    against its owner's budget holds. A field rather than a base schema, so that each kind's
+    record keeps its fields in the order its routes have always shown them."""
+    return fields.Nested(UsageSchema, required=True, metadata={"description": "What it holds."})
 
-    usage = fields.Nested(UsageSchema, required=True, metadata={"description": "What it holds."})
-    error = fields.String(allow_none=True, metadata={"description": "Why it failed."})
+
+def error_field() -> fields.String:
+    """A ``BudgetedRecord``'s ``error``: why the workload failed."""
+    return fields.String(allow_none=True, metadata={"description": "Why it failed."})

@@ -30,13 +30,9 @@ from labspawner.kernels.kernelspec import install
 from labspawner.kernels.provisioner import LabKernelProvisioner
 
 from devstack.stack import LocalStack
-from tests.clients.test_client_kernels import (
-    delete_kernels,
-    image_pull_fails,
-    kernel_pods,
-    unpulled_image,
-)
+from tests.clients.test_client_kernels import delete_kernels, image_pull_fails, kernel_pods
 from tests.labs.conftest import wait_for
+from tests.support.images import unpulled_image
 from tests.support.real_labs import running_lab
 
 USER = "rachel"
@@ -341,7 +337,8 @@ def test_an_image_that_cannot_be_pulled_fails_the_launch_fast_naming_why(
     real_tokens: dict[str, str],
     tmp_path: Path,
 ) -> None:
-    image = unpulled_image(real_lab_stack, real_tokens)
+    with LabSpawnerClient(real_lab_stack.spawner_url, real_tokens["admin"]) as admin:
+        image = unpulled_image(real_lab_stack, admin)
     specs = kernelspecs(tmp_path, "remote-broken", image=image)
     manager = KernelManager(kernel_spec_manager=specs, kernel_name="remote-broken")
     with image_pull_fails(real_lab_stack, image, USER):

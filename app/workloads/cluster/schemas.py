@@ -18,7 +18,7 @@ from marshmallow import (
 )
 
 from app.models.workload import WorkloadStatus as S
-from app.schemas.records import BudgetedRecordSchema, status_field
+from app.schemas.records import error_field, status_field, usage_field
 from app.schemas.requests import lab_image_field
 
 
@@ -60,7 +60,7 @@ class ClusterRequestSchema(Schema):
             raise ValidationError("must not be less than workers", "max_workers")
 
 
-class ClusterSchema(BudgetedRecordSchema):
+class ClusterSchema(Schema):
     """A compute cluster, as the service records it."""
 
     kind = fields.String(required=True)
@@ -73,10 +73,12 @@ class ClusterSchema(BudgetedRecordSchema):
     worker_tier = fields.String(required=True)
     head_tier = fields.String(required=True)
     image = fields.String(required=True)
+    usage = usage_field()
     scheduler_address = fields.String(
         allow_none=True, metadata={"description": "Where a client reaches it, once running."}
     )
     dashboard_url = fields.String(allow_none=True)
+    error = error_field()
 
 
 # The cluster scaler API's bodies (``/ddl_cluster_scaler/``), as its design words them; the

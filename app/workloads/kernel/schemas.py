@@ -8,7 +8,7 @@ from typing import Any
 from marshmallow import RAISE, Schema, fields, validate, validates_schema
 
 from app.models.workload import WorkloadStatus as S
-from app.schemas.records import BudgetedRecordSchema, status_field
+from app.schemas.records import error_field, status_field, usage_field
 from app.schemas.requests import ENV_NAME, check_env_size, lab_image_field
 from app.workloads.kernel.models import DEFAULT_GRACE_SECONDS, KERNEL_PORTS
 
@@ -104,7 +104,7 @@ class PortsSchema(Schema):
     hb = fields.Integer(required=True)
 
 
-class KernelSchema(BudgetedRecordSchema):
+class KernelSchema(Schema):
     """A remote kernel, as the service records it (never its key)."""
 
     kernel_id = fields.String(required=True)
@@ -114,6 +114,7 @@ class KernelSchema(BudgetedRecordSchema):
     size = fields.String(required=True)
     image = fields.String(required=True)
     created = fields.String(required=True, metadata={"description": "When it was asked for."})
+    usage = usage_field()
     ip = fields.String(
         allow_none=True, metadata={"description": "The pod's address, once running."}
     )
@@ -123,3 +124,4 @@ class KernelSchema(BudgetedRecordSchema):
         metadata={"description": f"The kernel's ports on `ip`: {KERNEL_PORTS}."},
     )
     exit_code = fields.Integer(allow_none=True, metadata={"description": "Once it exited."})
+    error = error_field()
