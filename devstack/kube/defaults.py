@@ -152,6 +152,49 @@ def _replicaset(obj: dict[str, Any]) -> None:
     obj.setdefault("status", {}).setdefault("replicas", 0)
 
 
+JOB_NAME_LABELS = ("job-name", "batch.kubernetes.io/job-name")
+CONTROLLER_UID_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid")
+"""The labels the API server gives a Job's pod template (the unprefixed ones kept for older
+clients); the selector it generates names the last."""
+
+
+def _job(obj: dict[str, Any]) -> None:
+    """batch/v1 defaults: one completion at a time, six retries, NonIndexed, not suspended, a
+    failed or terminating pod replaced, the selector generated (``manualSelector: false``)."""
+    spec = obj.setdefault("spec", {})
+    if spec.get("completions") is None and spec.get("parallelism") is None:
+        spec["completions"] = 1
+    spec.setdefault("parallelism", 1)
+    spec.setdefault("backoffLimit", 6)
+    spec.setdefault("completionMode", "NonIndexed")
+    spec.setdefault("suspend", False)
+    spec.setdefault("podReplacementPolicy", "TerminatingOrFailed")
+    spec.setdefault("manualSelector", False)
+    _pod_template(spec)
+    obj.setdefault("status", {})
+
+
+def _new_job(obj: dict[str, Any]) -> None:
+    """A new Job's defaults and, unless it asks for a manual selector, the generated one: its
+    template labelled with its name and uid, selected by the uid. A Job without labels of its
+    own takes its template's."""
+    _job(obj)
+    meta, spec = obj["metadata"], obj["spec"]
+    if not spec["manualSelector"]:
+        template_meta = spec["template"]["metadata"] = spec["template"].get("metadata") or {}
+        labels = template_meta["labels"] = template_meta.get("labels") or {}
+        for key in JOB_NAME_LABELS:
+            labels.setdefault(key, meta.get("name", ""))
+        for key in CONTROLLER_UID_LABELS:
+            labels.setdefault(key, meta.get("uid", ""))
+        selector = spec["selector"] = spec.get("selector") or {}
+        match = selector["matchLabels"] = selector.get("matchLabels") or {}
+        match.setdefault(CONTROLLER_UID_LABELS[1], meta.get("uid", ""))
+    template_labels = ((spec["template"].get("metadata") or {}).get("labels")) or {}
+    if not meta.get("labels") and template_labels:
+        meta["labels"] = dict(template_labels)
+
+
 def _event(obj: dict[str, Any]) -> None:
     obj.setdefault("type", "Normal")
     obj.setdefault("count", 1)
@@ -170,6 +213,7 @@ class Defaulter:
             "daemonsets": _daemonset,
             "deployments": _deployment,
             "replicasets": _replicaset,
+            "jobs": _new_job,
             "events": _event,
             "persistentvolumeclaims": _pvc,
             "resourcequotas": _resource_quota,
@@ -180,6 +224,7 @@ class Defaulter:
             "daemonsets": _daemonset,
             "deployments": _deployment,
             "replicasets": _replicaset,
+            "jobs": _job,
             "pods": _pod,
             "namespaces": _namespace,
         }

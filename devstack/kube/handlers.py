@@ -20,13 +20,20 @@ from devstack.kube.patching import MERGE_PATCH, STRATEGIC_MERGE_PATCH, apply_pat
 from devstack.kube.quota import admit_pod
 from devstack.kube.resources import ResourceType
 from devstack.kube.routing import RequestInfo
-from devstack.kube.store import Store, clone, now_timestamp
+from devstack.kube.store import Store, clone, new_uid, now_timestamp
 from devstack.kube.validation import Validator
 
 _WRITE_ATTEMPTS = 8
 """Unconditional writes retry internally on a concurrent change, as kube-apiserver does."""
 
 _DEFAULT_POD_GRACE_SECONDS = 30
+_DEPENDENTS_FIRST = {"Orphan": "orphan", "Foreground": "foregroundDeletion"}
+"""The finalizer the API server gives an object deleted with a propagation policy under which
+the garbage collector must see to its dependents before the object goes."""
+_ORPHANING_BY_DEFAULT = frozenset({"jobs"})
+"""Kinds whose deletion follows ``propagationPolicy`` (the Job controller plays the garbage
+collector) and orphans their pods when it is not given, as batch/v1 does for compatibility.
+The dependents of other kinds always follow in the background."""
 _IMMUTABLE_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds")
 
 JsonObject = dict[str, Any]
@@ -98,10 +105,11 @@ class Handlers:
         meta = obj["metadata"]
         if info.namespace is not None:
             self._admit_namespace(resource, info.namespace, meta.get("name", ""))
-        for key in ("uid", "resourceVersion", "creationTimestamp", "generation"):
+        for key in ("resourceVersion", "creationTimestamp", "generation"):
             meta.pop(key, None)
         for key in ("deletionTimestamp", "deletionGracePeriodSeconds"):
             meta.pop(key, None)
+        meta["uid"] = new_uid()  # before the defaults: a Job's generated selector names it
         if "status" in resource.subresources and resource.plural != "nodes":
             obj.pop("status", None)
         self._defaulter.on_create(resource.plural, obj)
@@ -176,17 +184,22 @@ class Handlers:
     def delete(self, info: RequestInfo, body: Any, query: dict[str, str]) -> JsonObject:
         options = body if isinstance(body, dict) else {}
         grace = _grace_period(query, options)
-        return self._delete_one(info.resource, info.namespace, info.name or "", grace, options)
+        policy = _propagation(query, options)
+        name = info.name or ""
+        return self._delete_one(info.resource, info.namespace, name, grace, options, policy)
 
     def delete_collection(self, info: RequestInfo, body: Any, query: dict[str, str]) -> JsonObject:
-        grace = _grace_period(query, body if isinstance(body, dict) else {})
+        options = body if isinstance(body, dict) else {}
+        grace = _grace_period(query, options)
+        policy = _propagation(query, options)
         predicate = self.predicate(query)
         for obj in self._store.list(info.resource.plural, info.namespace):
             if not predicate(obj):
                 continue
             meta = obj["metadata"]
             try:
-                self._delete_one(info.resource, meta.get("namespace"), meta["name"], grace, {})
+                namespace, name = meta.get("namespace"), meta["name"]
+                self._delete_one(info.resource, namespace, name, grace, {}, policy)
             except errors.ApiError as exc:
                 if exc.code != 404:
                     raise
@@ -254,11 +267,16 @@ class Handlers:
         name: str,
         grace: int | None,
         options: JsonObject,
+        propagation: str | None,
     ) -> JsonObject:
         current = self._current(resource, namespace, name)
         _check_preconditions(resource, current, options.get("preconditions"))
         if resource.plural == "namespaces":
             return self._terminate_namespace(resource, name, current)
+        if resource.plural in _ORPHANING_BY_DEFAULT:
+            finalizer = _DEPENDENTS_FIRST.get(propagation or "Orphan")
+            if finalizer is not None:
+                return self._delete_after_dependents(resource, namespace, name, finalizer)
         if resource.plural == "pods":
             spec, status = current.get("spec") or {}, current.get("status") or {}
             if grace is None:
@@ -294,6 +312,22 @@ class Handlers:
             ns.setdefault("status", {})["phase"] = "Terminating"
 
         return _stamp(resource, self._store.mutate("namespaces", None, name, mark))
+
+    def _delete_after_dependents(
+        self, resource: ResourceType, namespace: str | None, name: str, finalizer: str
+    ) -> JsonObject:
+        """Mark the object deleted and hold it with ``finalizer``: the cluster orphans or
+        deletes its dependents, then removes it."""
+
+        def mark(obj: JsonObject) -> None:
+            meta = obj["metadata"]
+            meta.setdefault("deletionTimestamp", now_timestamp())
+            meta.setdefault("deletionGracePeriodSeconds", 0)
+            finalizers = meta.setdefault("finalizers", [])
+            if finalizer not in finalizers:
+                finalizers.append(finalizer)
+
+        return _stamp(resource, self._store.mutate(resource.plural, namespace, name, mark))
 
     def _terminate_pod(
         self,
@@ -397,6 +431,18 @@ def _grace_period(query: dict[str, str], options: JsonObject) -> int | None:
     if grace is None and isinstance(options.get("gracePeriodSeconds"), int):
         grace = options["gracePeriodSeconds"]
     return grace
+
+
+def _propagation(query: dict[str, str], options: JsonObject) -> str | None:
+    """The deletion's ``propagationPolicy`` from the query or the DeleteOptions body, or from
+    the older ``orphanDependents``; None when neither says."""
+    policy = query.get("propagationPolicy") or options.get("propagationPolicy")
+    if policy:
+        return str(policy)
+    orphan = query.get("orphanDependents", options.get("orphanDependents"))
+    if orphan is None or orphan == "":
+        return None
+    return "Orphan" if str(orphan).lower() == "true" else "Background"
 
 
 def _shape_custom(resource: ResourceType, obj: JsonObject, *, strict: bool) -> None:

@@ -164,6 +164,15 @@ RESOURCES: tuple[ResourceType, ...] = (
         categories=("all",),
     ),
     ResourceType(
+        "jobs",
+        "Job",
+        "batch",
+        "v1",
+        namespaced=True,
+        subresources=("status",),
+        categories=("all",),
+    ),
+    ResourceType(
         "networkpolicies",
         "NetworkPolicy",
         "networking.k8s.io",

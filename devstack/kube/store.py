@@ -73,6 +73,11 @@ def now_timestamp() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def new_uid() -> str:
+    """A fresh ``metadata.uid``."""
+    return str(uuid.uuid4())
+
+
 def _desired_state(obj: dict[str, Any]) -> dict[str, Any]:
     """The part of an object whose change moves ``metadata.generation``: everything but its
     metadata and status (a Pod's or a Service's ``spec``, and the fields of custom objects
@@ -148,6 +153,8 @@ class Store:
     # -- writes ----------------------------------------------------------------------------
 
     def create(self, resource: str, obj: dict) -> dict:
+        """Store a new object. A ``uid`` already in its metadata is kept: the API server gives
+        an object its uid before admission, where a Job's generated selector names it."""
         obj = clone(obj)
         meta = obj.setdefault("metadata", {})
         namespace = meta.get("namespace") or None
@@ -166,7 +173,7 @@ class Store:
             if (namespace, name) in bucket:
                 raise errors.already_exists(resource, name)
             self._version += 1
-            meta["uid"] = str(uuid.uuid4())
+            meta["uid"] = meta.get("uid") or new_uid()
             meta["resourceVersion"] = str(self._version)
             meta["creationTimestamp"] = now_timestamp()
             meta["generation"] = 1
@@ -202,7 +209,7 @@ class Store:
             for key, obj in zip(keys, objects, strict=True):
                 self._version += 1
                 meta = obj["metadata"]
-                meta["uid"] = str(uuid.uuid4())
+                meta["uid"] = new_uid()
                 meta["resourceVersion"] = str(self._version)
                 meta["creationTimestamp"] = created
                 meta["generation"] = 1

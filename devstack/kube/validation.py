@@ -107,7 +107,7 @@ class Validator:
         self, resource: ResourceType, new: dict[str, Any], current: dict[str, Any]
     ) -> None:
         """Raise 422 Invalid if ``new`` changes what may not change once created (a
-        workload's selector)."""
+        workload's selector, a Job's pod template)."""
         if resource.custom:
             return
         causes = workload_rules.update_causes(resource.kind, new, current)
@@ -133,9 +133,12 @@ class Validator:
         elif resource.kind == "DaemonSet":
             template_spec = ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
             causes.extend(_pod_spec_causes(template_spec, "spec.template.spec"))
-        elif resource.kind in ("Deployment", "ReplicaSet") and not resource.custom:
+        elif resource.kind in ("Deployment", "ReplicaSet", "Job") and not resource.custom:
             spec = obj.get("spec") or {}
-            causes.extend(workload_rules.spec_causes(resource.kind, spec))
+            if resource.kind == "Job":
+                causes.extend(workload_rules.job_causes(obj))
+            else:
+                causes.extend(workload_rules.spec_causes(resource.kind, spec))
             template_spec = (spec.get("template") or {}).get("spec") or {}
             causes.extend(_pod_spec_causes(template_spec, "spec.template.spec"))
         elif resource.kind in ("ConfigMap", "Secret"):

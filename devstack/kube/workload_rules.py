@@ -1,9 +1,11 @@
-"""The API server's own rules for Deployments and ReplicaSets, beyond what the schemas check.
+"""The API server's own rules for Deployments, ReplicaSets and Jobs, beyond what the schemas
+check.
 
 A client that builds a Deployment whose selector misses its template's labels, or that later
 changes the selector, gets a 422 from a real API server; the controllers could not tell their
-pods apart otherwise. These checks return causes in the shape ``validation.py`` reports them,
-with the field paths and messages kube-apiserver uses.
+pods apart otherwise. A Job's pods must not restart forever, and its selector is the one the
+API server generated unless the Job asks to choose its own. These checks return causes in the
+shape ``validation.py`` reports them, with the field paths and messages kube-apiserver uses.
 """
 
 from __future__ import annotations
@@ -12,12 +14,20 @@ import json
 import re
 from typing import Any
 
+from devstack.kube.defaults import CONTROLLER_UID_LABELS, JOB_NAME_LABELS
 from devstack.kube.selectors import label_selector_matches
 
 Cause = dict[str, str]
 
 _PERCENT_RE = re.compile(r"^[0-9]+%$")
 _OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+_JOB_COUNTS = (
+    "parallelism",
+    "completions",
+    "activeDeadlineSeconds",
+    "backoffLimit",
+    "ttlSecondsAfterFinished",
+)
 
 
 def _cause(field: str, reason: str, message: str) -> Cause:
@@ -81,26 +91,72 @@ def spec_causes(kind: str, spec: dict[str, Any]) -> list[Cause]:
     return causes
 
 
-def update_causes(kind: str, new: dict[str, Any], old: dict[str, Any]) -> list[Cause]:
-    """What an update may not change: in apps/v1 a workload's selector is immutable."""
-    if kind not in ("Deployment", "ReplicaSet"):
-        return []
-    selector = (new.get("spec") or {}).get("selector") or {}
-    if selector == ((old.get("spec") or {}).get("selector") or {}):
-        return []
-    return [
-        _cause(
-            "spec.selector",
-            "FieldValueInvalid",
-            f"Invalid value: {_go_selector(selector)}: field is immutable",
+def job_causes(job: dict[str, Any]) -> list[Cause]:
+    """What is wrong with a Job's ``spec`` (empty when nothing): a negative count, a template
+    whose pods would restart forever, a selector missing its template's labels and, unless
+    ``manualSelector`` is set, generated labels or a selector changed by hand."""
+    spec = job.get("spec") or {}
+    causes = _non_negative_causes(spec, _JOB_COUNTS)
+    policy = ((spec.get("template") or {}).get("spec") or {}).get("restartPolicy") or "Always"
+    supported = '"OnFailure", "Never"'
+    where = "spec.template.spec.restartPolicy"
+    if policy == "Always":
+        causes.append(
+            _cause(where, "FieldValueRequired", f"Required value: valid values: {supported}")
         )
-    ]
+    elif policy not in ("OnFailure", "Never"):
+        message = f'Unsupported value: "{policy}": supported values: {supported}'
+        causes.append(_cause(where, "FieldValueNotSupported", message))
+    if not spec.get("manualSelector"):
+        causes.extend(_generated_selector_causes(job.get("metadata") or {}, spec))
+    causes.extend(_selector_causes("Job", spec))
+    return causes
+
+
+def _generated_selector_causes(meta: dict[str, Any], spec: dict[str, Any]) -> list[Cause]:
+    """The template must carry the labels the API server generated, with the Job's name and
+    uid, and the selector must select them."""
+    labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
+    expected = {key: str(meta.get("uid") or "") for key in CONTROLLER_UID_LABELS}
+    expected.update({key: str(meta.get("name") or "") for key in JOB_NAME_LABELS})
+    causes = []
+    pairs = zip(CONTROLLER_UID_LABELS, JOB_NAME_LABELS, strict=True)  # unprefixed ones first
+    for key in [key for pair in pairs for key in pair]:
+        where = f"spec.template.metadata.labels[{key}]"
+        if key not in labels:
+            causes.append(_cause(where, "FieldValueRequired", f"Required value: {expected[key]}"))
+        elif labels[key] != expected[key]:
+            message = f"Invalid value: {_go_map(labels)}: must be '{expected[key]}'"
+            causes.append(_cause(where, "FieldValueInvalid", message))
+    selector = spec.get("selector") or {}
+    if not label_selector_matches(selector, expected):
+        message = f"Invalid value: {_go_selector(selector)}: `selector` not auto-generated"
+        causes.append(_cause("spec.selector", "FieldValueInvalid", message))
+    return causes
+
+
+def update_causes(kind: str, new: dict[str, Any], old: dict[str, Any]) -> list[Cause]:
+    """What an update may not change: a workload's selector, and a Job's pod template."""
+    if kind not in ("Deployment", "ReplicaSet", "Job"):
+        return []
+    new_spec, old_spec = new.get("spec") or {}, old.get("spec") or {}
+    causes = []
+    selector = new_spec.get("selector") or {}
+    if selector != (old_spec.get("selector") or {}):
+        message = f"Invalid value: {_go_selector(selector)}: field is immutable"
+        causes.append(_cause("spec.selector", "FieldValueInvalid", message))
+    template = new_spec.get("template")
+    if kind == "Job" and template != old_spec.get("template"):
+        shown = json.dumps(template, sort_keys=True, separators=(",", ":"))
+        message = f"Invalid value: {shown}: field is immutable"
+        causes.append(_cause("spec.template", "FieldValueInvalid", message))
+    return causes
 
 
 def _selector_causes(kind: str, spec: dict[str, Any]) -> list[Cause]:
     selector = spec.get("selector") or {}
     if not selector.get("matchLabels") and not selector.get("matchExpressions"):
-        if kind == "ReplicaSet":
+        if kind != "Deployment":
             return [_cause("spec.selector", "FieldValueRequired", "Required value")]
         message = (
             f"Invalid value: {_go_selector(selector)}: empty selector is invalid for deployment"
@@ -149,9 +205,9 @@ def _selector_causes(kind: str, spec: dict[str, Any]) -> list[Cause]:
     return causes
 
 
-def _count_causes(spec: dict[str, Any]) -> list[Cause]:
+def _non_negative_causes(spec: dict[str, Any], fields: tuple[str, ...]) -> list[Cause]:
     causes = []
-    for field in ("replicas", "minReadySeconds", "revisionHistoryLimit"):
+    for field in fields:
         value = spec.get(field)
         if isinstance(value, int) and value < 0:
             causes.append(
@@ -161,6 +217,11 @@ def _count_causes(spec: dict[str, Any]) -> list[Cause]:
                     f"Invalid value: {value}: must be greater than or equal to 0",
                 )
             )
+    return causes
+
+
+def _count_causes(spec: dict[str, Any]) -> list[Cause]:
+    causes = _non_negative_causes(spec, ("replicas", "minReadySeconds", "revisionHistoryLimit"))
     deadline = spec.get("progressDeadlineSeconds")
     if isinstance(deadline, int) and deadline <= int(spec.get("minReadySeconds") or 0):
         causes.append(

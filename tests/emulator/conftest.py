@@ -58,6 +58,11 @@ def apps_v1(api_client: kubernetes.client.ApiClient) -> kubernetes.client.AppsV1
 
 
 @pytest.fixture
+def batch_v1(api_client: kubernetes.client.ApiClient) -> kubernetes.client.BatchV1Api:
+    return kubernetes.client.BatchV1Api(api_client)
+
+
+@pytest.fixture
 def networking_v1(api_client: kubernetes.client.ApiClient) -> kubernetes.client.NetworkingV1Api:
     return kubernetes.client.NetworkingV1Api(api_client)
 

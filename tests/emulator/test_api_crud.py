@@ -390,7 +390,7 @@ def test_discovery(api_client: ApiClient) -> None:
 def test_unknown_paths_are_404_status(emulator: KubernetesEmulator) -> None:
     for path in (
         "/api/v1/widgets",
-        "/apis/batch/v1/jobs",
+        "/apis/batch/v1/cronjobs",
         "/nothing",
         "/api/v1/namespaces/x/nodes",
     ):

@@ -20,6 +20,7 @@ WATCHED = (
     "daemonsets",
     "deployments",
     "replicasets",
+    "jobs",
     "services",
     "customresourcedefinitions",
 )

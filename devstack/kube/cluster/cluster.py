@@ -23,6 +23,7 @@ from .deployments import DeploymentController
 from .events import EventRecorder
 from .faults import PodFaults
 from .images import add_image
+from .jobs import JobController
 from .kubelet import Kubelets
 from .logs import PodLogs
 from .namespaces import NamespaceController
@@ -98,6 +99,15 @@ class Cluster:
             self._namespaces.alive,
             admit or _no_defaults,
         )
+        self._jobs = JobController(
+            self._cache,
+            self._writer,
+            self._events,
+            self._reactor,
+            self._namespaces.alive,
+            admit or _no_defaults,
+            self.settings,
+        )
         self._services = ServiceProxies(self._endpoints, self.addresses)
         self._crds = CrdController(self.served, self._writer, self.store.list)
         self._operators = {
@@ -135,6 +145,7 @@ class Cluster:
         self._namespaces.stop()
         self._replicasets.stop()
         self._deployments.stop()
+        self._jobs.stop()
         self._services.stop()
         self.addresses.release()
 
@@ -248,6 +259,7 @@ class Cluster:
             self._daemonsets.on_pod(event_type, obj)
             self._replicasets.on_pod(event_type, obj)
             self._deployments.on_pod(event_type, obj)
+            self._jobs.on_pod(event_type, obj)
             for operator in self._operators.values():
                 operator.on_pod(event_type, obj)
         elif resource == "nodes":
@@ -263,6 +275,8 @@ class Cluster:
         elif resource == "replicasets":
             self._replicasets.on_replicaset(event_type, obj)
             self._deployments.on_replicaset(event_type, obj)
+        elif resource == "jobs":
+            self._jobs.on_job(event_type, obj)
         elif resource == "services":
             self._services.on_service(event_type, obj)
         elif resource == CRDS:

@@ -13,27 +13,26 @@ newest), and a deleted ReplicaSet's pods follow it (background cascading deletio
 
 from __future__ import annotations
 
-import copy
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from devstack.kube.errors import ApiError
 from devstack.kube.selectors import label_selector_matches
 
 from .cache import Obj, ObjectCache
 from .clock import now_rfc3339
-from .daemonsets import random_suffix
 from .events import EventRecorder, Source
 from .operators import Admit
 from .reactor import Reactor, Timer
 from .workloads import (
     APPS_V1,
+    PodMaker,
     available_at,
     controlled_by,
     controller_ref,
     delete_pod_gracefully,
+    delete_pods_of,
     find_condition,
     is_active,
     is_terminating,
@@ -45,6 +44,7 @@ from .workloads import (
     ready_since,
     remove_condition,
     restart_count,
+    write_status,
 )
 from .workqueue import SyncQueue
 from .writer import StoreWriter
@@ -105,7 +105,7 @@ class ReplicaSetController:
         self._events = events
         self._reactor = reactor
         self._namespace_alive = namespace_alive
-        self._admit = admit
+        self._pods = PodMaker(writer, events, admit, REPLICASET_CONTROLLER)
         self._queue = SyncQueue(reactor, self._sync_named)
         self._retries: dict[tuple[str, str], tuple[Timer, float]] = {}
         self._wakeups: dict[tuple[str, str], Timer] = {}
@@ -117,7 +117,7 @@ class ReplicaSetController:
         namespace, name = str(meta.get("namespace")), str(meta["name"])
         if event_type == "DELETED":
             self._forget((namespace, name))
-            self._delete_pods_of(namespace, str(meta.get("uid")))
+            delete_pods_of(self._cache, self._writer, namespace, str(meta.get("uid")))
             return
         self._mark(namespace, name)
 
@@ -203,7 +203,7 @@ class ReplicaSetController:
                 retry[0].cancel()
         status, next_available = replicaset_status(replicaset, pods, failure)
         self._wake_at(key, next_available)
-        self._write_status(replicaset, status)
+        write_status(self._writer, "replicasets", replicaset, status)
 
     def _claim_pods(self, replicaset: Obj) -> list[Obj]:
         """Its pods: those it controls that its selector still matches, plus matching orphans,
@@ -257,7 +257,7 @@ class ReplicaSetController:
             if not self._namespace_alive(namespace):
                 return None  # creates would fail until the namespace is gone
             for _ in range(min(-diff, BURST_REPLICAS)):
-                message = self._create_pod(replicaset)
+                message = self._pods.create(replicaset, "ReplicaSet", APPS_V1)
                 if message is not None:
                     return Failure("FailedCreate", message)
         elif diff > 0:
@@ -265,68 +265,11 @@ class ReplicaSetController:
                 self._delete_pod(replicaset, pod)
         return None
 
-    def _create_pod(self, replicaset: Obj) -> str | None:
-        """Create one pod from the template; the API's message when it is refused."""
-        meta = replicaset["metadata"]
-        template = copy.deepcopy((replicaset.get("spec") or {}).get("template") or {})
-        template_meta = template.get("metadata") or {}
-        about = {**replicaset, "kind": "ReplicaSet", "apiVersion": APPS_V1}
-        pod_meta: dict[str, Any] = {
-            "name": f"{meta['name']}-{random_suffix()}",
-            "generateName": f"{meta['name']}-",
-            "namespace": meta.get("namespace"),
-            "labels": dict(template_meta.get("labels") or {}),
-            "ownerReferences": [owner_reference(replicaset, "ReplicaSet")],
-        }
-        for field in ("annotations", "finalizers"):
-            if template_meta.get(field):
-                pod_meta[field] = copy.deepcopy(template_meta[field])
-        pod: Obj = {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta}
-        pod["spec"] = template.get("spec") or {}
-        try:
-            self._admit("pods", pod)
-        except ApiError as exc:
-            message = exc.message
-            self._events.warning(
-                about, REPLICASET_CONTROLLER, "FailedCreate", f"Error creating: {message}"
-            )
-            return message
-        for _ in range(5):
-            created = self._writer.create("pods", pod)
-            if created is not None:
-                name = created["metadata"]["name"]
-                self._events.normal(
-                    about, REPLICASET_CONTROLLER, "SuccessfulCreate", f"Created pod: {name}"
-                )
-                return None
-            pod_meta["name"] = f"{meta['name']}-{random_suffix()}"
-        return f'pods "{pod_meta["generateName"]}" could not be given a unique name'
-
     def _delete_pod(self, replicaset: Obj, pod: Obj) -> None:
         if delete_pod_gracefully(self._writer, pod):
             about = {**replicaset, "kind": "ReplicaSet", "apiVersion": APPS_V1}
             message = f"Deleted pod: {pod['metadata']['name']}"
             self._events.normal(about, REPLICASET_CONTROLLER, "SuccessfulDelete", message)
-
-    def _delete_pods_of(self, namespace: str, uid: str) -> None:
-        """Background cascading deletion: the garbage collector deletes the pods of a
-        ReplicaSet that is gone, each with its grace period."""
-        for pod in self._cache.all("pods", namespace):
-            if controlled_by(pod, uid) and not is_terminating(pod):
-                delete_pod_gracefully(self._writer, pod)
-
-    def _write_status(self, replicaset: Obj, status: dict[str, Any]) -> None:
-        meta = replicaset["metadata"]
-
-        def write(current: Obj) -> bool:
-            if current.get("status") == status:
-                return False
-            current["status"] = status
-            return True
-
-        self._writer.mutate(
-            "replicasets", meta.get("namespace"), meta["name"], write, uid=meta.get("uid")
-        )
 
 
 def replicaset_status(

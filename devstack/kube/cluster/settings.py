@@ -28,6 +28,9 @@ class ClusterSettings:
     service_account_delay_seconds: float = 0.02
     pod_termination_seconds: float = 0.0
     crash_backoff_seconds: float = 0.05
+    job_backoff_seconds: float = 0.05
+    """How long the Job controller waits before replacing a failed pod (10 s on a real
+    cluster), doubling with each failure in a row; also its first retry of a refused pod."""
     image_digest_resolver: Callable[[str], str | None] | None = None
     default_image_size: int = 500_000_000
     programs: dict[str, ImageProgram] = field(default_factory=dict)

@@ -1,5 +1,6 @@
-"""What the workload controllers (ReplicaSets, Deployments) share: owner references, which
-pods count, graceful deletion and the conditions in their statuses.
+"""What the workload controllers (ReplicaSets, Deployments, Jobs) share: owner references,
+pods made from a template, which pods count, graceful deletion and the conditions in their
+statuses.
 
 A workload's status is only as right as its idea of which pods are its own and which of them
 are still alive, so these rules follow the real controllers': a pod with a deletion timestamp
@@ -10,11 +11,18 @@ deleted through the API does.
 
 from __future__ import annotations
 
+import copy
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from .cache import Obj
+from devstack.kube.errors import ApiError
+
+from .cache import Obj, ObjectCache
 from .clock import now_rfc3339
+from .daemonsets import random_suffix
+from .events import EventRecorder, Source
+from .operators import Admit
 from .writer import StoreWriter
 
 APPS_V1 = "apps/v1"
@@ -35,12 +43,12 @@ def controlled_by(obj: Obj, uid: str) -> bool:
     return reference is not None and reference.get("uid") == uid
 
 
-def owner_reference(owner: Obj, kind: str) -> dict[str, Any]:
+def owner_reference(owner: Obj, kind: str, api_version: str = APPS_V1) -> dict[str, Any]:
     """The controller reference a workload puts on what it creates, as garbage collection
     and ``kubectl`` read it."""
     meta = owner["metadata"]
     return {
-        "apiVersion": APPS_V1,
+        "apiVersion": api_version,
         "kind": kind,
         "name": meta["name"],
         "uid": meta.get("uid"),
@@ -125,6 +133,78 @@ def delete_pod_gracefully(writer: StoreWriter, pod: Obj) -> bool:
         return True
 
     return writer.mutate("pods", namespace, name, mark, uid=uid) is not None
+
+
+def write_status(writer: StoreWriter, resource: str, obj: Obj, status: dict[str, Any]) -> None:
+    """Replace a workload's status, as a controller's status update does (no write when it
+    has not changed)."""
+
+    def write(current: Obj) -> bool:
+        if current.get("status") == status:
+            return False
+        current["status"] = status
+        return True
+
+    meta = obj["metadata"]
+    writer.mutate(resource, meta.get("namespace"), meta["name"], write, uid=meta.get("uid"))
+
+
+def delete_pods_of(cache: ObjectCache, writer: StoreWriter, namespace: str, uid: str) -> None:
+    """Background cascading deletion: the garbage collector deletes the pods of an owner that
+    is gone, each with its grace period."""
+    for pod in cache.all("pods", namespace):
+        if controlled_by(pod, uid) and not is_terminating(pod):
+            delete_pod_gracefully(writer, pod)
+
+
+@dataclass(frozen=True)
+class PodMaker:
+    """Creates a workload's pods from its template as its controller does: ``<owner>-<5
+    chars>``, its controller reference, the API server's defaults and quota admission, and
+    the ``SuccessfulCreate`` or ``FailedCreate`` Event."""
+
+    writer: StoreWriter
+    events: EventRecorder
+    admit: Admit
+    source: Source
+
+    def create(
+        self, owner: Obj, kind: str, api_version: str, finalizers: tuple[str, ...] = ()
+    ) -> str | None:
+        """Create one pod from ``owner``'s template (with ``finalizers`` added); the API's
+        message when it is refused."""
+        meta = owner["metadata"]
+        template = copy.deepcopy((owner.get("spec") or {}).get("template") or {})
+        template_meta = template.get("metadata") or {}
+        about = {**owner, "kind": kind, "apiVersion": api_version}
+        pod_meta: dict[str, Any] = {
+            "name": f"{meta['name']}-{random_suffix()}",
+            "generateName": f"{meta['name']}-",
+            "namespace": meta.get("namespace"),
+            "labels": dict(template_meta.get("labels") or {}),
+            "ownerReferences": [owner_reference(owner, kind, api_version)],
+        }
+        for field in ("annotations", "finalizers"):
+            if template_meta.get(field):
+                pod_meta[field] = copy.deepcopy(template_meta[field])
+        for finalizer in finalizers:
+            pod_meta.setdefault("finalizers", []).append(finalizer)
+        pod: Obj = {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta}
+        pod["spec"] = template.get("spec") or {}
+        try:
+            self.admit("pods", pod)
+        except ApiError as exc:
+            message = exc.message
+            self.events.warning(about, self.source, "FailedCreate", f"Error creating: {message}")
+            return message
+        for _ in range(5):
+            created = self.writer.create("pods", pod)
+            if created is not None:
+                name = created["metadata"]["name"]
+                self.events.normal(about, self.source, "SuccessfulCreate", f"Created pod: {name}")
+                return None
+            pod_meta["name"] = f"{meta['name']}-{random_suffix()}"
+        return f'pods "{pod_meta["generateName"]}" could not be given a unique name'
 
 
 # ---- conditions ---------------------------------------------------------------------------
