@@ -28,6 +28,7 @@ from .kubelet import Kubelets
 from .logs import PodLogs
 from .namespaces import NamespaceController
 from .operators import OPERATORS, Admit
+from .parts import ControllerParts
 from .podstatus import is_pod_ready
 from .processes import ProcessRuntime
 from .reactor import Reactor
@@ -83,7 +84,7 @@ class Cluster:
         self._daemonsets = DaemonSetController(
             self._cache, self._writer, self._events, self._reactor, self._namespaces.alive
         )
-        self._replicasets = ReplicaSetController(
+        parts = ControllerParts(
             self._cache,
             self._writer,
             self._events,
@@ -91,23 +92,9 @@ class Cluster:
             self._namespaces.alive,
             admit or _no_defaults,
         )
-        self._deployments = DeploymentController(
-            self._cache,
-            self._writer,
-            self._events,
-            self._reactor,
-            self._namespaces.alive,
-            admit or _no_defaults,
-        )
-        self._jobs = JobController(
-            self._cache,
-            self._writer,
-            self._events,
-            self._reactor,
-            self._namespaces.alive,
-            admit or _no_defaults,
-            self.settings,
-        )
+        self._replicasets = ReplicaSetController(parts)
+        self._deployments = DeploymentController(parts)
+        self._jobs = JobController(parts, self.settings)
         self._services = ServiceProxies(self._endpoints, self.addresses)
         self._crds = CrdController(self.served, self._writer, self.store.list)
         self._operators = {

@@ -27,10 +27,10 @@ from devstack.kube.errors import ApiError
 from devstack.kube.selectors import label_selector_matches
 
 from . import rollout
-from .cache import Obj, ObjectCache
-from .events import EventRecorder, Source
-from .operators import Admit
-from .reactor import Reactor, Timer
+from .cache import Obj
+from .events import Source
+from .parts import ControllerParts
+from .reactor import Timer
 from .workloads import (
     APPS_V1,
     FINISHED_PHASES,
@@ -46,7 +46,6 @@ from .workloads import (
     set_condition,
 )
 from .workqueue import SyncQueue
-from .writer import StoreWriter
 
 DEPLOYMENT_CONTROLLER = Source("deployment-controller")
 _DEADLINE_MARGIN_SECONDS = 1.0
@@ -60,22 +59,14 @@ class DeploymentController:
     """Reconciles Deployments whenever they, their ReplicaSets or (for ``Recreate``) their
     pods change, batched per reactor turn."""
 
-    def __init__(
-        self,
-        cache: ObjectCache,
-        writer: StoreWriter,
-        events: EventRecorder,
-        reactor: Reactor,
-        namespace_alive: Callable[[str], bool],
-        admit: Admit,
-    ) -> None:
-        self._cache = cache
-        self._writer = writer
-        self._events = events
-        self._reactor = reactor
-        self._namespace_alive = namespace_alive
-        self._admit = admit
-        self._queue = SyncQueue(reactor, self._sync_named)
+    def __init__(self, parts: ControllerParts) -> None:
+        self._cache = parts.cache
+        self._writer = parts.writer
+        self._events = parts.events
+        self._reactor = parts.reactor
+        self._namespace_alive = parts.namespace_alive
+        self._admit = parts.admit
+        self._queue = SyncQueue(parts.reactor, self._sync_named)
         self._deadlines: dict[Key, Timer] = {}
 
     # ---- events ---------------------------------------------------------------------------

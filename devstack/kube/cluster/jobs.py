@@ -22,16 +22,15 @@ after it (``Background``), and the TTL-after-finished controller, which deletes 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .cache import Obj, ObjectCache, key_of
+from .cache import Obj, key_of
 from .clock import now_rfc3339
-from .events import EventRecorder, Source
-from .operators import Admit
+from .events import Source
+from .parts import ControllerParts
 from .podstatus import is_pod_ready
-from .reactor import Reactor, Timer
+from .reactor import Timer
 from .replicasets import deletion_order
 from .settings import ClusterSettings
 from .workloads import (
@@ -48,7 +47,6 @@ from .workloads import (
     write_status,
 )
 from .workqueue import SyncQueue
-from .writer import StoreWriter
 
 JOB_CONTROLLER = Source("job-controller")
 BATCH_V1 = "batch/v1"
@@ -129,24 +127,15 @@ def _about(job: Obj) -> Obj:
 class JobController:
     """Reconciles Jobs whenever they or their pods change (batched per reactor turn)."""
 
-    def __init__(
-        self,
-        cache: ObjectCache,
-        writer: StoreWriter,
-        events: EventRecorder,
-        reactor: Reactor,
-        namespace_alive: Callable[[str], bool],
-        admit: Admit,
-        settings: ClusterSettings,
-    ) -> None:
-        self._cache = cache
-        self._writer = writer
-        self._events = events
-        self._reactor = reactor
-        self._namespace_alive = namespace_alive
+    def __init__(self, parts: ControllerParts, settings: ClusterSettings) -> None:
+        self._cache = parts.cache
+        self._writer = parts.writer
+        self._events = parts.events
+        self._reactor = parts.reactor
+        self._namespace_alive = parts.namespace_alive
         self._settings = settings
-        self._pods = PodMaker(writer, events, admit, JOB_CONTROLLER)
-        self._queue = SyncQueue(reactor, self._sync_named)
+        self._pods = PodMaker(parts.writer, parts.events, parts.admit, JOB_CONTROLLER)
+        self._queue = SyncQueue(parts.reactor, self._sync_named)
         self._wakeups: dict[Key, Timer] = {}
         self._failures: dict[Key, Failures] = {}
         self._refusals: dict[Key, int] = {}

@@ -14,17 +14,16 @@ newest), and a deleted ReplicaSet's pods follow it (background cascading deletio
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from devstack.kube.selectors import label_selector_matches
 
-from .cache import Obj, ObjectCache
+from .cache import Obj
 from .clock import now_rfc3339
-from .events import EventRecorder, Source
-from .operators import Admit
-from .reactor import Reactor, Timer
+from .events import Source
+from .parts import ControllerParts
+from .reactor import Timer
 from .workloads import (
     APPS_V1,
     PodMaker,
@@ -47,7 +46,6 @@ from .workloads import (
     write_status,
 )
 from .workqueue import SyncQueue
-from .writer import StoreWriter
 
 REPLICASET_CONTROLLER = Source("replicaset-controller")
 BURST_REPLICAS = 500
@@ -91,22 +89,14 @@ def deletion_order(pod: Obj) -> tuple[Any, ...]:
 class ReplicaSetController:
     """Reconciles ReplicaSets whenever they or their pods change (batched per reactor turn)."""
 
-    def __init__(
-        self,
-        cache: ObjectCache,
-        writer: StoreWriter,
-        events: EventRecorder,
-        reactor: Reactor,
-        namespace_alive: Callable[[str], bool],
-        admit: Admit,
-    ) -> None:
-        self._cache = cache
-        self._writer = writer
-        self._events = events
-        self._reactor = reactor
-        self._namespace_alive = namespace_alive
-        self._pods = PodMaker(writer, events, admit, REPLICASET_CONTROLLER)
-        self._queue = SyncQueue(reactor, self._sync_named)
+    def __init__(self, parts: ControllerParts) -> None:
+        self._cache = parts.cache
+        self._writer = parts.writer
+        self._events = parts.events
+        self._reactor = parts.reactor
+        self._namespace_alive = parts.namespace_alive
+        self._pods = PodMaker(parts.writer, parts.events, parts.admit, REPLICASET_CONTROLLER)
+        self._queue = SyncQueue(parts.reactor, self._sync_named)
         self._retries: dict[tuple[str, str], tuple[Timer, float]] = {}
         self._wakeups: dict[tuple[str, str], Timer] = {}
 
