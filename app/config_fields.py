@@ -7,7 +7,7 @@ environment), and how a kind declares the sections it owns."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar, TypeVar
 
 from marshmallow import (
@@ -38,6 +38,10 @@ ConfigSections = Mapping[str, Field]
 ``config.py``), each with the field that loads it; the key is the attribute of
 ``app.models.config.Config`` it fills. The root schema (``app.config.schema``) is composed of
 every kind's, listed in ``app.workloads.config_sections``, and the sections of its own."""
+
+SectionCheck = Callable[[Mapping[str, Any]], None]
+"""A rule between a kind's section and the others: given every loaded section by attribute,
+it raises ``ValidationError`` at the key it is about (``CHECKS`` in a kind's ``config.py``)."""
 
 Q = TypeVar("Q", int, float)
 

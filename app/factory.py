@@ -54,6 +54,7 @@ def build_app(config: Config | None = None, kinds: Sequence[KindFactory] = KINDS
     from blueprints.apps import apps
     from blueprints.clusters import clusters
     from blueprints.docs import docs
+    from blueprints.fileservers import fileservers
     from blueprints.health import health
     from blueprints.kernels import kernels
     from blueprints.metrics import metrics_bp
@@ -70,6 +71,7 @@ def build_app(config: Config | None = None, kinds: Sequence[KindFactory] = KINDS
         clusters,
         kernels,
         apps,
+        fileservers,
         scaler,
         prepull,
         admin,

@@ -15,6 +15,7 @@ import yaml
 from app.config import Config, ConfigError, default_config_path, load_config, parse_config
 from app.config.schema import ConfigSchema
 from app.workloads.config_sections import KIND_SECTIONS
+from app.workloads.fileserver.config import FileserverConfig
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -61,8 +62,23 @@ def test_the_root_is_composed_of_every_kinds_sections() -> None:
         for name in importlib.import_module(f"app.workloads.{package}.config").SECTIONS
     }
     listed = {name for sections in KIND_SECTIONS for name in sections}
-    assert declared == listed == {"apps", "clusters", "images", "lab", "prepull", "prepuller"}
-    assert set(ConfigSchema().fields) == {field.name for field in dataclasses.fields(Config)}
+    assert (
+        declared
+        == listed
+        == {
+            "apps",
+            "clusters",
+            "fileserver",
+            "images",
+            "lab",
+            "prepull",
+            "prepuller",
+        }
+    )
+    # A kind that keeps its section's model in its package is held in ``sections``.
+    own = {field.name for field in dataclasses.fields(Config)} - {"sections"}
+    assert set(ConfigSchema().fields) == own | {"fileserver"}
+    assert isinstance(parse_config(MINIMAL).sections["fileserver"], FileserverConfig)
 
 
 def test_unknown_top_level_key_is_named() -> None:

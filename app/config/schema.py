@@ -41,7 +41,7 @@ from app.models.config import (
     RedisSentinelConfig,
     WatcherConfig,
 )
-from app.workloads.config_sections import KIND_SECTIONS
+from app.workloads.config_sections import KIND_CHECKS, KIND_SECTIONS
 from app.workloads.lab.config import PodPlacementSchema
 
 
@@ -259,6 +259,18 @@ class ServiceConfigSchema(ConfigModelSchema):
                     f"not a lab size or hardware tier; sizes are: {', '.join(sorted(known))}",
                     f"prepull.{index}.validation.size",
                 )
+
+    @validates_schema
+    def _kinds_checks(self, data: dict[str, Any], **_: Any) -> None:
+        """The rules between a kind's section and the others (a mount names a lab volume)."""
+        for check in KIND_CHECKS:
+            check(data)
+
+    def _values(self, data: dict[str, Any]) -> dict[str, Any]:
+        """The kinds' sections whose models live in their packages go in ``sections``."""
+        own = Config.__dataclass_fields__
+        sections = {key: data[key] for key in data if key not in own}
+        return {**{k: v for k, v in data.items() if k in own}, "sections": sections}
 
     @validates_schema
     def _admin_pod_volumes(self, data: dict[str, Any], **_: Any) -> None:

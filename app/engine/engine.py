@@ -155,6 +155,15 @@ class Engine:
                 self.runner.admit(withdraw=ref)
         return result
 
+    def end(self, ref: WorkloadRef, *, reason: str) -> None:
+        """Delete what is left of a workload that ended by itself (``WorkloadTracking.ended``
+        said why): the elected watcher and the reconcile call this, as a user's delete
+        would be queued."""
+        tracking = self.kinds[ref.kind].tracking
+        if tracking is None:
+            return
+        self.queue_delete(ref, terminating=tracking.ending, first_events=[(EventType.INFO, reason)])
+
     def follow(self, ref: WorkloadRef, *, after: str, idle_seconds: float) -> Following | None:
         """Follow the events of ``ref``'s current (or last) operation from after ``after``:
         the replay, then live events until a terminal one. None when it has none; an

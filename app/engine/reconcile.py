@@ -20,7 +20,7 @@ from typing import Any
 
 from app.concurrency import concurrently
 from app.engine.kind import WorkloadKind
-from app.engine.tracking import WorkloadTracking
+from app.engine.tracking import Ending, WorkloadTracking
 from app.models.workload import WorkloadRef
 from app.storage.kubernetes import KubernetesStorage
 from app.storage.leader import Fence
@@ -83,9 +83,12 @@ class Reconciler:
         kinds: Iterable[WorkloadKind],
         *,
         fence: Fence | None = None,
+        end: Ending | None = None,
     ) -> None:
+        """``end``: how a workload that ended by itself is deleted (``Engine.end``)."""
         self._store = store
         self._fence = fence
+        self._end = end
         self._kube = kube
         self._tracked = tracked(kinds)
         self._suspects: dict[str, set[str]] = {}
@@ -116,7 +119,9 @@ class Reconciler:
         records = self._store.records(kind)
         try:
             (pods, _), namespaces, _ = concurrently(
-                lambda: self._kube.list_tracked(tracking.resource, tracking.selector),
+                lambda: self._kube.list_tracked(
+                    tracking.resource, tracking.selector, namespace=tracking.namespace
+                ),
                 lambda: self._kube.list_lab_namespaces() if tracking.owns_namespaces else [],
                 tracking.prepare,
             )
@@ -149,9 +154,13 @@ class Reconciler:
                 )
                 self._kube.delete_pod(meta["namespace"], meta["name"])
                 continue
+            if self._ended(WorkloadRef(kind, name), tracking, records.get(name), pod):
+                continue
             writes.extend(_repair(WorkloadRef(kind, name), tracking, records.get(name), pod))
         for name, record in records.items():
-            if name not in busy and name not in pods_by_name:
+            if name in busy or name in pods_by_name:
+                continue
+            if not self._ended(WorkloadRef(kind, name), tracking, record, None):
                 writes.extend(_repair(WorkloadRef(kind, name), tracking, record, None))
         written = self._store.put_many_if_idle(writes=writes, fence=self._fence)
         rebuilt = 0
@@ -165,6 +174,23 @@ class Reconciler:
         if tracking.owns_namespaces:
             accounted = set(records) | busy | set(pods_by_name)
             self._collect_leaks(kind, tracking, namespaces, accounted)
+
+    def _ended(
+        self,
+        ref: WorkloadRef,
+        tracking: WorkloadTracking,
+        record: str | None,
+        pod: dict[str, Any] | None,
+    ) -> bool:
+        """Whether the workload ended by itself, its deletion then queued; a workload Redis
+        forgot is rebuilt first, and ended on the next run."""
+        if record is None or self._end is None:
+            return False
+        reason = tracking.ended(record, pod)
+        if reason is None:
+            return False
+        self._end(ref, reason=reason)
+        return True
 
     def _collect_leaks(
         self,

@@ -8,6 +8,7 @@ what is missing the same way, and serves its events with replay and ``Last-Event
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -16,7 +17,7 @@ from app.engine.engine import Engine, UnknownEventId
 from app.errors import InvalidRequestError, NotFoundError
 from app.models.workload import WorkloadRef
 from app.storage.event_hub import Following
-from app.storage.events import EventType
+from app.storage.events import Event, EventType
 from app.storage.workloads import DeleteQueued
 
 R = TypeVar("R")
@@ -113,3 +114,21 @@ class WorkloadService(Generic[R]):
             self._engine.workloads.require_complete()
             raise NotFoundError(missing)
         return following
+
+    def await_end(self, ref: WorkloadRef, *, seconds: float) -> Event | None:
+        """The terminal event of ``ref``'s current (or last) operation, waiting for it at
+        most ``seconds``; None when it has not ended by then, or ``ref`` had none lately."""
+        deadline = time.monotonic() + seconds
+        following = self._engine.follow(ref, after="0-0", idle_seconds=self._idle_seconds)
+        if following is None:
+            return None
+        try:
+            for batch in following:
+                for event in batch or ():
+                    if event.terminal:
+                        return event
+                if time.monotonic() > deadline:
+                    return None
+        finally:
+            following.close()
+        return None

@@ -10,7 +10,15 @@ kind what a pod means for its record.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import Any, Protocol
+
+from app.models.workload import WorkloadRef
+
+
+class Ending(Protocol):
+    """How the engine deletes a workload that ended by itself (``Engine.end``)."""
+
+    def __call__(self, ref: WorkloadRef, *, reason: str) -> object: ...
 
 
 class WorkloadTracking(ABC):
@@ -28,6 +36,10 @@ class WorkloadTracking(ABC):
 
     selector: str
     """A label selector for every pod of the kind, in any namespace, and nothing else."""
+
+    namespace: str | None = None
+    """The one namespace all the kind's objects are in (which is all its service account
+    may list there); None: any namespace."""
 
     @property
     def watched_resource(self) -> str:
@@ -61,6 +73,18 @@ class WorkloadTracking(ABC):
     def release(self) -> None:
         """Called when the reconcile is through: forget what ``prepare`` read."""
         return None
+
+    def ended(self, record: str, pod: dict[str, Any] | None) -> str | None:
+        """Why the workload has ended by itself, so that the engine deletes what is left of
+        it (a server that exits when idle: its Job completed; or its object is gone), as a
+        sentence for the deletion's first event; None while it goes on. Only asked about
+        workloads no operation is working on, before ``assess``."""
+        return None
+
+    def ending(self, record: str) -> str:
+        """The record as the deletion of a workload that ended by itself begins; asked only
+        of a kind whose ``ended`` says so."""
+        raise NotImplementedError(f"{type(self).__name__} has no workloads that end by themselves")
 
     def orphaned(self, pod: dict[str, Any]) -> bool:
         """Whether the pod serves no one any more (what used it is gone), so the reconcile

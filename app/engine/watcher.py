@@ -30,7 +30,7 @@ import redis
 from app.engine.kind import WorkloadKind
 from app.engine.leadership import ElectedLoop, Tenure
 from app.engine.reconcile import Reconciler, log_repair, tracked
-from app.engine.tracking import WorkloadTracking
+from app.engine.tracking import Ending, WorkloadTracking
 from app.models.config import WatcherConfig
 from app.models.workload import WorkloadRef
 from app.storage.kubernetes import KubernetesError, KubernetesStorage, WatchExpired
@@ -70,10 +70,14 @@ class WorkloadWatcher(ElectedLoop):
         key_prefix: str,
         owner: str | None = None,
         housekeeping: Sequence[Callable[[], object]] = (),
+        end: Ending | None = None,
     ) -> None:
         """``housekeeping``: what the leader does after each reconcile, once across every
-        replica (dropping labs that failed long ago); a failure is logged, never fatal."""
+        replica (dropping labs that failed long ago); a failure is logged, never fatal.
+        ``end``: how a workload that ended by itself is deleted (``Engine.end``); without
+        it, such workloads stay until someone deletes them."""
         self._store = store
+        self._end = end
         self._housekeeping = tuple(housekeeping)
         self._kube = kube
         self._kinds = list(kinds)
@@ -145,7 +149,9 @@ class WorkloadWatcher(ElectedLoop):
                 try:
                     if cursor.version is None:
                         _, cursor.version = self._kube.list_tracked(
-                            tracking.watched_resource, tracking.selector
+                            tracking.watched_resource,
+                            tracking.selector,
+                            namespace=tracking.namespace,
                         )
                         if first_list.is_set():
                             wake.set()  # Changes may have been missed: reconcile now.
@@ -188,6 +194,7 @@ class WorkloadWatcher(ElectedLoop):
             tracking.selector,
             cursor.version,
             self._config.watch_seconds,
+            namespace=tracking.namespace,
         )
         undo = tenure.on_end(stream.cancel)
         count = 0
@@ -232,6 +239,11 @@ class WorkloadWatcher(ElectedLoop):
         found = self._store.record_and_busy(ref)
         if found.record is None or found.busy:
             return  # Nothing to keep in step (the reconcile rebuilds), or an operation owns it.
+        reason = tracking.ended(found.record, None if change == "DELETED" else pod)
+        if reason is not None:
+            if self._end is not None:
+                self._end(ref, reason=reason)
+            return
         if tracking.assess(found.record, None if change == "DELETED" else pod) is None:
             return
         # The event may predate an operation that has finished since (a spawn replacing a
@@ -245,7 +257,9 @@ class WorkloadWatcher(ElectedLoop):
             log_repair(ref, update, by=logger)
 
     def _reconcile_loop(self, tenure: Tenure, wake: threading.Event) -> None:
-        reconciler = Reconciler(self._store, self._kube, self._kinds, fence=tenure.fence)
+        reconciler = Reconciler(
+            self._store, self._kube, self._kinds, fence=tenure.fence, end=self._end
+        )
         while not tenure.ended:
             wake.clear()
             try:

@@ -168,6 +168,7 @@ def build_machinery(app: Flask, config: Config, kinds: Sequence[KindFactory] = K
             client=redis_client,
             key_prefix=prefix,
             housekeeping=_housekeeping(config, context, engine),
+            end=engine.end,
         ),
         images=ImageRefresher(
             config,

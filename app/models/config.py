@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
+
+S = TypeVar("S")
 
 
 @dataclass(frozen=True)
@@ -560,3 +562,22 @@ class Config:
     admin: AdminConfig
     log_format: str
     """``json``: one JSON object per line (production); ``text``: plain lines (local stack)."""
+    sections: dict[str, Any]
+    """The sections of kinds that keep their configuration's model in their own package
+    (``fileserver``), by key: a kind read its own with ``section``."""
+
+    def section(self, key: str, model: type[S]) -> S:
+        """The section ``key`` of a kind that keeps its model in its package, as that model."""
+        value = self.sections[key]
+        if not isinstance(value, model):
+            raise TypeError(f"configuration section {key} is not a {model.__name__}")
+        return value
+
+    def setting(self, path: str) -> Any:
+        """The value at a dotted path of keys' attributes (``admin.pod.scope``), the first
+        of which may name a kind's section."""
+        head, *rest = path.split(".")
+        value = getattr(self, head) if head in self.__dataclass_fields__ else self.sections[head]
+        for part in rest:
+            value = getattr(value, part)
+        return value

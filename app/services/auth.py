@@ -8,11 +8,10 @@ header that no verified token backs.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from operator import attrgetter
 from typing import Protocol
 
 from app.errors import AuthenticationError, PermissionDeniedError
-from app.models.config import DEFAULT_ADMIN_POD_SCOPE
+from app.models.config import DEFAULT_ADMIN_POD_SCOPE, Config
 from app.models.identity import ADMIN_SCOPE, Caller
 from app.storage.gafaelfawr import GafaelfawrClient
 
@@ -48,11 +47,11 @@ class Grant:
     same_user: bool = False
     setting: str | None = None
 
-    def resolved(self, config: object) -> Grant:
+    def resolved(self, config: Config) -> Grant:
         """This grant with its scope read from ``config`` when it has a setting."""
         if self.setting is None:
             return self
-        return replace(self, scope=str(attrgetter(self.setting)(config)), setting=None)
+        return replace(self, scope=str(config.setting(self.setting)), setting=None)
 
 
 ADMIN = Grant(ADMIN_SCOPE)

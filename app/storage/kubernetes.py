@@ -104,6 +104,7 @@ def _retry_after(exc: ApiException) -> float | None:
 CORE = "/api/v1"
 NETWORKING = "/apis/networking.k8s.io/v1"
 APPS = "/apis/apps/v1"
+BATCH = "/apis/batch/v1"
 _GROUPS = {
     "configmaps": CORE,
     "events": CORE,
@@ -112,7 +113,9 @@ _GROUPS = {
     "secrets": CORE,
     "services": CORE,
     "networkpolicies": NETWORKING,
+    "ingresses": NETWORKING,
     "deployments": APPS,
+    "jobs": BATCH,
 }
 _QUERY_NAMES = {"label_selector": "labelSelector", "field_selector": "fieldSelector"}
 
@@ -269,11 +272,18 @@ class KubernetesStorage:
         return result
 
     def _delete(
-        self, resource: str, namespace: str | None, name: str, grace_seconds: int | None = None
+        self,
+        resource: str,
+        namespace: str | None,
+        name: str,
+        grace_seconds: int | None = None,
+        propagation: str | None = None,
     ) -> dict[str, Any] | None:
         """Ask for the object's deletion; the API server's answer (the object, or a Status),
         or None if it was already gone."""
         query = [] if grace_seconds is None else [("gracePeriodSeconds", str(grace_seconds))]
+        if propagation is not None:
+            query.append(("propagationPolicy", propagation))
         try:
             answer: dict[str, Any] = _call(
                 self._api, "DELETE", resource_path(resource, namespace, name), query=query
@@ -341,9 +351,13 @@ class KubernetesStorage:
 
         return self._replace(path, f"{resource} {namespace}/{name}", desired)
 
-    def delete_object(self, resource: str, namespace: str, name: str) -> bool:
-        """Ask for the deletion of an object of ours; False if it was already gone."""
-        return self._delete(resource, namespace, name) is not None
+    def delete_object(
+        self, resource: str, namespace: str, name: str, *, propagation: str | None = None
+    ) -> bool:
+        """Ask for the deletion of an object of ours; False if it was already gone.
+        ``propagation`` is the API's ``propagationPolicy``: a Job's pods are orphaned unless
+        it is ``Background`` or ``Foreground`` (batch/v1 keeps its old default)."""
+        return self._delete(resource, namespace, name, propagation=propagation) is not None
 
     def set_quota(self, body: dict[str, Any]) -> dict[str, Any]:
         """Set an existing ResourceQuota's ``spec.hard`` in one merge patch (no read; the
@@ -500,10 +514,12 @@ class KubernetesStorage:
     def list_events(self, namespace: str) -> list[dict[str, Any]]:
         return list(self._list("events", namespace).get("items") or [])
 
-    def list_tracked(self, resource: str, label_selector: str) -> tuple[list[dict[str, Any]], str]:
-        """Every object of ``resource`` the selector matches, in every namespace, and the
-        list's resourceVersion (where a watch of them starts)."""
-        result = self._list(resource, label_selector=label_selector)
+    def list_tracked(
+        self, resource: str, label_selector: str, *, namespace: str | None = None
+    ) -> tuple[list[dict[str, Any]], str]:
+        """Every object of ``resource`` the selector matches, in ``namespace`` or every
+        namespace, and the list's resourceVersion (where a watch of them starts)."""
+        result = self._list(resource, namespace, label_selector=label_selector)
         return list(result.get("items") or []), str(result["metadata"]["resourceVersion"])
 
     def read_tracked(self, resource: str, namespace: str, name: str) -> dict[str, Any] | None:
@@ -537,17 +553,23 @@ class KubernetesStorage:
         return self._watch_named(resource_path("namespaces"), name, resource_version, timeout)
 
     def open_tracked_watch(
-        self, resource: str, label_selector: str, resource_version: str, timeout: int
+        self,
+        resource: str,
+        label_selector: str,
+        resource_version: str,
+        timeout: int,
+        *,
+        namespace: str | None = None,
     ) -> Watch:
-        """Start watching the objects of ``resource`` the selector matches, in every
-        namespace; the stream can be cancelled.
+        """Start watching the objects of ``resource`` the selector matches, in ``namespace``
+        or every namespace; the stream can be cancelled.
 
         For the elected watcher, which must stop reading at once when it loses its lease
         or the process stops, rather than when the server ends the watch.
         """
         response = _open_watch(
             self._watch_api,
-            resource_path(resource),
+            resource_path(resource, namespace),
             resource_version,
             timeout,
             {"label_selector": label_selector},

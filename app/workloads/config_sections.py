@@ -10,9 +10,11 @@ configuration before forking, and must not import those before the workers patch
 
 from __future__ import annotations
 
-from app.config_fields import ConfigSections
+from app.config_fields import ConfigSections, SectionCheck
 from app.workloads.app.config import SECTIONS as APP_SECTIONS
 from app.workloads.cluster.config import SECTIONS as CLUSTER_SECTIONS
+from app.workloads.fileserver.config import CHECKS as FILESERVER_CHECKS
+from app.workloads.fileserver.config import SECTIONS as FILESERVER_SECTIONS
 from app.workloads.image.config import SECTIONS as IMAGE_SECTIONS
 from app.workloads.lab.config import SECTIONS as LAB_SECTIONS
 
@@ -21,4 +23,9 @@ KIND_SECTIONS: tuple[ConfigSections, ...] = (
     CLUSTER_SECTIONS,
     APP_SECTIONS,
     IMAGE_SECTIONS,
+    FILESERVER_SECTIONS,
 )
+
+KIND_CHECKS: tuple[SectionCheck, ...] = FILESERVER_CHECKS
+"""The rules between a kind's section and the others', run on the whole loaded
+configuration (``CHECKS`` in a kind's ``config.py``)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from app.workloads.app.kind import AppKind
 from app.workloads.cluster.kind import ClusterKind
+from app.workloads.fileserver.kind import FileserverKind
 from app.workloads.image.kind import ImageKind
 from app.workloads.kernel.kind import KernelKind
 from app.workloads.kind import ServiceKind
@@ -19,4 +20,11 @@ KindFactory = type[ServiceKind]
 """A kind's declaration, built for a process from its ``WorkloadContext``; what it
 declares of itself as a class (its budget) is read before."""
 
-KINDS: tuple[KindFactory, ...] = (LabKind, ClusterKind, KernelKind, AppKind, ImageKind)
+KINDS: tuple[KindFactory, ...] = (
+    LabKind,
+    ClusterKind,
+    KernelKind,
+    AppKind,
+    ImageKind,
+    FileserverKind,
+)

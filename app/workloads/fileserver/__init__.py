@@ -1,0 +1,1 @@
+"""Users' file servers: WebDAV on demand to the file systems a user's lab sees."""
