@@ -138,4 +138,3 @@ def gone(kube: KubernetesEmulator, username: str) -> bool:
 def start(client: FlaskClient, user: FilesUser) -> Any:
     """``GET /files`` asking for JSON."""
     return client.get("/files", headers={**user.headers, "Accept": "application/json"})
-

@@ -85,8 +85,12 @@ class FileserverKind(ServiceKind):
                 raise StepFailed(f"Kubernetes refused the file server: {exc.message}") from None
             raise
         reporter.info("The file server's objects are in place", progress=30)
-        with run.waiting():
-            self._await_serving(run, username)
+        try:
+            with run.waiting():
+                self._await_serving(run, username)
+        except StepFailed:
+            self._remove(username)  # A server that cannot start leaves nothing behind.
+            raise
         run.reporter.closing(f"The file server of {username} is running")
         latest = run.workloads.current() or current
         return Finished(
@@ -171,12 +175,7 @@ class FileserverKind(ServiceKind):
         username = parse_fileserver(current).username
         kube, namespace, name = self._ctx.kube, self._section.namespace, object_name(username)
         run.reporter.info(f"Deleting the file server of {username}")
-        concurrently(
-            lambda: kube.delete_custom(INGRESS_KIND, namespace, name),
-            lambda: kube.delete_object("services", namespace, name),
-            lambda: kube.delete_object("networkpolicies", namespace, name),
-            lambda: kube.delete_object("jobs", namespace, name, propagation=BACKGROUND),
-        )
+        self._remove(username)
         with run.waiting():
             while True:
                 run.reporter.check()
@@ -187,9 +186,20 @@ class FileserverKind(ServiceKind):
         run.reporter.closing(f"The file server of {username} is deleted")
         return Finished(None)
 
+    def _remove(self, username: str) -> None:
+        """Ask for the deletion of every object of the user's server (its pod goes with its
+        Job)."""
+        kube, namespace, name = self._ctx.kube, self._section.namespace, object_name(username)
+        concurrently(
+            lambda: kube.delete_custom(INGRESS_KIND, namespace, name),
+            lambda: kube.delete_object("services", namespace, name),
+            lambda: kube.delete_object("networkpolicies", namespace, name),
+            lambda: kube.delete_object("jobs", namespace, name, propagation=BACKGROUND),
+        )
+
     def failed_record(self, run: Run, message: str) -> str | None:
-        """The record stays, failed, saying why, until its objects are removed (the watcher
-        ends it) or a new request replaces it."""
+        """The record stays, failed, saying why (its objects are gone), until the watcher or
+        the reconcile removes it or a new request replaces it."""
         current = run.workloads.current()
         if current is None:
             return None

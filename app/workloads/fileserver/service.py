@@ -113,19 +113,19 @@ class FileserverService(WorkloadService[FileserverRecord]):
             record = parse_fileserver(raw) if raw is not None else None
             if record is not None and record.status is WorkloadStatus.RUNNING:
                 return record
-            if record is not None and record.status is WorkloadStatus.FAILED and queued:
-                raise FileserverFailedError(
-                    f"the file server of {user.username} could not start: {record.message}"
-                )
             if record is None or record.status is WorkloadStatus.FAILED:
                 if record is None:
                     self.require_complete()
                 queued = self._queue(user.username, run_as) or queued
-            remaining = deadline - time.monotonic()
-            if remaining > 0 and self.await_end(ref, seconds=remaining) is None:
+            end = self.await_end(ref, seconds=max(0.0, deadline - time.monotonic()))
+            if end is None:
                 # No operation to follow (its events expired, or it ended between the
                 # reads): look again shortly rather than at once.
                 time.sleep(min(QUIET_SECONDS, max(0.0, deadline - time.monotonic())))
+            elif end.type is EventType.FAILED and queued:
+                raise FileserverFailedError(
+                    f"the file server of {user.username} could not start: {end.data}"
+                )
         raise DependencyUnavailableError(
             f"the file server of {user.username} did not start within {waiting:g} seconds; "
             "it goes on: ask again"
