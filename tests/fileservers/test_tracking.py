@@ -15,6 +15,10 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from app.config import Config, parse_config
+from app.engine.reconcile import Reconciler
+from app.extensions.labs import machinery_of, stop_background
+from app.models.workload import WorkloadRef
+from app.workloads.fileserver.tracking import GONE
 from devstack.kube import KubernetesEmulator
 from devstack.kube.cluster.programs import ImageProgram
 from tests.fileservers.conftest import NAMESPACE, FilesUser, gone, job_of, start, wait_for
@@ -132,3 +136,32 @@ def test_records_come_back_after_redis_lost_them_and_in_a_new_instance(
     again = other.get("/files", headers={**user.headers, "Accept": "application/json"})
     assert again.status_code == 200
     assert job_of(kube, user.username)["metadata"]["uid"] == uid  # type: ignore[index]
+
+
+def test_the_reconcile_ends_what_the_watch_missed(
+    client: FlaskClient,
+    files_app: Flask,
+    kube: KubernetesEmulator,
+    files_user: Callable[..., FilesUser],
+    fileserver_raw_config: dict[str, Any],
+    make_app: Callable[[Config], Flask],
+) -> None:
+    """With no watch running (its leader gone), the reconcile finds a server whose Job is
+    gone and asks the engine to end it, with why."""
+    user = files_user()
+    assert start(client, user).status_code == 200
+    machinery = machinery_of(files_app)
+    stop_background(files_app)
+    kube.store.delete("jobs", NAMESPACE, f"{user.username}-fs")
+    ended: list[tuple[WorkloadRef, str]] = []
+    reconciler = Reconciler(
+        machinery.engine.store,
+        machinery.context.kube,
+        machinery.engine.kinds.values(),
+        end=lambda ref, *, reason: ended.append((ref, reason)),
+    )
+    reconciler.run()
+    assert ended == [(WorkloadRef("fileserver", user.username), GONE)]
+    # Another instance takes over, and removes the rest.
+    make_app(parse_config(fileserver_raw_config))
+    wait_for(lambda: gone(kube, user.username), timeout=30)
