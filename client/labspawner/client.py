@@ -34,6 +34,7 @@ from labspawner.clusters import Clusters
 from labspawner.errors import (
     LabSpawnerError,
     NotFoundError,
+    PermissionDeniedError,
     ServiceUnavailableError,
     error_for,
 )
@@ -262,10 +263,10 @@ class LabSpawnerClient:
         status with: for a service whose file-server status does not name its user."""
         try:
             return self.user_status().username
-        except NotFoundError:
+        except (NotFoundError, PermissionDeniedError):
             raise LabSpawnerError(
                 "the service did not say whose file server this is, and the token's user has "
-                "no lab to tell",
+                "no lab it may read to tell",
                 code="unknown_user",
             ) from None
 
