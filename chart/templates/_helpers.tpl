@@ -70,3 +70,12 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- $_ := set $config "redis" $redis -}}
 {{- toYaml $config -}}
 {{- end -}}
+
+{{/* Users' file servers: whether they are enabled ("true" or empty), and their namespace. */}}
+{{- define "lab-spawner.fileserverEnabled" -}}
+{{- if dig "fileserver" "enabled" false .Values.config }}true{{ end -}}
+{{- end -}}
+
+{{- define "lab-spawner.fileserverNamespace" -}}
+{{- dig "fileserver" "namespace" "fileservers" .Values.config -}}
+{{- end -}}

@@ -21,7 +21,15 @@ from labspawner.errors import (
     ServiceUnavailableError,
 )
 from labspawner.events import EventStreamParser, LabEvent
-from labspawner.models import App, Cluster, Kernel, LabStatus
+from labspawner.models import (
+    App,
+    Cluster,
+    FileServer,
+    FileServerMount,
+    FileServerStatus,
+    Kernel,
+    LabStatus,
+)
 
 __all__ = [
     "App",
@@ -30,6 +38,9 @@ __all__ = [
     "ClusterFailedError",
     "ConflictError",
     "EventStreamParser",
+    "FileServer",
+    "FileServerMount",
+    "FileServerStatus",
     "InvalidRequestError",
     "Kernel",
     "KernelFailedError",

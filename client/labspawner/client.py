@@ -13,6 +13,8 @@ Design points:
 - **Errors are exceptions carrying the service's code and message** (see :mod:`.errors`).
 - Inside a lab nothing needs configuring: the base URL comes from ``LAB_SPAWNER_URL`` and the
   token from ``LAB_SPAWNER_TOKEN`` or, failing that, the lab's own ``ACCESS_TOKEN``.
+- **File servers are nublado's routes** (``GET /files``, ``/fileserver/v1/...``), beside the
+  API's ``/spawner/v1``, under the same base URL.
 """
 
 from __future__ import annotations
@@ -32,19 +34,24 @@ from labspawner.clusters import Clusters
 from labspawner.errors import (
     LabSpawnerError,
     NotFoundError,
+    PermissionDeniedError,
     ServiceUnavailableError,
     error_for,
 )
 from labspawner.events import EventStreamParser, LabEvent
 from labspawner.kernels.client import Kernels
-from labspawner.models import LabStatus
+from labspawner.models import FileServer, FileServerStatus, LabStatus
 from labspawner.progressbar import ProgressDisplay
 
 URL_ENV = "LAB_SPAWNER_URL"
 TOKEN_ENVS = ("LAB_SPAWNER_TOKEN", "ACCESS_TOKEN")
 API_PREFIX = "/spawner/v1"
+FILESERVER_PREFIX = "/fileserver/v1"
+FILES_PATH = "/files"
+"""The route that starts the caller's file server and describes it (nublado's, unprefixed)."""
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "DELETE"})
 RETRY_STATUSES = frozenset({502, 503, 504})
+FILE_SERVER_POLL_SECONDS = 0.5
 
 
 def _env_token() -> str | None:
@@ -192,6 +199,76 @@ class LabSpawnerClient:
         """Each elected loop with the replica and worker leading it and its lease's expiry;
         None for a loop nobody leads while an election is due (``admin:notebook``)."""
         return {entry["loop"]: entry["leader"] for entry in self._json("GET", "/leaders")}
+
+    # The caller's file server (the file-server scope, ``write:files`` by default) -------
+
+    def file_server(self) -> FileServerStatus | None:
+        """The caller's file server, or None when they have none (or file servers are not
+        enabled here). Only asks: unlike :meth:`start_file_server`, it never starts one."""
+        try:
+            answer = self._request("GET", "/user-status", prefix=FILESERVER_PREFIX).json()
+        except NotFoundError:
+            return None
+        return FileServerStatus.from_json(answer)
+
+    def start_file_server(self, *, timeout: float = 180.0) -> FileServer:
+        """Start the caller's file server, or find the one running, and say where it is:
+        its URL and each mount's, to mount with a WebDAV client.
+
+        The service answers once the server serves (a new one takes seconds, at most the
+        deployment's creation timeout), so the answer is awaited up to ``timeout`` seconds.
+        Raises :class:`NotFoundError` where file servers are not enabled and
+        :class:`PermissionDeniedError` for a token without the file-server scope.
+        """
+        response = self._request(
+            "GET",
+            FILES_PATH,
+            prefix="",
+            headers={"Accept": "application/json"},
+            timeout=(self.timeout[0], timeout),
+        )
+        if not response.headers.get("Content-Type", "").startswith("application/json"):
+            raise LabSpawnerError(
+                f"GET {FILES_PATH} answered {response.headers.get('Content-Type')!r}, not JSON",
+                code="unexpected_answer",
+                status=response.status_code,
+            )
+        return FileServer.from_json(response.json())
+
+    def stop_file_server(self, *, wait: bool = False, timeout: float = 60.0) -> bool:
+        """Stop the caller's file server now, rather than at its idle timeout; whether there
+        was one to stop. With ``wait``, return once the service no longer has it.
+
+        Files open on a computer that mounted it are cut off: unmount first.
+        """
+        status = self.file_server()
+        if status is None:
+            return False
+        username = status.username or self._lab_owner()
+        try:
+            self._request("DELETE", f"/fileservers/{username}")
+        except NotFoundError:
+            return False  # it ended between the two calls
+        deadline = time.monotonic() + timeout
+        while wait and self.file_server() is not None:
+            if time.monotonic() > deadline:
+                raise LabSpawnerError(
+                    f"{username}'s file server was not stopped in time", code="timeout"
+                )
+            time.sleep(FILE_SERVER_POLL_SECONDS)
+        return True
+
+    def _lab_owner(self) -> str:
+        """The token's user, as the owner of the lab the service answers the token's own
+        status with: for a service whose file-server status does not name its user."""
+        try:
+            return self.user_status().username
+        except (NotFoundError, PermissionDeniedError):
+            raise LabSpawnerError(
+                "the service did not say whose file server this is, and the token's user has "
+                "no lab it may read to tell",
+                code="unknown_user",
+            ) from None
 
     # Administrators' actions (``admin:notebook``; each one is in the audit log) ---------
 

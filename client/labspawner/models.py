@@ -202,3 +202,69 @@ class App:
             creator=data["creator"],
             status=data["status"],
         )
+
+
+@dataclass(frozen=True)
+class FileServerMount:
+    """One file system a file server serves, as the lab sees it."""
+
+    name: str
+    """The mount's URL segment (``home`` for the lab's ``/home``)."""
+    path: str
+    """Where the lab mounts it."""
+    read_only: bool
+    url: str
+    """Where a WebDAV client mounts this file system alone."""
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> FileServerMount:
+        return cls(
+            name=data["name"],
+            path=data["path"],
+            read_only=bool(data["readOnly"]),
+            url=data["url"],
+        )
+
+
+@dataclass(frozen=True)
+class FileServer:
+    """The caller's file server, as ``GET /files`` answers it in JSON.
+
+    A WebDAV client mounts ``url`` (every mount as a folder) or one mount's ``url``, with
+    ``username`` as the user name and a token with the file-server scope as the password.
+    """
+
+    username: str
+    url: str
+    running: bool
+    mounts: list[FileServerMount] = field(default_factory=list)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> FileServer:
+        return cls(
+            username=data["username"],
+            url=data["url"],
+            running=bool(data["running"]),
+            mounts=[FileServerMount.from_json(m) for m in data.get("mounts") or []],
+        )
+
+
+@dataclass(frozen=True)
+class FileServerStatus:
+    """Whether the caller's file server runs, as ``GET /fileserver/v1/user-status`` answers.
+
+    nublado's answer is ``{"running": ...}`` alone; ``username`` and ``url`` are read when the
+    service adds them, and are None otherwise.
+    """
+
+    running: bool
+    username: str | None = None
+    url: str | None = None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> FileServerStatus:
+        return cls(
+            running=bool(data["running"]),
+            username=data.get("username"),
+            url=data.get("url"),
+        )

@@ -4,8 +4,8 @@ Every emulator in the test process reports each request to a recorder (``tests/s
 which keeps the service's own calls (by its ``User-Agent``). This test runs last and compares
 that set with the ClusterRole and Role the chart renders:
 
-- every call the service made is granted (a ClusterRole rule anywhere, a Role rule in the
-  release namespace), in any run;
+- every call the service made is granted (a ClusterRole rule anywhere, a Role rule in its
+  namespace: the release's, or the file servers'), in any run;
 - every verb on every resource the chart grants was used by some test, when the whole suite ran
   (a subset of the tests cannot be expected to use everything).
 """
@@ -23,6 +23,9 @@ from tests.support.rbac import RECORDER, Call
 
 SERVICE_NAMESPACE = "nublado"
 """The service's namespace in every test configuration (``kubernetes.serviceNamespace``)."""
+CHART_VALUES = {"ingress": {"host": "example.org"}, "config": {"fileserver": {"enabled": True}}}
+"""The release the tests' service stands for: file servers on (their Role is granted only
+then), in the namespace the test configurations give them, the default one."""
 
 
 @dataclass(frozen=True)
@@ -46,7 +49,7 @@ def _grants() -> set[Grant]:
     documents = render_chart(
         REPO_ROOT / "chart",
         namespace=SERVICE_NAMESPACE,
-        values={"ingress": {"host": "example.org"}},
+        values=CHART_VALUES,
     )
     grants = set()
     kinds = set()
