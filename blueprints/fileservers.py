@@ -15,12 +15,13 @@ from app.errors import (
     RebuildingError,
 )
 from app.extensions import labs_ext
+from app.models.workload import WorkloadStatus
 from app.services.auth import ADMIN, Grant
 from app.web.api import ApiBlueprint, raises
 from app.web.event_stream import documented_stream, stream_description, stream_example
 from app.workloads.fileserver.builders import server_url
 from app.workloads.fileserver.page import access, render_page
-from app.workloads.fileserver.schemas import FileserverSchema, RunningSchema
+from app.workloads.fileserver.schemas import FileserverSchema, RunningSchema, UserStatusSchema
 from app.workloads.fileserver.service import FileserverFailedError, FileserverService
 from blueprints.support.auth import current_caller, current_user, requires
 from blueprints.support.events import workload_events
@@ -83,13 +84,20 @@ def _mount(mount: dict[str, Any]) -> dict[str, Any]:
 
 
 @fileservers.get("/fileserver/v1/user-status")
-@fileservers.response(200, RunningSchema)
+@fileservers.response(200, UserStatusSchema)
 @raises(NotFoundError, RebuildingError)
 @requires(FILES_USER)
-def user_status() -> dict[str, bool]:
-    """Whether the caller has a file server: `{"running": true}`, or 404."""
-    _service().running(current_caller().username)
-    return {"running": True}
+def user_status() -> dict[str, Any]:
+    """The caller's file server: `{"running": true, ...}` while it serves, `false` while it
+    starts or stops; 404 when there is none."""
+    service = _service()
+    username = current_caller().username
+    record = service.one(username)
+    return {
+        "running": record.status is WorkloadStatus.RUNNING,
+        "username": username,
+        "url": server_url(service.config, username),
+    }
 
 
 @fileservers.get("/fileserver/v1/users")

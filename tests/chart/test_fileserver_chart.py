@@ -10,6 +10,9 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from tests.chart.test_chart import (
+    FILESERVER_ROUTE_SCOPES as ROUTE_SCOPES,
+)
 from tests.chart.test_chart import KUBE_VERSIONS, NAMESPACE, _ingress_for, _one, _render
 
 ENABLED: dict[str, Any] = {"config": {"fileserver": {"enabled": True}}}
@@ -44,34 +47,23 @@ ROLE_RULES = {
     ("batch", "jobs", "list"),
     ("batch", "jobs", "watch"),
     ("batch", "jobs", "delete"),
-    ("", "pods", "get"),
     ("", "pods", "list"),
     ("", "pods", "watch"),
     ("", "services", "create"),
     ("", "services", "get"),
+    ("", "services", "update"),
     ("", "services", "delete"),
     ("networking.k8s.io", "networkpolicies", "create"),
     ("networking.k8s.io", "networkpolicies", "get"),
+    ("networking.k8s.io", "networkpolicies", "update"),
     ("networking.k8s.io", "networkpolicies", "delete"),
     ("gafaelfawr.lsst.io", "gafaelfawringresses", "create"),
     ("gafaelfawr.lsst.io", "gafaelfawringresses", "get"),
+    ("gafaelfawr.lsst.io", "gafaelfawringresses", "update"),
     ("gafaelfawr.lsst.io", "gafaelfawringresses", "delete"),
     ("networking.k8s.io", "ingresses", "get"),
 }
 """What the file-server kind does in its namespace, and all the Role grants there."""
-
-ROUTE_SCOPES = {
-    ("GET", "/files"): {"all": ["write:files"]},
-    ("GET", "/fileserver/v1/user-status"): {"all": ["write:files"]},
-    ("GET", "/fileserver/v1/users"): {"all": ["admin:notebook"]},
-    ("GET", "/fileserver/v1/users/rachel"): {"all": ["admin:notebook"]},
-    ("DELETE", "/fileserver/v1/users/rachel"): {"all": ["admin:notebook"]},
-    ("GET", "/spawner/v1/fileservers/rachel"): {"any": ["write:files", "admin:notebook"]},
-    ("DELETE", "/spawner/v1/fileservers/rachel"): {"any": ["write:files", "admin:notebook"]},
-    ("GET", "/spawner/v1/fileservers/rachel/events"): {"any": ["write:files", "admin:notebook"]},
-}
-"""Each file-server route and the scopes its ingress requires (ingress rules match paths, so
-a GET and a DELETE of one path share theirs)."""
 
 SERVERS_PATHS = ("/files/rachel", "/files/rachel/", "/files/rachel/home/notes.txt", "/files/")
 """Paths of the users' servers themselves, which the ingress the service makes for each one

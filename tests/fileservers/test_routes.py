@@ -121,7 +121,9 @@ def test_the_callers_routes_and_the_administrators(
     assert start(client, user).status_code == 200
 
     assert client.get("/fileserver/v1/user-status", headers=user.headers).get_json() == {
-        "running": True
+        "running": True,
+        "username": user.username,
+        "url": f"https://data.test/files/{user.username}/",
     }
     listed = client.get("/fileserver/v1/users", headers=admin_headers).get_json()
     assert user.username in listed and other.username not in listed
@@ -211,3 +213,46 @@ def test_where_file_servers_are_off_their_routes_do_not_exist(
         answer = client.get(path, headers=headers)
         assert answer.status_code == 404, path
         assert "not enabled" in answer.get_json()["message"]
+
+
+def test_objects_left_by_an_earlier_server_are_replaced(
+    client: FlaskClient, kube: KubernetesEmulator, files_user: Callable[..., FilesUser]
+) -> None:
+    """What an earlier server's interrupted deletion left behind (a Service to the wrong
+    port, a policy admitting no one, an ingress for another scope) is replaced by the new
+    server's, not refused."""
+    user = files_user()
+    name = f"{user.username}-fs"
+    labels = {
+        "app.kubernetes.io/managed-by": "lab-spawner",
+        "app.kubernetes.io/component": "fileserver",
+        "lab-spawner.jupyter.org/user": user.username,
+    }
+    meta = {"name": name, "namespace": NAMESPACE, "labels": labels}
+    stale = {
+        "services": {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "spec": {"selector": labels, "ports": [{"name": "http", "port": 9}]},
+        },
+        "networkpolicies": {
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "NetworkPolicy",
+            "spec": {"podSelector": {"matchLabels": labels}, "policyTypes": ["Ingress"]},
+        },
+        "gafaelfawringresses": {
+            "apiVersion": "gafaelfawr.lsst.io/v1alpha1",
+            "kind": "GafaelfawrIngress",
+            "config": {"baseUrl": "https://data.test", "scopes": {"all": ["read:old"]}},
+            "template": {"metadata": {"name": name}, "spec": {"rules": []}},
+        },
+    }
+    for resource, body in stale.items():
+        kube.store.create(resource, {**body, "metadata": meta})
+    assert start(client, user).status_code == 200
+    service = kube.store.get("services", NAMESPACE, name)
+    assert service is not None and service["spec"]["ports"][0]["port"] == 8000
+    policy = kube.store.get("networkpolicies", NAMESPACE, name)
+    assert policy is not None and policy["spec"]["ingress"]
+    ingress = kube.store.get("gafaelfawringresses", NAMESPACE, name)
+    assert ingress is not None and ingress["config"]["scopes"] == {"all": ["write:files"]}

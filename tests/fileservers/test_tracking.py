@@ -66,7 +66,7 @@ def test_a_server_that_stops_by_itself_is_removed_with_its_objects(
     assert start(client, user).status_code == 200
     assert _status(client, user) == 200
     wait_for(lambda: gone(kube, user.username), timeout=30)
-    assert _status(client, user) == 404
+    wait_for(lambda: _status(client, user) == 404)
     events = read_stream(client, f"/spawner/v1/fileservers/{user.username}/events", user.headers)
     assert "stopped by itself" in events[0].data
     assert events[-1].type == "complete"
@@ -83,7 +83,7 @@ def test_a_job_deleted_behind_the_service_takes_the_rest_with_it(
     assert start(client, user).status_code == 200
     kube.store.delete("jobs", NAMESPACE, f"{user.username}-fs")
     wait_for(lambda: gone(kube, user.username), timeout=30)
-    assert _status(client, user) == 404
+    wait_for(lambda: _status(client, user) == 404)
 
 
 def test_a_server_that_cannot_start_fails_at_once_and_is_cleaned_up(

@@ -32,6 +32,8 @@ from app.workloads.fileserver.records import fileserver_json, job_finished, pars
 from app.workloads.fileserver.tracking import FileserverTracking
 from app.workloads.kind import ServiceKind
 
+JOB_KIND = CustomKind("batch", "v1", "jobs")
+"""Created once and never replaced: a Job's pod template cannot change."""
 INGRESS_KIND = CustomKind("gafaelfawr.lsst.io", GAFAELFAWR_API.split("/")[1], "gafaelfawringresses")
 WATCH_SECONDS = 2
 """How long one watch of the server's pod waits before the Job and ingress are read again."""
@@ -79,11 +81,13 @@ class FileserverKind(ServiceKind):
             lambda: kube.apply_custom(INGRESS_KIND, build_ingress(section, username)),
         )
         try:
-            kube.apply("jobs", build_job(ctx.config, username, run_as))
+            kube.create_custom(JOB_KIND, build_job(ctx.config, username, run_as))
         except KubernetesError as exc:
             if exc.status == 422:
                 raise StepFailed(f"Kubernetes refused the file server: {exc.message}") from None
-            raise
+            if exc.status != 409:
+                raise
+            # A running Job of this server's (a resumed spawn): followed, never replaced.
         reporter.info("The file server's objects are in place", progress=30)
         try:
             with run.waiting():
@@ -173,7 +177,7 @@ class FileserverKind(ServiceKind):
         if current is None:
             return Finished(None)
         username = parse_fileserver(current).username
-        kube, namespace, name = self._ctx.kube, self._section.namespace, object_name(username)
+        kube, namespace = self._ctx.kube, self._section.namespace
         run.reporter.info(f"Deleting the file server of {username}")
         self._remove(username)
         with run.waiting():

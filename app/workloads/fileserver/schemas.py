@@ -46,3 +46,10 @@ class RunningSchema(Schema):
     """nublado's answer for a user with a file server."""
 
     running = fields.Boolean(required=True, metadata={"example": True})
+
+
+class UserStatusSchema(RunningSchema):
+    """The caller's file server: nublado's answer, and whose it is and where."""
+
+    username = fields.String(required=True)
+    url = fields.String(required=True, metadata={"description": "The server's WebDAV URL."})
