@@ -251,3 +251,30 @@ def test_it_exits_by_itself_after_the_idle_timeout(tmp_path: Path) -> None:
     finally:
         server.kill()
     assert "no request for 1s: stopping" in server.log
+
+
+def test_an_upload_cut_off_leaves_the_file_as_it_was(
+    client: Client, server: FileServerProcess
+) -> None:
+    """A PUT whose connection drops before its body has arrived replaces nothing (wsgidav
+    alone would leave the file truncated); a complete one replaces it, keeping its mode."""
+    original = b"the first version\n" * 100
+    client.upload_fileobj(io.BytesIO(original), "home/draft.txt")
+    (server.home / "draft.txt").chmod(0o640)
+
+    sock = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+    sock.sendall(
+        f"PUT {PREFIX}/home/draft.txt HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        f"Content-Length: {len(original) * 2}\r\n\r\n".encode()
+        + b"half of a new version"
+    )
+    sock.close()
+    server.wait_for_log(f"PUT {PREFIX}/home/draft.txt 400 ")
+    assert (server.home / "draft.txt").read_bytes() == original
+    assert not [p.name for p in server.home.iterdir() if p.name.endswith(".upload")]
+
+    replaced = b"the second version\n"
+    client.upload_fileobj(io.BytesIO(replaced), "home/draft.txt", overwrite=True)
+    assert (server.home / "draft.txt").read_bytes() == replaced
+    assert (server.home / "draft.txt").stat().st_mode & 0o777 == 0o640
+    assert not [p.name for p in server.home.iterdir() if p.name.endswith(".upload")]
