@@ -137,7 +137,8 @@ class _Upload:
 
 class MountFolder(FolderResource):
     """A folder of a mount: its listing leaves out what the provider would refuse and the
-    uploads under way, and the mount's own directory cannot be deleted (a DELETE of it would empty the user's home)."""
+    uploads under way, and the mount's own directory cannot be deleted (a DELETE of it
+    would empty the user's home)."""
 
     def __init__(
         self, path: str, environ: dict[str, Any], file_path: str, provider: MountProvider
