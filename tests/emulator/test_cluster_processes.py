@@ -594,3 +594,37 @@ def test_a_json_env_value_has_each_path_under_a_mount_rewritten(
     ]
     assert seen["UNCHANGED"] == env["UNCHANGED"]  # nothing to rewrite: the text as written
     assert seen["BROKEN"] == "[/home/not json"
+
+
+def test_without_a_home_of_its_own_a_container_gets_its_users_home_from_the_pods_passwd(
+    emulator: KubernetesEmulator,
+    core_v1: kubernetes.client.CoreV1Api,
+    namespace: str,
+    wait_until: WaitUntil,
+) -> None:
+    """As a runtime does for a lab, whose ``/etc/passwd`` comes from a ConfigMap: the entry
+    of ``runAsUser`` names its home, here on the home volume."""
+    passwd = "root:x:0:0:root:/root:/bin/sh\nwile:x:1102:1500:Wile:/home/wile:/bin/bash\n"
+    core_v1.create_namespaced_config_map(
+        namespace, {"metadata": {"name": "nss"}, "data": {"passwd": passwd}}
+    )
+    pod = _pod(
+        "p",
+        "import os; print(os.environ['HOME'], os.getcwd() == os.environ['HOME'])",
+        restart="Never",
+        workingDir="/home/wile",
+        volumeMounts=[
+            {"name": "home", "mountPath": "/home"},
+            {"name": "nss", "mountPath": "/etc/passwd", "subPath": "passwd", "readOnly": True},
+        ],
+    )
+    pod["spec"]["securityContext"] = {"runAsUser": 1102}
+    pod["spec"]["volumes"] = [
+        {"name": "home", "hostPath": {"path": "/srv/home"}},
+        {"name": "nss", "configMap": {"name": "nss"}},
+    ]
+    wile = emulator.cluster.processes.node_files / "srv" / "home" / "wile"
+    wile.mkdir(parents=True)
+    core_v1.create_namespaced_pod(namespace, pod)
+    wait_until(lambda: _status(core_v1, namespace, "p").phase == "Succeeded")
+    assert _log(emulator, core_v1, namespace).split() == [str(wile), "True"]

@@ -22,6 +22,10 @@ given here where a process can have it:
   keys are left alone), as a program configured by a JSON list of paths gets them; what the
   image gives (its entrypoint, cmd, env and working directory: the stack's own files) is left
   as it is, wherever the stack happens to live;
+- ``HOME`` as a container runtime sets it: the container's own, else the home directory of
+  the user it runs as (``runAsUser``) in the ``/etc/passwd`` the pod mounts, if it mounts one;
+  a home under a mount is that mount's directory (a lab's home on its home volume), any other
+  is the pod's own directory;
 - its output in a log file per container and restart (what ``pods/<name>/log`` serves).
 
 Each process leads its own process group, so stopping it (SIGTERM, then SIGKILL after the
@@ -160,7 +164,8 @@ class ProcessRuntime:
             k: v if program.env.get(k) == v else _rewrite_env_value(v, mounts)
             for k, v in env.items()
         }
-        env["HOME"] = env["HOME"] if _under_any(env.get("HOME", ""), mounts) else str(home)
+        given = env.get("HOME") or _rewrite(_passwd_home(pod, container, mounts), mounts)
+        env["HOME"] = given if _under_any(given, mounts) else str(home)
         env["PATH"] = stack_path()
         working = container.get("workingDir")
         cwd = Path(_rewrite(str(working), mounts)) if working else home
@@ -411,6 +416,22 @@ def _rewrite_strings(node: Any, mounts: Mapping[str, Path]) -> Any:
     if isinstance(node, dict):
         return {key: _rewrite_strings(item, mounts) for key, item in node.items()}
     return node
+
+
+def _passwd_home(pod: dict[str, Any], container: dict[str, Any], mounts: Mapping[str, Path]) -> str:
+    """The home directory of the user the container runs as, from the ``/etc/passwd`` the pod
+    mounts (as a runtime reads it inside the container); "" when there is none to read."""
+    uid = (container.get("securityContext") or {}).get("runAsUser")
+    if uid is None:
+        uid = ((pod.get("spec") or {}).get("securityContext") or {}).get("runAsUser")
+    passwd = mounts.get("/etc/passwd")
+    if uid is None or passwd is None or not passwd.is_file():
+        return ""
+    for line in passwd.read_text(errors="replace").splitlines():
+        fields = line.split(":")
+        if len(fields) >= 6 and fields[2] == str(uid):
+            return fields[5]
+    return ""
 
 
 def _under_any(value: str, mounts: Mapping[str, Path]) -> bool:
