@@ -46,6 +46,7 @@ from devstack.demo import (
     demo_users,
 )
 from devstack.gafaelfawr import GafaelfawrEmulator
+from devstack.homes import provision_homes
 from devstack.images import DEFAULT_PROGRAMS, load_programs
 from devstack.ingress import IngressProxy
 from devstack.kube import KubernetesEmulator
@@ -124,6 +125,7 @@ class LocalStack:
                 start_seconds=self.options.start_seconds,
                 image_digest_resolver=self.registry.digest_for_reference,
                 programs=load_programs(self.options.programs) if self.options.real_labs else {},
+                node_files=self.node_files,
             ),
             api_latency=self.options.api_latency,
             authority=self.authority,
@@ -171,6 +173,7 @@ class LocalStack:
             self.kube.cluster.add_node(f"node-{index + 1}")
         install_platform(self.kube)
         self.ingress.start()
+        self._provision_homes()
         if self.lab_standin is not None:
             self.lab_standin.start()
         self.spawner_port = self.options.spawner_port or free_port()
@@ -202,6 +205,19 @@ class LocalStack:
             return str(override)
         raw: dict[str, Any] = yaml.safe_load(DEMO_CONFIG.read_text(encoding="utf-8"))
         return str(raw["namespacePrefix"])
+
+    @property
+    def node_files(self) -> Path:
+        """The file system the emulated nodes share: where ``hostPath`` volumes are (the
+        demo's home volume ``/srv/home`` at ``node-files/srv/home``), kept between runs."""
+        return self.options.state_dir / "node-files"
+
+    def _provision_homes(self) -> None:
+        """Each demo user's home directory, as the lab's provisioning init container would
+        make it (``devstack.homes``)."""
+        people = [user.username for user in demo_users() if user.uid is not None]
+        lab = self.service_config()["lab"]
+        provision_homes(lab, people, self.kube.cluster.processes.host_path)
 
     @property
     def kubeconfig_path(self) -> Path:
@@ -290,6 +306,8 @@ class LocalStack:
         raw["images"].pop("insecureRegistries", None)
         if isinstance(raw.get("apps"), dict):
             self._local_apps(raw["apps"])
+        if isinstance(raw.get("fileserver"), dict):
+            self._local_fileserver(raw["fileserver"])
         return raw
 
     def _local_apps(self, apps: dict[str, Any]) -> None:
@@ -301,6 +319,14 @@ class LocalStack:
             for container in [*pod.get("initContainers", []), *pod.get("containers", [])]:
                 if container.get("image"):
                     container["image"] = self._local_reference(container["image"])
+
+    def _local_fileserver(self, fileserver: dict[str, Any]) -> None:
+        """Users' file servers are served by this stack's ingress, from its registry's image.
+        (A test shortens their idle timeout with ``config_overrides={"fileserver":
+        {"idleTimeout": 5}}``.)"""
+        fileserver["baseUrl"] = self.ingress.url
+        if fileserver.get("image"):
+            fileserver["image"] = self._local_reference(fileserver["image"])
 
     @property
     def demo_image(self) -> str:
@@ -423,6 +449,7 @@ class LocalStack:
             "gafaelfawr_url": self.gafaelfawr.url,
             "registry_url": self.registry.url,
             "ingress_url": self.ingress.url,
+            "node_files": str(self.node_files),
             **({"lab_url": self.lab_standin.url} if self.lab_standin is not None else {}),
             **(
                 {"addresses": block.describe()}
