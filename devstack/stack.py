@@ -173,7 +173,6 @@ class LocalStack:
             self.kube.cluster.add_node(f"node-{index + 1}")
         install_platform(self.kube)
         self.ingress.start()
-        self._provision_homes()
         if self.lab_standin is not None:
             self.lab_standin.start()
         self.spawner_port = self.options.spawner_port or free_port()
@@ -191,6 +190,7 @@ class LocalStack:
             )
         else:
             self.replicas = [SpawnerReplica("spawner-1", self.spawner_port)]
+        self._provision_homes()
         self._write_kubeconfig()
         self._write_config()
         if spawner:
