@@ -64,6 +64,8 @@ DEMO_CONFIG = REPO_ROOT / "app" / "config" / "demo.yaml"
 SERVICE_NAMESPACE = "nublado"
 DEMO_SECRETS = {"butler-credentials": "ZGVtby1jcmVkZW50aWFscw=="}
 """The Secret the demo configuration copies into every lab (base64 of a fake credential)."""
+FILESERVER_NAMESPACE = "fileservers"
+"""Where users' file servers run when the configuration names no other (the chart makes it)."""
 REAL_LAB_URL = "http://{cluster_ip}:{port}"
 """``lab.internalUrl`` for real labs: the Service's loopback address, forwarded to the pod."""
 
@@ -190,7 +192,7 @@ class LocalStack:
             )
         else:
             self.replicas = [SpawnerReplica("spawner-1", self.spawner_port)]
-        self._provision_homes()
+        self._prepare_for_the_configuration()
         self._write_kubeconfig()
         self._write_config()
         if spawner:
@@ -212,12 +214,19 @@ class LocalStack:
         demo's home volume ``/srv/home`` at ``node-files/srv/home``), kept between runs."""
         return self.options.state_dir / "node-files"
 
-    def _provision_homes(self) -> None:
-        """Each demo user's home directory, as the lab's provisioning init container would
-        make it (``devstack.homes``)."""
+    def _prepare_for_the_configuration(self) -> None:
+        """What the service's configuration expects of the platform: each demo user's home
+        directory, as the lab's provisioning init container would make it
+        (``devstack.homes``), and, with file servers enabled, their namespace, which the chart
+        creates on a cluster."""
+        config = self.service_config()
         people = [user.username for user in demo_users() if user.uid is not None]
-        lab = self.service_config()["lab"]
-        provision_homes(lab, people, self.kube.cluster.processes.host_path)
+        provision_homes(config["lab"], people, self.kube.cluster.processes.host_path)
+        fileserver = config.get("fileserver")
+        if isinstance(fileserver, dict) and fileserver.get("enabled"):
+            namespace = str(fileserver.get("namespace") or FILESERVER_NAMESPACE)
+            if self.kube.store.get("namespaces", None, namespace) is None:
+                self.kube.store.create("namespaces", _namespace(namespace))
 
     @property
     def kubeconfig_path(self) -> Path:
@@ -513,10 +522,7 @@ def install_platform(kube: KubernetesEmulator) -> None:
     Secret the demo configuration copies into labs, and the custom resources of the
     operators a platform runs beside the service (Dask, Ray, Spark clusters, and Gafaelfawr,
     whose GafaelfawrIngresses become Ingresses)."""
-    kube.store.create(
-        "namespaces",
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": SERVICE_NAMESPACE}},
-    )
+    kube.store.create("namespaces", _namespace(SERVICE_NAMESPACE))
     for plural in OPERATOR_CRDS:
         kube.store.create("customresourcedefinitions", crd(plural))
     kube.store.create(
@@ -529,6 +535,10 @@ def install_platform(kube: KubernetesEmulator) -> None:
             "data": DEMO_SECRETS,
         },
     )
+
+
+def _namespace(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
 
 
 @dataclass

@@ -381,9 +381,13 @@ def test_the_stack_keeps_the_nodes_files_makes_the_demo_homes_and_serves_file_se
     tmp_path: Path,
 ) -> None:
     """``make run``'s stack: the nodes' files in its state directory with each demo user's
-    home, file servers behind its ingress from its registry's image, and a test's shorter
-    idle timeout through ``config_overrides``."""
-    fileserver = {"image": "127.0.0.1:8192/lsstsqre/fileserver:1.0", "idleTimeout": 5}
+    home, file servers behind its ingress from its registry's image in their namespace, and a
+    test's shorter idle timeout through ``config_overrides``."""
+    fileserver = {
+        "enabled": True,
+        "image": "127.0.0.1:8192/lsstsqre/fileserver:1.0",
+        "idleTimeout": 5,
+    }
     options = StackOptions(
         state_dir=tmp_path, real_labs=True, config_overrides={"fileserver": fileserver}
     )
@@ -405,6 +409,8 @@ def test_the_stack_keeps_the_nodes_files_makes_the_demo_homes_and_serves_file_se
         assert stack.registry.digest_for_reference(config["image"]) is not None
         program = program_for(stack.kube.cluster.settings.programs, config["image"])
         assert program is not None and program.entrypoint[-1].endswith("/fileserver.py")
+        # Their namespace, which the chart makes on a cluster.
+        assert stack.kube.store.get("namespaces", None, "fileservers") is not None
     finally:
         stack.stop()
 
