@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         state = stack.state()
         print("\nThe lab spawner is running on the local stack:", flush=True)
         addresses = ("spawner_url", "kubernetes_url", "gafaelfawr_url", "registry_url")
-        for key in (*addresses, "ingress_url", "lab_url"):
+        for key in (*addresses, "ingress_url", "lab_url", "node_files"):
             if key in state:
                 print(f"  {key:15} {state[key]}")
         print(f"  {'redis_url':15} {state['redis_url']}")

@@ -8,11 +8,13 @@ developer sees the same users, tokens and tags everywhere.
   its members (Gafaelfawr's ``groupMapping``): what a group's apps ask of a token;
 * :func:`demo_tokens` — tokens by name (``admin``, ``rachel``, ``wile``,
   ``rachel-readonly``, ``admin-user``); their values are derived from :data:`DEMO_SEED`
-  so they are the same on every run and can be pasted into a browser or notebook;
+  so they are the same on every run and can be pasted into a browser or notebook. The
+  people's tokens (``rachel``, ``wile``, ``admin-user``) carry :data:`FILES_SCOPE`, which
+  their file servers ask for; ``rachel-readonly`` and the hub's ``admin`` do not;
 * :func:`demo_registry_repositories` — ``{repository: {tag: image_id}}`` with
   SQR-059-style tags in :data:`LAB_REPOSITORY`, a small :data:`SIMPLE_REPOSITORY`, the
-  group app image :data:`DEMO_APP_REPOSITORY` and the maintenance pod's
-  :data:`FSADMIN_REPOSITORY`;
+  group app image :data:`DEMO_APP_REPOSITORY`, the maintenance pod's
+  :data:`FSADMIN_REPOSITORY` and the users' file servers' :data:`FILESERVER_REPOSITORY`;
 * :func:`demo_gafaelfawr` and :func:`demo_registry` — emulators loaded with the above.
 """
 
@@ -38,6 +40,8 @@ __all__ = [
     "DEMO_CREATED",
     "DEMO_SEED",
     "EXEC_SCOPE",
+    "FILESERVER_REPOSITORY",
+    "FILES_SCOPE",
     "FSADMIN_REPOSITORY",
     "HUB_USERNAME",
     "IMAGE_SCOPE",
@@ -64,6 +68,8 @@ EXEC_SCOPE = "exec:notebook"
 IMAGE_SCOPE = "read:image"
 ADMIN_POD_SCOPE = "admin:lab-pods"
 """The maintenance pod's scope (``admin.pod.scope``'s default): a person's, not the hub's."""
+FILES_SCOPE = "write:files"
+"""The scope a user's file server asks for (``fileserver.scope``'s default)."""
 
 HUB_USERNAME = "jupyterhub"
 """The service identity whose token JupyterHub uses for admin calls."""
@@ -75,6 +81,9 @@ BROKEN_REPOSITORY = "lsstsqre/broken-lab"
 validated source offers it beside a good build, and its validation rejects it."""
 FSADMIN_REPOSITORY = "lsstsqre/fsadmin"
 """The maintenance pod's image: ``devstack/images/fsadmin.py``, which lists its mounts."""
+FILESERVER_REPOSITORY = "lsstsqre/fileserver"
+"""A user's file server's image: the repository's WebDAV server (``devstack/images/
+fileserver.py``)."""
 PROVISIONER_REPOSITORY = "lsstsqre/provision-home"
 """The init container's image: never a lab, so the local stack never runs it as a process
 (its command prepares home directories as root, on the machine it runs on)."""
@@ -97,10 +106,16 @@ class DemoToken:
 
 _DEMO_TOKENS = (
     DemoToken("admin", HUB_USERNAME, (ADMIN_SCOPE,), "service"),
-    DemoToken("rachel", "rachel", (EXEC_SCOPE, IMAGE_SCOPE), "notebook"),
-    DemoToken("wile", "wile", (EXEC_SCOPE, IMAGE_SCOPE), "notebook"),
+    DemoToken("rachel", "rachel", (EXEC_SCOPE, IMAGE_SCOPE, FILES_SCOPE), "notebook"),
+    DemoToken("wile", "wile", (EXEC_SCOPE, IMAGE_SCOPE, FILES_SCOPE), "notebook"),
+    # Rachel's token without write:files (nor exec:notebook): what a file server refuses.
     DemoToken("rachel-readonly", "rachel", (IMAGE_SCOPE,), "user"),
-    DemoToken("admin-user", "admin-user", (ADMIN_SCOPE, ADMIN_POD_SCOPE, IMAGE_SCOPE), "session"),
+    DemoToken(
+        "admin-user",
+        "admin-user",
+        (ADMIN_SCOPE, ADMIN_POD_SCOPE, IMAGE_SCOPE, FILES_SCOPE),
+        "session",
+    ),
 )
 
 
@@ -203,6 +218,7 @@ def demo_registry_repositories() -> dict[str, dict[str, str]]:
     broken = {"1.0": f"{BROKEN_REPOSITORY}:1.0"}
     provisioner = {"1.0": f"{PROVISIONER_REPOSITORY}:1.0"}
     fsadmin = {"1.0": f"{FSADMIN_REPOSITORY}:1.0"}
+    fileserver = {"1.0": f"{FILESERVER_REPOSITORY}:1.0"}
     app = {"1.0": f"{DEMO_APP_REPOSITORY}:1.0", "1.1": f"{DEMO_APP_REPOSITORY}:1.1"}
     app["latest"] = app["1.1"]
     return {
@@ -212,6 +228,7 @@ def demo_registry_repositories() -> dict[str, dict[str, str]]:
         PROVISIONER_REPOSITORY: provisioner,
         FSADMIN_REPOSITORY: fsadmin,
         DEMO_APP_REPOSITORY: app,
+        FILESERVER_REPOSITORY: fileserver,
     }
 
 

@@ -500,7 +500,7 @@ class GafaelfawrEmulator(ServedEmulator):
         except QueryError as exc:
             return json_response(422, {"detail": [{"msg": str(exc), "type": "invalid_query"}]})
         if request.headers["X-Original-Method"].upper() == "OPTIONS":
-            return self._ingress_options(request)
+            return self._ingress_options(request, query)
         realm = self._realm or request.host
         try:
             token = find_token(request, is_token)
@@ -552,12 +552,20 @@ class GafaelfawrEmulator(ServedEmulator):
             response.headers.add("Cookie", value)
         return response
 
-    def _ingress_options(self, request: Request) -> Response:
-        """``OPTIONS`` carries no credentials: a CORS preflight from this machine passes with
-        the request's credentials cleaned; another origin, or a plain ``OPTIONS``, is refused
-        (Gafaelfawr's ``allowOptions`` is not emulated)."""
+    def _ingress_options(self, request: Request, query: AuthQuery) -> Response:
+        """``OPTIONS`` is not authenticated: a CORS preflight (``Origin`` and
+        ``Access-Control-Request-Method``) from this machine passes with the request's
+        credentials cleaned, from another origin it is refused; any other ``OPTIONS`` (WebDAV's
+        protocol negotiation) passes, with nothing more, only where the Ingress allows it
+        (``allowOptions``), and is refused as a 404 otherwise, as is a preflight missing one
+        of its two headers."""
         origin = request.headers.get("Origin")
-        if not origin or not request.headers.get("Access-Control-Request-Method"):
+        method = request.headers.get("Access-Control-Request-Method")
+        if not origin or not method:
+            if query.allow_options and not origin and not method:
+                return json_response(200, {"status": "ok"})
+            if query.allow_options:
+                return refusal(404, "Malformed CORS request", "options_not_supported")
             message = "Non-CORS OPTIONS requests not supported"
             return refusal(404, message, "options_not_supported")
         if not is_local_url(origin):

@@ -48,6 +48,9 @@ class AuthQuery:
     delegate_scopes: frozenset[str] = frozenset()
     minimum_lifetime: int | None = None
     use_authorization: bool = False
+    allow_options: bool = False
+    """Whether an ``OPTIONS`` request that is not a CORS preflight (WebDAV's) passes without
+    credentials (``allowOptions``); else it is refused."""
 
     @classmethod
     def parse(cls, args: MultiDict[str, str]) -> AuthQuery:
@@ -78,6 +81,7 @@ class AuthQuery:
             delegate_scopes=frozenset(args.getlist("delegate_scope")),
             minimum_lifetime=int(lifetime) if lifetime is not None else None,
             use_authorization=_flag(args, "use_authorization"),
+            allow_options=_flag(args, "allow_options"),
         )
 
     def satisfied_by(self, scopes: Iterable[str]) -> bool:

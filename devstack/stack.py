@@ -46,6 +46,7 @@ from devstack.demo import (
     demo_users,
 )
 from devstack.gafaelfawr import GafaelfawrEmulator
+from devstack.homes import provision_homes
 from devstack.images import DEFAULT_PROGRAMS, load_programs
 from devstack.ingress import IngressProxy
 from devstack.kube import KubernetesEmulator
@@ -63,6 +64,8 @@ DEMO_CONFIG = REPO_ROOT / "app" / "config" / "demo.yaml"
 SERVICE_NAMESPACE = "nublado"
 DEMO_SECRETS = {"butler-credentials": "ZGVtby1jcmVkZW50aWFscw=="}
 """The Secret the demo configuration copies into every lab (base64 of a fake credential)."""
+FILESERVER_NAMESPACE = "fileservers"
+"""Where users' file servers run when the configuration names no other (the chart makes it)."""
 REAL_LAB_URL = "http://{cluster_ip}:{port}"
 """``lab.internalUrl`` for real labs: the Service's loopback address, forwarded to the pod."""
 
@@ -124,6 +127,7 @@ class LocalStack:
                 start_seconds=self.options.start_seconds,
                 image_digest_resolver=self.registry.digest_for_reference,
                 programs=load_programs(self.options.programs) if self.options.real_labs else {},
+                node_files=self.node_files,
             ),
             api_latency=self.options.api_latency,
             authority=self.authority,
@@ -188,6 +192,7 @@ class LocalStack:
             )
         else:
             self.replicas = [SpawnerReplica("spawner-1", self.spawner_port)]
+        self._prepare_for_the_configuration()
         self._write_kubeconfig()
         self._write_config()
         if spawner:
@@ -202,6 +207,26 @@ class LocalStack:
             return str(override)
         raw: dict[str, Any] = yaml.safe_load(DEMO_CONFIG.read_text(encoding="utf-8"))
         return str(raw["namespacePrefix"])
+
+    @property
+    def node_files(self) -> Path:
+        """The file system the emulated nodes share: where ``hostPath`` volumes are (the
+        demo's home volume ``/srv/home`` at ``node-files/srv/home``), kept between runs."""
+        return self.options.state_dir / "node-files"
+
+    def _prepare_for_the_configuration(self) -> None:
+        """What the service's configuration expects of the platform: each demo user's home
+        directory, as the lab's provisioning init container would make it
+        (``devstack.homes``), and, with file servers enabled, their namespace, which the chart
+        creates on a cluster."""
+        config = self.service_config()
+        people = [user.username for user in demo_users() if user.uid is not None]
+        provision_homes(config["lab"], people, self.kube.cluster.processes.host_path)
+        fileserver = config.get("fileserver")
+        if isinstance(fileserver, dict) and fileserver.get("enabled"):
+            namespace = str(fileserver.get("namespace") or FILESERVER_NAMESPACE)
+            if self.kube.store.get("namespaces", None, namespace) is None:
+                self.kube.store.create("namespaces", _namespace(namespace))
 
     @property
     def kubeconfig_path(self) -> Path:
@@ -290,6 +315,8 @@ class LocalStack:
         raw["images"].pop("insecureRegistries", None)
         if isinstance(raw.get("apps"), dict):
             self._local_apps(raw["apps"])
+        if isinstance(raw.get("fileserver"), dict):
+            self._local_fileserver(raw["fileserver"])
         return raw
 
     def _local_apps(self, apps: dict[str, Any]) -> None:
@@ -301,6 +328,14 @@ class LocalStack:
             for container in [*pod.get("initContainers", []), *pod.get("containers", [])]:
                 if container.get("image"):
                     container["image"] = self._local_reference(container["image"])
+
+    def _local_fileserver(self, fileserver: dict[str, Any]) -> None:
+        """Users' file servers are served by this stack's ingress, from its registry's image.
+        (A test shortens their idle timeout with ``config_overrides={"fileserver":
+        {"idleTimeout": 5}}``.)"""
+        fileserver["baseUrl"] = self.ingress.url
+        if fileserver.get("image"):
+            fileserver["image"] = self._local_reference(fileserver["image"])
 
     @property
     def demo_image(self) -> str:
@@ -423,6 +458,7 @@ class LocalStack:
             "gafaelfawr_url": self.gafaelfawr.url,
             "registry_url": self.registry.url,
             "ingress_url": self.ingress.url,
+            "node_files": str(self.node_files),
             **({"lab_url": self.lab_standin.url} if self.lab_standin is not None else {}),
             **(
                 {"addresses": block.describe()}
@@ -486,10 +522,7 @@ def install_platform(kube: KubernetesEmulator) -> None:
     Secret the demo configuration copies into labs, and the custom resources of the
     operators a platform runs beside the service (Dask, Ray, Spark clusters, and Gafaelfawr,
     whose GafaelfawrIngresses become Ingresses)."""
-    kube.store.create(
-        "namespaces",
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": SERVICE_NAMESPACE}},
-    )
+    kube.store.create("namespaces", _namespace(SERVICE_NAMESPACE))
     for plural in OPERATOR_CRDS:
         kube.store.create("customresourcedefinitions", crd(plural))
     kube.store.create(
@@ -502,6 +535,10 @@ def install_platform(kube: KubernetesEmulator) -> None:
             "data": DEMO_SECRETS,
         },
     )
+
+
+def _namespace(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
 
 
 @dataclass

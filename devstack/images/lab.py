@@ -6,6 +6,10 @@ on every address of its pod. Pods of the local stack share the machine's network
 own loopback address (``POD_IP``), so here the server listens on that address alone, at the
 port the hub asked for (the lab port when the hub left it open).
 
+It starts in the user's ``HOME``, as a lab image's start-up script does, so JupyterLab's file
+browser opens there: on the local stack that is the user's directory on the nodes' shared file
+system (the home volume's host path), which the user's file server serves too.
+
 A lab spawned without JupyterHub (a call to the API, say) has no ``JUPYTERHUB_SERVICE_URL``:
 it runs a plain JupyterLab on the same address, with Jupyter's own token, which it prints to
 its log (``pods/<name>/log``).
@@ -64,6 +68,9 @@ def offer_remote_kernel() -> None:
 
 
 def main() -> None:
+    home = os.environ.get("HOME")
+    if home and os.path.isdir(home):
+        os.chdir(home)
     offer_remote_kernel()
     argv, env = command(dict(os.environ), Path(sys.executable).parent, as_root=os.geteuid() == 0)
     sys.stdout.flush()

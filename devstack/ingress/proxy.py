@@ -6,7 +6,10 @@ route (``routes``), the Ingress's auth service is asked first when it has one (`
 the request then goes to the route's Service at its loopback ClusterIP (``backends``), whose
 listener forwards it to a ready pod. The answer streams back as it comes: status, headers
 (without hop-by-hop ones, and without the backend's ``Date`` and ``Server``, which the proxy
-sets as NGINX does) and body, sized or chunked. Request bodies stream to the backend too.
+sets as NGINX does) and body, sized or chunked. Request bodies stream to the backend too, a
+block at a time, so a large upload (a file PUT over WebDAV, say) is never held whole; any method
+passes (WebDAV's PROPFIND, MKCOL, COPY, MOVE and the rest), and headers such as WebDAV's
+``Destination`` and the client's ``Host`` reach the backend as the client sent them.
 
 Answers of its own: 404 when no Ingress path matches, 503 when the Service has nowhere to send
 the request, 502 when the backend cannot be reached or breaks off, 504 when it does not answer
@@ -127,7 +130,9 @@ class IngressProxy(ServedEmulator):
         headers: list[tuple[str, str]],
         start_response: Callable[..., Any],
     ) -> Iterable[bytes]:
-        connection = http.client.HTTPConnection(*address, timeout=self._upstream_timeout)
+        connection = http.client.HTTPConnection(
+            *address, timeout=self._upstream_timeout, blocksize=_CHUNK
+        )
         sized = request.content_length is not None
         chunked = bool(request.environ.get("wsgi.input_terminated")) and not sized
         body = request.stream if (sized and request.content_length) or chunked else None

@@ -93,7 +93,7 @@ def test_token_info_reports_key_not_secret(gafaelfawr: GafaelfawrEmulator) -> No
         "token": key,
         "username": "rachel",
         "token_type": "notebook",
-        "scopes": ["exec:notebook", "read:image"],
+        "scopes": ["exec:notebook", "read:image", "write:files"],
         "created": DEMO_CREATED,
         "expires": None,
     }
@@ -303,8 +303,14 @@ def test_demo_tokens_are_stable_and_well_formed() -> None:
     assert first["rachel"].token == derive_token(DEMO_SEED, "rachel")
     assert len({spec.token for spec in first.values()}) == len(first)
     assert all(TOKEN_FORMAT.match(spec.token) for spec in first.values())
+    # The people's tokens may use their file servers; rachel-readonly is the one that may not.
     assert first["rachel-readonly"].scopes == ("read:image",)
-    assert first["wile"].scopes == ("exec:notebook", "read:image")
+    assert first["wile"].scopes == ("exec:notebook", "read:image", "write:files")
+    assert {name for name, spec in first.items() if "write:files" in spec.scopes} == {
+        "rachel",
+        "wile",
+        "admin-user",
+    }
 
 
 def test_demo_tokens_survive_a_restart() -> None:

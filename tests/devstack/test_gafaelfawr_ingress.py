@@ -160,6 +160,7 @@ def test_group_mapping_grants_a_groups_scope_to_its_members(
         "app:g-admins",
         "app:lsst-data",
         "read:image",
+        "write:files",
     ]
     # The mapping and the user's groups are read at every check.
     gafaelfawr.set_group_mapping({"app:lsst-data": ["lsst-data", "staff"]})
@@ -292,6 +293,25 @@ def test_options_pass_only_as_a_cors_preflight_from_this_machine(
     assert auth(gafaelfawr, "scope=x", Origin="http://127.0.0.1:9", **preflight).status_code == 200
     refused = auth(gafaelfawr, "scope=x", Origin="https://evil.example", **preflight)
     assert (refused.status_code, refused.headers["X-Error-Status"]) == (403, "403")
+
+
+def test_an_ingress_that_allows_options_lets_webdavs_through_without_credentials(
+    gafaelfawr: GafaelfawrEmulator,
+) -> None:
+    """WebDAV negotiates with a plain OPTIONS: ``allow_options`` lets it pass, unauthenticated
+    and with nothing handed on, while a half-made preflight is still refused."""
+    options = {"X_Original_Method": "OPTIONS"}
+    query = "allow_options=true&auth_type=basic&scope=write:files&username=rachel"
+    passed = auth(gafaelfawr, query, token("rachel"), **options)
+    assert passed.status_code == 200
+    assert "Authorization" not in passed.headers
+    assert "X-Auth-Request-User" not in passed.headers
+    assert auth(gafaelfawr, query, **options).status_code == 200
+    half = auth(gafaelfawr, query, Origin="http://127.0.0.1:9", **options)
+    assert (half.status_code, half.headers["X-Error-Status"]) == (403, "404")
+    assert "Malformed CORS request" in half.headers["X-Error-Body"]
+    # Other methods are authenticated as ever.
+    assert auth(gafaelfawr, query).status_code == 401
 
 
 def test_a_gafaelfawr_outage_reaches_the_ingress_routes(gafaelfawr: GafaelfawrEmulator) -> None:

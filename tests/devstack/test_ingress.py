@@ -79,7 +79,8 @@ class Echo(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(payload)
 
-    do_GET = do_POST = do_PUT = answer
+    do_GET = do_POST = do_PUT = do_DELETE = do_OPTIONS = answer
+    do_PROPFIND = do_PROPPATCH = do_MKCOL = do_COPY = do_MOVE = do_LOCK = do_UNLOCK = answer
 
     def log_message(self, *args):
         pass
@@ -330,6 +331,34 @@ def test_bodies_stream_both_ways(apps: Apps) -> None:
         assert next(chunks) == b"first;"
         flag.write_text("")
         assert b"".join(chunks) == b"second"
+
+
+def test_webdav_methods_reach_the_backend_with_their_headers_and_bodies_unchanged(
+    apps: Apps,
+) -> None:
+    """WebDAV's methods and headers pass as sent: ``Destination`` (a full URL naming the
+    proxy's own address), ``Depth``, ``Overwrite`` and the client's ``Host``."""
+    apps.gafaelfawr_ingress("dav", "/dav/", {"scopes": {"anonymous": True}})
+    assert _status_when_served(apps, "/dav/") == 200
+    destination = apps.proxy.url + "/dav/b%20c.txt"
+    host = apps.proxy.url.removeprefix("http://")
+    sent = {
+        "Destination": destination,
+        "Depth": "infinity",
+        "Overwrite": "F",
+        "Content-Type": "application/xml",
+    }
+    body = '<?xml version="1.0"?><propfind xmlns="DAV:"><allprop/></propfind>'
+    for method in ("OPTIONS", "PROPFIND", "PROPPATCH", "MKCOL", "COPY", "MOVE", "DELETE", "LOCK"):
+        response = requests.request(
+            method, apps.proxy.url + "/dav/a.txt", headers=sent, data=body, timeout=10
+        )
+        assert response.status_code == 200, method
+        seen = response.json()
+        assert (seen["method"], seen["path"], seen["body"]) == (method, "/dav/a.txt", body)
+        headers = seen["headers"]
+        assert headers["Destination"] == destination, method
+        assert (headers["Depth"], headers["Overwrite"], headers["Host"]) == ("infinity", "F", host)
 
 
 def test_deleting_the_gafaelfawringress_takes_its_path_away(apps: Apps) -> None:

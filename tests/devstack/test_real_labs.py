@@ -132,6 +132,9 @@ def test_a_lab_spawned_through_the_api_is_a_jupyter_server_at_its_internal_url(
     real_lab_stack: LocalStack,
 ) -> None:
     tokens = {n: e["token"] for n, e in real_lab_stack.state()["tokens"].items()}
+    # Wile's home on the nodes' shared files, where his file server would write.
+    home = real_lab_stack.node_files / "srv" / "home" / "wile"
+    (home / "from-the-file-server.txt").write_text("written beside the lab")
     spawn_recommended(real_lab_stack.spawner_url, tokens["wile"], "wile")
     url = f"{real_lab_stack.spawner_url}/spawner/v1/labs/wile"
     admin = {"Authorization": f"Bearer {tokens['admin']}"}
@@ -160,6 +163,19 @@ def test_a_lab_spawned_through_the_api_is_a_jupyter_server_at_its_internal_url(
     wait_for(lambda: "token=" in requests.get(log_url, timeout=10).text)
     pids = real_lab_stack.kube.cluster.processes.running(str(_lab_pod_uid(real_lab_stack)))
     assert pids
+    # Its HOME is his directory there (the home volume's host path), where it starts: the
+    # file the file server's side wrote is in JupyterLab's file browser.
+    environ = Path(f"/proc/{pids[0]}/environ").read_bytes().split(b"\0")
+    assert f"HOME={home}".encode() in environ
+    match = re.search(r"token=([0-9a-f]+)", requests.get(log_url, timeout=10).text)
+    assert match is not None
+    contents = requests.get(
+        f"{status['internal_url']}/api/contents/from-the-file-server.txt",
+        headers={"Authorization": f"token {match.group(1)}"},
+        timeout=10,
+    )
+    assert contents.status_code == 200
+    assert contents.json()["content"] == "written beside the lab"
     assert requests.delete(url, headers=admin, timeout=10).status_code == 202
     wait_for(lambda: real_lab_stack.kube.store.get("namespaces", None, "nublado-wile") is None)
     assert jupyter_answers() is None

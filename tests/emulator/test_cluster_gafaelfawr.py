@@ -156,6 +156,16 @@ def test_a_gafaelfawringress_becomes_an_ingress_with_gafaelfawrs_annotations(
             "/ingress/auth?auth_type=basic&delegate_to=portal&delegate_scope=read:image"
             "&minimum_lifetime=600&use_authorization=true&scope=read:image",
         ),
+        (
+            {
+                "scopes": {"all": ["write:files"]},
+                "username": "rachel",
+                "authType": "basic",
+                "allowOptions": True,
+                "loginRedirect": False,
+            },
+            "/ingress/auth?allow_options=true&auth_type=basic&scope=write:files&username=rachel",
+        ),
     ],
 )
 def test_the_auth_url_says_what_the_config_asks(

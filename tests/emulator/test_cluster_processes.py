@@ -507,3 +507,124 @@ def test_a_probe_another_process_answers_keeps_the_container_unready_and_says_wh
     finally:
         stranger.close()
     wait_until(lambda: _ready(core_v1, namespace), timeout=10)
+
+
+def test_host_path_volumes_are_one_file_system_every_pod_shares(
+    emulator: KubernetesEmulator,
+    core_v1: kubernetes.client.CoreV1Api,
+    namespace: str,
+    wait_until: WaitUntil,
+) -> None:
+    """Two pods mounting the same host path at different places see the same files, under the
+    nodes' file system; HOME under the mount is the directory there, and ``..`` in a host
+    path does not lead out of that file system."""
+    writer = _pod(
+        "p",
+        "import os; open(os.environ['HOME'] + '/note.txt', 'w').write('from the writer')",
+        restart="Never",
+        env=[{"name": "HOME", "value": "/home/rachel"}],
+        volumeMounts=[{"name": "home", "mountPath": "/home"}],
+    )
+    writer["spec"]["volumes"] = [{"name": "home", "hostPath": {"path": "/srv/home"}}]
+    rachel = emulator.cluster.processes.node_files / "srv" / "home" / "rachel"
+    rachel.mkdir(parents=True)
+    core_v1.create_namespaced_pod(namespace, writer)
+    wait_until(lambda: _status(core_v1, namespace, "p").phase == "Succeeded")
+    assert (rachel / "note.txt").read_text() == "from the writer"
+
+    reader = _pod(
+        "reader",
+        "import os, sys; print(os.environ['HOME']); print(open(sys.argv[1]).read())",
+        restart="Never",
+        env=[{"name": "HOME", "value": "/elsewhere"}],
+        volumeMounts=[{"name": "root", "mountPath": "/x"}],
+    )
+    reader["spec"]["containers"][0]["args"].append("/x/srv/home/rachel/note.txt")
+    reader["spec"]["volumes"] = [{"name": "root", "hostPath": {"path": "/srv/../../"}}]
+    core_v1.create_namespaced_pod(namespace, reader)
+    wait_until(lambda: _status(core_v1, namespace, "reader").phase == "Succeeded")
+    uid = core_v1.read_namespaced_pod("reader", namespace).metadata.uid
+    home, content = emulator.cluster.processes.log_path(uid, "main", 0).read_text().splitlines()
+    assert content == "from the writer"
+    # HOME outside every mount is the pod's own directory, not the nodes' files.
+    assert home == str(emulator.cluster.processes.pod_dir(uid) / "home")
+
+
+def test_a_json_env_value_has_each_path_under_a_mount_rewritten(
+    emulator: KubernetesEmulator,
+    core_v1: kubernetes.client.CoreV1Api,
+    namespace: str,
+    wait_until: WaitUntil,
+) -> None:
+    """As the file server's FILESERVER_MOUNTS: each string that starts with a mount path, at
+    any depth, becomes the mount's directory; keys, other strings, numbers and values that are
+    not JSON documents stay as they were."""
+    mounts = [
+        {"name": "home", "path": "/home", "readOnly": False},
+        {"name": "deep", "path": "/home/rachel/data", "nested": {"/home/key": ["/home/x", 3]}},
+        {"name": "other", "path": "/homework"},
+    ]
+    env = {
+        "MOUNTS": json.dumps(mounts, indent=2),
+        "UNCHANGED": '{"path": "/srv/data", "n": 1.5}',
+        "BROKEN": "[/home/not json",
+    }
+    names = sorted(env)
+    code = f"import json, os; print(json.dumps({{k: os.environ[k] for k in {names!r}}}))"
+    pod = _pod(
+        "p",
+        code,
+        restart="Never",
+        env=[{"name": k, "value": v} for k, v in env.items()],
+        volumeMounts=[{"name": "home", "mountPath": "/home"}],
+    )
+    pod["spec"]["volumes"] = [{"name": "home", "hostPath": {"path": "/srv/home"}}]
+    core_v1.create_namespaced_pod(namespace, pod)
+    wait_until(lambda: _status(core_v1, namespace, "p").phase == "Succeeded")
+    seen = json.loads(_log(emulator, core_v1, namespace))
+    home = str(emulator.cluster.processes.node_files / "srv" / "home")
+    assert json.loads(seen["MOUNTS"]) == [
+        {"name": "home", "path": home, "readOnly": False},
+        {
+            "name": "deep",
+            "path": f"{home}/rachel/data",
+            "nested": {"/home/key": [f"{home}/x", 3]},
+        },
+        {"name": "other", "path": "/homework"},
+    ]
+    assert seen["UNCHANGED"] == env["UNCHANGED"]  # nothing to rewrite: the text as written
+    assert seen["BROKEN"] == "[/home/not json"
+
+
+def test_without_a_home_of_its_own_a_container_gets_its_users_home_from_the_pods_passwd(
+    emulator: KubernetesEmulator,
+    core_v1: kubernetes.client.CoreV1Api,
+    namespace: str,
+    wait_until: WaitUntil,
+) -> None:
+    """As a runtime does for a lab, whose ``/etc/passwd`` comes from a ConfigMap: the entry
+    of ``runAsUser`` names its home, here on the home volume."""
+    passwd = "root:x:0:0:root:/root:/bin/sh\nwile:x:1102:1500:Wile:/home/wile:/bin/bash\n"
+    core_v1.create_namespaced_config_map(
+        namespace, {"metadata": {"name": "nss"}, "data": {"passwd": passwd}}
+    )
+    pod = _pod(
+        "p",
+        "import os; print(os.environ['HOME'], os.getcwd() == os.environ['HOME'])",
+        restart="Never",
+        workingDir="/home/wile",
+        volumeMounts=[
+            {"name": "home", "mountPath": "/home"},
+            {"name": "nss", "mountPath": "/etc/passwd", "subPath": "passwd", "readOnly": True},
+        ],
+    )
+    pod["spec"]["securityContext"] = {"runAsUser": 1102}
+    pod["spec"]["volumes"] = [
+        {"name": "home", "hostPath": {"path": "/srv/home"}},
+        {"name": "nss", "configMap": {"name": "nss"}},
+    ]
+    wile = emulator.cluster.processes.node_files / "srv" / "home" / "wile"
+    wile.mkdir(parents=True)
+    core_v1.create_namespaced_pod(namespace, pod)
+    wait_until(lambda: _status(core_v1, namespace, "p").phase == "Succeeded")
+    assert _log(emulator, core_v1, namespace).split() == [str(wile), "True"]

@@ -69,7 +69,7 @@ class Cluster:
         self._scheduler = Scheduler(self._cache, self._writer, self._events, self.faults)
         self.addresses = addresses if addresses is not None else LoopbackAddresses()
         """The loopback block of its process-run pods and Services, claimed when needed."""
-        self.processes = ProcessRuntime(self.store.get, self.addresses)
+        self.processes = ProcessRuntime(self.store.get, self.addresses, self.settings)
         self.logs = PodLogs(self.store.get, self.processes)
         """What ``GET pods/<name>/log`` answers."""
         self._kubelets = Kubelets(

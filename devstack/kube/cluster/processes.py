@@ -9,11 +9,23 @@ given here where a process can have it:
   ``$(VAR)`` references expanded as Kubernetes does;
 - the environment from ``env`` (values, ``fieldRef``, ConfigMap and Secret keys) and
   ``envFrom``, plus ``POD_IP`` and ``POD_NAME``;
-- ConfigMap and Secret volumes written out as files, ``emptyDir`` volumes as directories;
-  any path under a mount in what the pod gives (its ``command``, ``args``, ``env`` and
-  ``workingDir``) is rewritten to that directory, as the process cannot see the pod's mount
-  namespace; what the image gives (its entrypoint, cmd, env and working directory: the
-  stack's own files) is left as it is, wherever the stack happens to live;
+- ConfigMap and Secret volumes written out as files, ``emptyDir`` volumes as directories of
+  the pod's own; ``hostPath`` volumes as directories of one file system that every emulated
+  node shares (``ClusterSettings.node_files``: the volume's path under it, made when missing),
+  as nodes mounting one NFS export at the same place do, so two pods mounting the same host
+  path (a lab and its user's file server) see the same files; NFS and claim volumes, which a
+  process cannot have, as empty directories of the pod's own;
+- any path under a mount in what the pod gives (its ``command``, ``args``, ``env`` and
+  ``workingDir``) rewritten to that directory, as the process cannot see the pod's mount
+  namespace: a value that starts with a mount path, and, in an ``env`` value that is a JSON
+  object or array, each string in it that does (the document is written out again, compact;
+  keys are left alone), as a program configured by a JSON list of paths gets them; what the
+  image gives (its entrypoint, cmd, env and working directory: the stack's own files) is left
+  as it is, wherever the stack happens to live;
+- ``HOME`` as a container runtime sets it: the container's own, else the home directory of
+  the user it runs as (``runAsUser``) in the ``/etc/passwd`` the pod mounts, if it mounts one;
+  a home under a mount is that mount's directory (a lab's home on its home volume), any other
+  is the pod's own directory;
 - its output in a log file per container and restart (what ``pods/<name>/log`` serves).
 
 Each process leads its own process group, so stopping it (SIGTERM, then SIGKILL after the
@@ -25,7 +37,9 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import json
 import os
+import posixpath
 import re
 import shutil
 import signal
@@ -42,6 +56,7 @@ from devstack.launch import launched
 
 from .addresses import LoopbackAddresses
 from .programs import ImageProgram
+from .settings import ClusterSettings
 
 Lookup = Callable[[str, str, str], dict[str, Any] | None]
 """Reads an object of the cluster: (resource, namespace, name) to the object, or None."""
@@ -78,9 +93,15 @@ class RunningContainer:
 class ProcessRuntime:
     """Starts and stops the processes of every process-run pod of the cluster."""
 
-    def __init__(self, lookup: Lookup, addresses: LoopbackAddresses | None = None) -> None:
+    def __init__(
+        self,
+        lookup: Lookup,
+        addresses: LoopbackAddresses | None = None,
+        settings: ClusterSettings | None = None,
+    ) -> None:
         self._root_dir: Path | None = None
         self._lookup = lookup
+        self._settings = settings if settings is not None else ClusterSettings()
         self._lock = threading.Lock()
         self._running: dict[tuple[str, str], RunningContainer] = {}
         self.addresses = addresses if addresses is not None else LoopbackAddresses()
@@ -102,6 +123,18 @@ class ProcessRuntime:
 
     def log_path(self, uid: str, container: str, restart: int) -> Path:
         return self.pod_dir(uid) / "logs" / container / f"{restart}.log"
+
+    @property
+    def node_files(self) -> Path:
+        """The nodes' shared file system: the configured one (read when a volume needs it), or
+        one beside the pods' directories."""
+        configured = self._settings.node_files
+        return configured if configured is not None else self._root / "node-files"
+
+    def host_path(self, path: str) -> Path:
+        """Where a ``hostPath`` volume's ``path`` is on the nodes' shared file system (``..``
+        never leads out of it)."""
+        return self.node_files / posixpath.normpath("/" + path).lstrip("/")
 
     # ---- start --------------------------------------------------------------------------
 
@@ -127,8 +160,12 @@ class ProcessRuntime:
             raise ContainerConfigError(f"container {name} has no command and its image none")
         home = self.pod_dir(uid) / "home"
         home.mkdir(parents=True, exist_ok=True)
-        env = {k: v if program.env.get(k) == v else _rewrite(v, mounts) for k, v in env.items()}
-        env["HOME"] = env["HOME"] if _under_any(env.get("HOME", ""), mounts) else str(home)
+        env = {
+            k: v if program.env.get(k) == v else _rewrite_env_value(v, mounts)
+            for k, v in env.items()
+        }
+        given = env.get("HOME") or _rewrite(_passwd_home(pod, container, mounts), mounts)
+        env["HOME"] = given if _under_any(given, mounts) else str(home)
         env["PATH"] = stack_path()
         working = container.get("workingDir")
         cwd = Path(_rewrite(str(working), mounts)) if working else home
@@ -274,10 +311,14 @@ class ProcessRuntime:
             volume = volumes.get(str(mount.get("name")))
             if volume is None:
                 raise ContainerConfigError(f'volume "{mount.get("name")}" is not in the pod')
-            directory = self.pod_dir(uid) / "volumes" / str(volume["name"])
-            if not directory.exists():
-                directory.mkdir(parents=True)
-                self._fill(volume, namespace, directory)
+            if "hostPath" in volume:
+                directory = self.host_path(str(volume["hostPath"].get("path") or "/"))
+                directory.mkdir(parents=True, exist_ok=True)
+            else:
+                directory = self.pod_dir(uid) / "volumes" / str(volume["name"])
+                if not directory.exists():
+                    directory.mkdir(parents=True)
+                    self._fill(volume, namespace, directory)
             target = directory / str(mount.get("subPath") or "")
             mounts[str(mount.get("mountPath")).rstrip("/") or "/"] = target
         return mounts
@@ -306,8 +347,8 @@ class ProcessRuntime:
                     file.parent.mkdir(parents=True, exist_ok=True)
                     file.write_text(data[data_key])
             return
-        # emptyDir, and volumes a process cannot have (NFS, PVCs, host paths): an empty
-        # directory of the pod's own.
+        # emptyDir, and volumes a process cannot have (NFS, PVCs): an empty directory of the
+        # pod's own.
 
 
 def stack_path() -> str:
@@ -351,6 +392,46 @@ def _rewrite(value: str, mounts: Mapping[str, Path]) -> str:
         if value == mount_path or value.startswith(mount_path + "/"):
             return str(mounts[mount_path]) + value[len(mount_path) :]
     return value
+
+
+def _rewrite_env_value(value: str, mounts: Mapping[str, Path]) -> str:
+    """An ``env`` value rewritten: as a whole (:func:`_rewrite`), or, when it is a JSON object
+    or array, string by string inside it, the document then written out again."""
+    if value.lstrip()[:1] in ("{", "["):
+        try:
+            document = json.loads(value)
+        except ValueError:
+            return _rewrite(value, mounts)
+        rewritten = _rewrite_strings(document, mounts)
+        return value if rewritten == document else json.dumps(rewritten, separators=(",", ":"))
+    return _rewrite(value, mounts)
+
+
+def _rewrite_strings(node: Any, mounts: Mapping[str, Path]) -> Any:
+    """A JSON value with every string in it (not the keys) rewritten."""
+    if isinstance(node, str):
+        return _rewrite(node, mounts)
+    if isinstance(node, list):
+        return [_rewrite_strings(item, mounts) for item in node]
+    if isinstance(node, dict):
+        return {key: _rewrite_strings(item, mounts) for key, item in node.items()}
+    return node
+
+
+def _passwd_home(pod: dict[str, Any], container: dict[str, Any], mounts: Mapping[str, Path]) -> str:
+    """The home directory of the user the container runs as, from the ``/etc/passwd`` the pod
+    mounts (as a runtime reads it inside the container); "" when there is none to read."""
+    uid = (container.get("securityContext") or {}).get("runAsUser")
+    if uid is None:
+        uid = ((pod.get("spec") or {}).get("securityContext") or {}).get("runAsUser")
+    passwd = mounts.get("/etc/passwd")
+    if uid is None or passwd is None or not passwd.is_file():
+        return ""
+    for line in passwd.read_text(errors="replace").splitlines():
+        fields = line.split(":")
+        if len(fields) >= 6 and fields[2] == str(uid):
+            return fields[5]
+    return ""
 
 
 def _under_any(value: str, mounts: Mapping[str, Path]) -> bool:

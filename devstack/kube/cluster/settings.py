@@ -9,6 +9,7 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from .programs import ImageProgram
 
@@ -39,6 +40,12 @@ class ClusterSettings:
     """Where the simulated Gafaelfawr operator's Ingresses send their auth subrequests (its
     ``baseInternalUrl``), and whose ``/login`` a ``loginRedirect`` sends browsers to; the local
     stack sets its Gafaelfawr emulator's URL."""
+    node_files: Path | None = None
+    """The one file system every emulated node has: a process-run pod's ``hostPath`` volume is
+    the directory of its path under here, whichever node the pod is on, as nodes that mount one
+    NFS export at the same place see the same files. None for a directory of the process
+    runtime's own, removed when the cluster stops; the local stack keeps it in its state
+    directory, so what labs save there outlives a restart."""
 
     def pull_time(self, image: str) -> float:
         """The simulated pull time of ``image``: the first matching override, else the default."""

@@ -71,6 +71,8 @@ def snippet() -> str:
 def auth_query(config: dict[str, Any]) -> list[tuple[str, str]]:
     """The ``/ingress/auth`` query for a GafaelfawrIngress's ``config``, in Gafaelfawr's order."""
     query: list[tuple[str, str]] = []
+    if config.get("allowOptions"):
+        query.append(("allow_options", "true"))
     if config.get("authType"):
         query.append(("auth_type", str(config["authType"])))
     delegate = config.get("delegate") or {}
