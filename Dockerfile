@@ -11,7 +11,7 @@ COPY fileserver ./fileserver
 
 USER 65534:65534
 EXPOSE 8000
-CMD ["python", "-m", "fileserver"]
+ENTRYPOINT ["python", "-m", "fileserver"]
 
 # The service's image, as the Helm chart runs it: gunicorn serving wsgi:app as a non-root user
 # on a read-only root filesystem (the chart mounts /tmp).

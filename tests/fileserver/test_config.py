@@ -153,7 +153,8 @@ def test_the_image_stage_copies_what_the_program_needs(tmp_path: Path) -> None:
                 )
             else:
                 shutil.copy(REPO_ROOT / source, target)
-    command = re.search(r"^CMD (.+)$", stage, re.M)
+    # Its entrypoint, so that a pod's args cannot replace the server.
+    command = re.search(r"^ENTRYPOINT (.+)$", stage, re.M)
     assert command is not None and json.loads(command.group(1)) == ["python", "-m", "fileserver"]
     # The stage installs the pinned requirements, which the tests run with too.
     assert "RUN pip install --no-cache-dir -r requirements.txt" in stage

@@ -78,6 +78,8 @@ def test_get_files_starts_the_callers_server_as_them_and_answers_where_it_is(
     assert ingress["config"]["username"] == user.username
     assert ingress["config"]["scopes"] == {"all": ["write:files"]}
     assert ingress["config"]["authType"] == "basic"
+    assert ingress["config"]["allowOptions"] is True
+    assert ingress["template"]["spec"]["rules"][0]["host"] == "data.test"
     assert "delegate" not in ingress["config"]
     (path,) = ingress["template"]["spec"]["rules"][0]["http"]["paths"]
     assert path["path"] == f"/files/{user.username}"

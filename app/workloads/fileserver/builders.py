@@ -203,7 +203,8 @@ def _rule_host(base_url: str) -> str | None:
 def build_ingress(section: FileserverConfig, username: str) -> dict[str, Any]:
     """The GafaelfawrIngress: only ``username``, with the scope, and with HTTP Basic
     challenges (WebDAV clients send the token as a Basic password); no token is passed on
-    to the server, which needs none."""
+    to the server, which needs none. Its URL is the rule's host, not ``config.baseUrl``,
+    which Gafaelfawr no longer reads (and whose schema takes only ``https`` URLs)."""
     rule: dict[str, Any] = {
         "http": {
             "paths": [
@@ -229,11 +230,12 @@ def build_ingress(section: FileserverConfig, username: str) -> dict[str, Any]:
         "kind": "GafaelfawrIngress",
         "metadata": meta,
         "config": {
-            "baseUrl": section.base_url,
             "scopes": {"all": [section.scope]},
             "username": username,
             "authType": "basic",
             "loginRedirect": False,
+            # WebDAV clients begin with a plain OPTIONS, which Gafaelfawr refuses otherwise.
+            "allowOptions": True,
         },
         "template": {
             "metadata": {"name": object_name(username), "labels": dict(meta["labels"])},
