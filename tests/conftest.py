@@ -213,11 +213,20 @@ def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
+FILESERVER_IDLE_SECONDS = 8
+"""Long enough for a test's steps against a file server, short enough to await its end."""
+
+
 @pytest.fixture(scope="session")
 def real_lab_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
-    """A local stack as ``make run`` starts it: each lab a real Jupyter server."""
+    """A local stack as ``make run`` starts it: each lab a real Jupyter server, each user's
+    file server a real WebDAV server; the file servers stop when idle for
+    ``FILESERVER_IDLE_SECONDS`` rather than ``make run``'s two minutes."""
     options = StackOptions(
-        state_dir=tmp_path_factory.mktemp("real-labs"), real_labs=True, pull_seconds=0.1
+        state_dir=tmp_path_factory.mktemp("real-labs"),
+        real_labs=True,
+        pull_seconds=0.1,
+        config_overrides={"fileserver": {"idleTimeout": FILESERVER_IDLE_SECONDS}},
     )
     stack = LocalStack(options).start()
     yield stack

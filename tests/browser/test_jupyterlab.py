@@ -9,6 +9,7 @@ hub's proxy through the lab Service's cluster IP. Screenshots of every step are 
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import socket
@@ -16,7 +17,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from labspawner import LabSpawnerClient
 from playwright.sync_api import Browser, Page, expect, sync_playwright
+from webdav4.client import Client as WebdavClient
 
 from devstack.stack import REPO_ROOT, LocalStack
 from tests.labs.conftest import wait_for
@@ -40,7 +43,12 @@ CHROMIUM_FLAGS = [
 ARTIFACTS = REPO_ROOT / ".artifacts" / "browser"
 WAIT_MS = 90_000
 """How long a step may take: a lab's first start and its kernel's, on a busy 2-core machine."""
-CELL = 'import os; print(os.environ["JUPYTERHUB_USER"], os.environ["IMAGE_DIGEST"])'
+FROM_LAPTOP = "from-my-laptop.txt"
+"""A file rachel copies to her home over WebDAV, from her "laptop", before she logs in."""
+CELL = (
+    'import os; print(os.environ["JUPYTERHUB_USER"], os.environ["IMAGE_DIGEST"], '
+    f'open(os.path.expanduser("~/{FROM_LAPTOP}")).read())'
+)
 HUB_MEM_LIMIT = "1G"
 HUB_CPU_LIMIT = 0.5
 
@@ -119,8 +127,9 @@ def test_log_in_spawn_run_a_cell_stop_and_leave_kubernetes_clean(
     steps = Steps(page, ARTIFACTS)
     page.set_default_timeout(WAIT_MS)
 
+    written = _copy_from_laptop(stack, tokens[USER])
     try:
-        _walk_through(page, steps, stack, hub, tokens[USER])
+        _walk_through(page, steps, stack, hub, tokens[USER], written)
     except BaseException:
         steps.shot("failed")
         raise
@@ -128,7 +137,20 @@ def test_log_in_spawn_run_a_cell_stop_and_leave_kubernetes_clean(
         page.close()
 
 
-def _walk_through(page: Page, steps: Steps, stack: LocalStack, hub: Hub, token: str) -> None:
+def _copy_from_laptop(stack: LocalStack, token: str) -> str:
+    """Start rachel's file server and copy a file into her home through it, as a WebDAV
+    client on her laptop would; what the file holds."""
+    text = "copied over WebDAV"
+    with LabSpawnerClient(stack.spawner_url, token) as client:
+        server = client.start_file_server()
+    dav = WebdavClient(server.url, auth=(USER, token), timeout=30)
+    dav.upload_fileobj(io.BytesIO(text.encode()), f"home/{USER}/{FROM_LAPTOP}", overwrite=True)
+    return text
+
+
+def _walk_through(
+    page: Page, steps: Steps, stack: LocalStack, hub: Hub, token: str, written: str
+) -> None:
     # Log in with the Gafaelfawr token as the password: the hub shows the service's form.
     page.goto(f"{hub.url}/hub/login")
     steps.shot("login")
@@ -169,7 +191,8 @@ def _walk_through(page: Page, steps: Steps, stack: LocalStack, hub: Hub, token: 
     address = (service["spec"]["clusterIP"], 8888)
     assert _answers(address), "the hub reaches the lab through its Service's address"
 
-    # A notebook cell prints what the lab's environment says about whom and what it runs.
+    # A notebook cell prints what the lab's environment says about whom and what it runs, and
+    # the file she copied from her laptop over WebDAV, from her home.
     notebook_card.click()
     editor = page.locator(".jp-Notebook .jp-Cell .cm-content").first
     expect(editor).to_be_visible()
@@ -183,7 +206,7 @@ def _walk_through(page: Page, steps: Steps, stack: LocalStack, hub: Hub, token: 
     steps.shot("cell-output")
     digest = stack.registry.digest_for_reference(chosen)
     assert digest is not None and digest.startswith("sha256:")
-    assert output.inner_text().strip() == f"{USER} {digest}"
+    assert output.inner_text().strip() == f"{USER} {digest} {written}"
 
     # Stop from the hub's control panel: the lab, its namespace and its process go.
     page.goto(f"{hub.url}/hub/home")
