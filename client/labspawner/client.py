@@ -34,7 +34,6 @@ from labspawner.clusters import Clusters
 from labspawner.errors import (
     LabSpawnerError,
     NotFoundError,
-    PermissionDeniedError,
     ServiceUnavailableError,
     error_for,
 )
@@ -244,7 +243,7 @@ class LabSpawnerClient:
         status = self.file_server()
         if status is None:
             return False
-        username = status.username or self._lab_owner()
+        username = status.username
         try:
             self._request("DELETE", f"/fileservers/{username}")
         except NotFoundError:
@@ -257,18 +256,6 @@ class LabSpawnerClient:
                 )
             time.sleep(FILE_SERVER_POLL_SECONDS)
         return True
-
-    def _lab_owner(self) -> str:
-        """The token's user, as the owner of the lab the service answers the token's own
-        status with: for a service whose file-server status does not name its user."""
-        try:
-            return self.user_status().username
-        except (NotFoundError, PermissionDeniedError):
-            raise LabSpawnerError(
-                "the service did not say whose file server this is, and the token's user has "
-                "no lab it may read to tell",
-                code="unknown_user",
-            ) from None
 
     # Administrators' actions (``admin:notebook``; each one is in the audit log) ---------
 

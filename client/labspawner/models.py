@@ -251,20 +251,13 @@ class FileServer:
 
 @dataclass(frozen=True)
 class FileServerStatus:
-    """Whether the caller's file server runs, as ``GET /fileserver/v1/user-status`` answers.
-
-    nublado's answer is ``{"running": ...}`` alone; ``username`` and ``url`` are read when the
-    service adds them, and are None otherwise.
-    """
+    """The caller's file server, as ``GET /fileserver/v1/user-status`` answers: ``running``
+    while it serves (false while it starts or stops), whose it is and where."""
 
     running: bool
-    username: str | None = None
-    url: str | None = None
+    username: str
+    url: str
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> FileServerStatus:
-        return cls(
-            running=bool(data["running"]),
-            username=data.get("username"),
-            url=data.get("url"),
-        )
+        return cls(running=bool(data["running"]), username=data["username"], url=data["url"])

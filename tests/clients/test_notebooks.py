@@ -19,6 +19,7 @@ from tests.clients.conftest import delete_lab
 from tests.support.notebooks import NOTEBOOKS, all_printed, execute, printed
 
 IN_LAB = NOTEBOOKS / "lab-status-and-events.ipynb"
+FILE_SERVER = NOTEBOOKS / "file-server.ipynb"
 ADMIN = NOTEBOOKS / "admin-labs-and-prepulls.ipynb"
 USER = "rachel"
 ENV_NAMES = (
@@ -29,6 +30,7 @@ ENV_NAMES = (
     "LAB_TO_DELETE",
     "DROP_FAILED_OLDER_THAN",
     "ADMIN_POD_ACTION",
+    "STOP_FILE_SERVER",
 )
 
 
@@ -105,6 +107,30 @@ def test_in_lab_notebook_without_a_lab_says_so(
     assert status.startswith(f"No lab for {USER}: ")
     assert "Status:" not in status
     assert printed(executed, "client.events(") == "No lab, so no events to show.\n"
+
+
+def test_file_server_notebook_starts_it_says_how_to_mount_it_and_stops_it(
+    notebook_env: pytest.MonkeyPatch,
+    stack: LocalStack,
+    stack_tokens: dict[str, str],
+    rachel: LabSpawnerClient,
+    tmp_path: Path,
+) -> None:
+    notebook_env.setenv("ACCESS_TOKEN", stack_tokens[USER])
+    notebook_env.setenv("STOP_FILE_SERVER", "yes")
+    executed = execute(FILE_SERVER, tmp_path)
+
+    url = f"{stack.state()['ingress_url']}/files/{USER}/"
+    started = printed(executed, "start_file_server()")
+    assert started.splitlines()[0] == f"Your file server: {url}"
+    assert f"{url}home/  (/home in your lab, read-write)" in started
+    mounting = printed(executed, "davfs")
+    assert f"sudo mount -t davfs -o uid=$(id -u),gid=$(id -g) {url} ~/lab-files" in mounting
+    assert f"net use Z: {url} /user:{USER} *" in mounting
+    stopped = printed(executed, "STOP_FILE_SERVER =")
+    assert stopped == "Stopped your file server.\nNo file server runs for you now.\n"
+    assert rachel.file_server() is None
+    assert stack_tokens[USER] not in all_printed(executed)
 
 
 def test_admin_notebook_lists_reports_and_deletes(
