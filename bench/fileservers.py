@@ -88,13 +88,8 @@ def _transfer(
     """Upload ``source`` to the user's home and download it to ``back``; seconds each."""
     url = f"{files}home/{USER}/bench-{source.name}"
     begun = time.perf_counter()
-    put = session.put(
-        url,
-        data=_chunks(source),
-        headers={"Content-Length": str(source.stat().st_size)},
-        auth=(USER, token),
-        timeout=600,
-    )
+    with source.open("rb") as body:  # streamed, with its length, as davfs2 sends a file
+        put = session.put(url, data=body, auth=(USER, token), timeout=600)
     uploaded = time.perf_counter() - begun
     if put.status_code not in (201, 204):
         raise RuntimeError(f"upload refused: {put.status_code} {put.text[:200]}")

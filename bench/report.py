@@ -154,6 +154,14 @@ def summary_line(name: str, result: dict[str, Any]) -> str:
             f"{_fmt(_get(result, 'steady_pass', 'p50_ms'), ' ms')}, "
             f"{_get(result, 'steady_pass', 'kubernetes_calls')} Kubernetes calls"
         )
+    if name == "fileservers":
+        return (
+            f"   GET /files to first PROPFIND p50 "
+            f"{_fmt(_get(result, 'get_files_to_first_propfind', 'p50_ms'), ' ms')}; "
+            f"{result.get('size_mb')} MB up {_fmt(result.get('upload_mb_per_s_p50'), ' MB/s')}, "
+            f"down {_fmt(result.get('download_mb_per_s_p50'), ' MB/s')}, local cp "
+            f"{_fmt(result.get('local_cp_mb_per_s_p50'), ' MB/s')}"
+        )
     return f"   {name}: done"
 
 
@@ -1368,6 +1376,47 @@ def _redis_failover(b: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _fileservers(b: dict[str, Any]) -> list[str]:
+    """A user's file server: how long until it lists, and how fast a large file moves."""
+    r = b.get("fileservers")
+    if r is None:
+        return []
+    if "error" in r:
+        return ["## Users' file servers", "", f"Failed to run: `{r['error']}`", ""]
+    first = r.get("get_files_to_first_propfind") or {}
+    lines = [
+        "## Users' file servers",
+        "",
+        "On the stack `make run` starts: the file server is the repository's WebDAV server, a "
+        "process behind the ingress proxy and the Gafaelfawr emulator. Each of "
+        f"{r.get('rounds')} rounds starts it afresh with `GET /files` (which answers once it "
+        "serves), lists the user's home with `PROPFIND`, then moves a "
+        f"{r.get('size_mb')} MB file up (`PUT`) and down (`GET`) through the ingress with the "
+        "token as the Basic password, and copies the same file with `cp` on the same disk.",
+        "",
+        "| Measure | p50 | p95 | max |",
+        "|---|---|---|---|",
+        f"| `GET /files` to the first successful `PROPFIND` | {_fmt(first.get('p50_ms'), ' ms')} "
+        f"| {_fmt(first.get('p95_ms'), ' ms')} | {_fmt(first.get('max_ms'), ' ms')} |",
+    ]
+    for key, label in (("upload", "Upload"), ("download", "Download"), ("local_cp", "Local `cp`")):
+        row = r.get(key) or {}
+        lines.append(
+            f"| {label} of {r.get('size_mb')} MB | {_fmt(row.get('p50_ms'), ' ms')} "
+            f"| {_fmt(row.get('p95_ms'), ' ms')} | {_fmt(row.get('max_ms'), ' ms')} |"
+        )
+    lines += [
+        "",
+        f"Throughput at p50: upload {_fmt(r.get('upload_mb_per_s_p50'), ' MB/s')} "
+        f"({_fmt(r.get('upload_vs_cp_p50'), '', 3)} of `cp`), download "
+        f"{_fmt(r.get('download_mb_per_s_p50'), ' MB/s')} "
+        f"({_fmt(r.get('download_vs_cp_p50'), '', 3)} of `cp`), `cp` "
+        f"{_fmt(r.get('local_cp_mb_per_s_p50'), ' MB/s')}.",
+        "",
+    ]
+    return lines
+
+
 def markdown(results: dict[str, Any]) -> str:
     b = results["benchmarks"]
     lines = [
@@ -1413,6 +1462,7 @@ def markdown(results: dict[str, Any]) -> str:
     lines += _replicas(b)
     lines += _scale(b)
     lines += _redis_failover(b)
+    lines += _fileservers(b)
     lines += [
         "## 5. Memory per worker",
         "",

@@ -24,6 +24,7 @@ from app.runtime.defaults import DEFAULT_WORKERS
 from bench import (
     clusters,
     failover,
+    fileservers,
     kernels,
     latency,
     machine,
@@ -59,6 +60,7 @@ ALL = (
     "scale",
     "scale_5ms",
     "redis_failover",
+    "fileservers",
 )
 """``_5ms``: at a realistic API latency (``--api-latency-ms``); ``_slow_kubelet``: that
 latency and a kubelet taking ``--slow-start-seconds`` to start a lab; ``streams_1000``:
@@ -70,7 +72,9 @@ a dead leader replica's loops lead elsewhere;
 ``scale``: the watcher, reconcile, prepuller, rebuild, Redis memory and status against
 emulated populations of 1,000 to 10,000 labs (``--scale-labs``); ``redis_failover``: spawns
 while Redis behind Sentinel loses its primary (killed, or failed over on command), the time
-until a spawn is accepted through the new primary and the 503s until then."""
+until a spawn is accepted through the new primary and the 503s until then; ``fileservers``:
+a user's file server from ``GET /files`` to its first listing, and a large file up and down
+through the ingress beside a local ``cp``."""
 
 
 def _code_version() -> dict[str, Any]:
@@ -180,6 +184,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--cluster-users", type=int, default=50, help="users with a cluster each (clusters)"
+    )
+    parser.add_argument(
+        "--fileserver-rounds", type=int, default=5, help="file servers started (fileservers)"
+    )
+    parser.add_argument(
+        "--fileserver-mb", type=int, default=100, help="MB of the file moved (fileservers)"
     )
     parser.add_argument(
         "--cluster-max-workers",
@@ -295,6 +305,9 @@ def main(argv: list[str] | None = None) -> int:
             kill_runs=args.failover_runs,
             failover_runs=max(1, (args.failover_runs + 1) // 2),
             workers=workers,
+        ),
+        "fileservers": lambda w: fileservers.run(
+            w, rounds=args.fileserver_rounds, size_mb=args.fileserver_mb
         ),
         "scale_5ms": lambda w: scale.run(
             w, scale_sizes, nodes=args.scale_nodes, api_latency=api_latency

@@ -69,6 +69,26 @@ def _wait_gone(
             pause_after_failed_watch(reporter, exc)
 
 
+def await_pods_change(
+    kube: KubernetesStorage,
+    reporter: Reporter,
+    namespace: str,
+    selector: str,
+    version: str | None,
+) -> None:
+    """Return at the first change of the pods ``selector`` matches in ``namespace`` since
+    ``version`` (None: from now), or after a short watch without one, so that a step
+    following pods reads them again soon whatever happened (an object that is not a pod may
+    have changed). A failed watch pauses as ``pause_after_failed_watch`` says."""
+    try:
+        for _ in kube.watch_pods(namespace, selector, version, _watch_seconds(reporter)):
+            return
+    except WatchExpired:
+        return
+    except KubernetesError as exc:
+        pause_after_failed_watch(reporter, exc)
+
+
 def pause_after_failed_watch(reporter: Reporter, exc: KubernetesError) -> None:
     """Re-raise a lasting failure; after a transient one, wait a moment (within the
     operation's time) before the caller reads and watches again."""

@@ -22,11 +22,10 @@ holding the group's quota), each app has, all named ``app-<id>``:
 from __future__ import annotations
 
 import copy
-import ipaddress
 from typing import Any
-from urllib.parse import urlsplit
 
 from app.builders import names
+from app.builders.ingress import GAFAELFAWR_API, rule_host
 from app.builders.metadata import common_annotations
 from app.builders.network_policy import NAMESPACE_NAME_LABEL
 from app.builders.resource_quota import GPU_RESOURCE, pod_resources
@@ -45,7 +44,6 @@ EMPTY_ROOT = "/app-data"
 under ``/apps``, which is where its pages are: a path should not mean both)."""
 SURGE = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
 """The old pod serves until its replacement is ready."""
-GAFAELFAWR_API = "gafaelfawr.lsst.io/v1alpha1"
 INGRESS_SERVICE = "apps"
 """The name Gafaelfawr's metrics give every app's ingress."""
 
@@ -251,19 +249,6 @@ def ingress_scopes(config: AppsConfig, record: AppRecord) -> dict[str, Any]:
 
 def group_scope(config: AppsConfig, group: str) -> str:
     return config.group_scope.format(group=group)
-
-
-def rule_host(base_url: str) -> str | None:
-    """The host an app's Ingress rule matches: the platform's, unless that is an address
-    (an Ingress host must be a name; without one the rule matches every host)."""
-    host = urlsplit(base_url).hostname
-    if host is None:
-        return None
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return host
-    return None
 
 
 def build_ingress(

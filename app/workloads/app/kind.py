@@ -13,13 +13,13 @@ from __future__ import annotations
 from typing import Any
 
 from app.builders import names
+from app.builders.ingress import GAFAELFAWR_GROUP, GAFAELFAWR_INGRESSES, GAFAELFAWR_VERSION
 from app.concurrency import concurrently
 from app.engine.kind import Finished, Run, StepFailed
-from app.engine.waiting import pause_after_failed_watch
+from app.engine.waiting import await_pods_change
 from app.models.sizes import PodSize
-from app.storage.kubernetes import CustomKind, KubernetesError, WatchExpired, is_ours
+from app.storage.kubernetes import CustomKind, KubernetesError, is_ours
 from app.workloads.app.builders import (
-    GAFAELFAWR_API,
     app_selector,
     build_deployment,
     build_group_namespace,
@@ -36,10 +36,7 @@ from app.workloads.kind import ServiceKind
 from app.workloads.refs import APP_KIND
 from app.workloads.sizes import pod_size
 
-INGRESS_KIND = CustomKind("gafaelfawr.lsst.io", GAFAELFAWR_API.split("/")[1], "gafaelfawringresses")
-WATCH_SECONDS = 2
-"""How long one watch of an app's pods waits before the Deployment is read again (a change
-of the Deployment alone, as a pod its quota refuses, shows no pod)."""
+INGRESS_KIND = CustomKind(GAFAELFAWR_GROUP, GAFAELFAWR_VERSION, GAFAELFAWR_INGRESSES)
 PROGRESS = {AppPhase.STARTING: 40, AppPhase.UPDATING: 70, AppPhase.STOPPING: 70}
 
 
@@ -129,17 +126,7 @@ class AppKind(ServiceKind):
             if state.phase != said and state.phase in PROGRESS:
                 reporter.info(f"The app is {state.phase.value}", progress=PROGRESS[state.phase])
                 said = state.phase
-            self._await_pod_change(run, namespace, selector, version)
-
-    def _await_pod_change(self, run: Run, namespace: str, selector: str, version: str) -> None:
-        timeout = max(1, min(WATCH_SECONDS, int(run.reporter.remaining())))
-        try:
-            for _ in self._ctx.kube.watch_pods(namespace, selector, version, timeout):
-                return
-        except WatchExpired:
-            return
-        except KubernetesError as exc:
-            pause_after_failed_watch(run.reporter, exc)
+            await_pods_change(self._ctx.kube, run.reporter, namespace, selector, version)
 
     def delete(self, run: Run) -> Finished:
         ctx = self._ctx
@@ -164,7 +151,7 @@ class AppKind(ServiceKind):
                 pods, version = kube.list_pods_at(namespace, selector)
                 if not pods:
                     break
-                self._await_pod_change(run, namespace, selector, version)
+                await_pods_change(self._ctx.kube, run.reporter, namespace, selector, version)
         run.reporter.closing(f"App {record.id} of {record.group} deleted")
         return Finished(None)
 

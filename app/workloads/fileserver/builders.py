@@ -8,12 +8,11 @@ which the service sees and answers by removing the rest.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 from typing import Any
-from urllib.parse import urlsplit
 
 from app.builders import names
+from app.builders.ingress import GAFAELFAWR_API, rule_host
 from app.builders.metadata import object_meta
 from app.builders.network_policy import NAMESPACE_NAME_LABEL
 from app.builders.pod import toleration_json
@@ -26,7 +25,6 @@ from app.workloads.fileserver.models import RunAs
 COMPONENT = "fileserver"
 CONTAINER = "fileserver"
 NAME_SUFFIX = "-fs"
-GAFAELFAWR_API = "gafaelfawr.lsst.io/v1alpha1"
 FINISHED_TTL_SECONDS = 300
 """How long Kubernetes keeps a finished Job if the service has not removed it by then."""
 SELECTOR = (
@@ -187,19 +185,6 @@ def build_network_policy(section: FileserverConfig, username: str) -> dict[str, 
     }
 
 
-def _rule_host(base_url: str) -> str | None:
-    """The Ingress rule's host: the platform's, unless it is an address (a rule's host must
-    be a name; without one the rule matches every host)."""
-    host = urlsplit(base_url).hostname
-    if host is None:
-        return None
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return host
-    return None
-
-
 def build_ingress(section: FileserverConfig, username: str) -> dict[str, Any]:
     """The GafaelfawrIngress: only ``username``, with the scope, and with HTTP Basic
     challenges (WebDAV clients send the token as a Basic password); no token is passed on
@@ -221,7 +206,7 @@ def build_ingress(section: FileserverConfig, username: str) -> dict[str, Any]:
             ]
         }
     }
-    host = _rule_host(section.base_url)
+    host = rule_host(section.base_url)
     if host:
         rule["host"] = host
     meta = _meta(section, username)

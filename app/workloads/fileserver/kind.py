@@ -9,16 +9,16 @@ never runs again. A delete removes every object and waits until the pod is gone.
 
 from __future__ import annotations
 
+from app.builders.ingress import GAFAELFAWR_GROUP, GAFAELFAWR_INGRESSES, GAFAELFAWR_VERSION
 from app.concurrency import concurrently
 from app.engine.kind import Finished, Run, StepFailed
 from app.engine.pods import judge
 from app.engine.tracking import WorkloadTracking
-from app.engine.waiting import pause_after_failed_watch
+from app.engine.waiting import await_pods_change
 from app.models.workload import Action, WorkloadStatus
-from app.storage.kubernetes import CustomKind, KubernetesError, WatchExpired
+from app.storage.kubernetes import CustomKind, KubernetesError
 from app.workloads.context import WorkloadContext
 from app.workloads.fileserver.builders import (
-    GAFAELFAWR_API,
     build_ingress,
     build_job,
     build_network_policy,
@@ -34,9 +34,7 @@ from app.workloads.kind import ServiceKind
 
 JOB_KIND = CustomKind("batch", "v1", "jobs")
 """Created once and never replaced: a Job's pod template cannot change."""
-INGRESS_KIND = CustomKind("gafaelfawr.lsst.io", GAFAELFAWR_API.split("/")[1], "gafaelfawringresses")
-WATCH_SECONDS = 2
-"""How long one watch of the server's pod waits before the Job and ingress are read again."""
+INGRESS_KIND = CustomKind(GAFAELFAWR_GROUP, GAFAELFAWR_VERSION, GAFAELFAWR_INGRESSES)
 BACKGROUND = "Background"
 """A Job's deletion that takes its pod with it (batch/v1 orphans it by default)."""
 
@@ -160,17 +158,8 @@ class FileserverKind(ServiceKind):
             self._await_pod_change(run, username, version)
 
     def _await_pod_change(self, run: Run, username: str, version: str | None) -> None:
-        timeout = max(1, min(WATCH_SECONDS, int(run.reporter.remaining())))
-        namespace = self._section.namespace
-        try:
-            for _ in self._ctx.kube.watch_pods(
-                namespace, _selector_text(username), version, timeout
-            ):
-                return
-        except WatchExpired:
-            return
-        except KubernetesError as exc:
-            pause_after_failed_watch(run.reporter, exc)
+        namespace, selected = self._section.namespace, _selector_text(username)
+        await_pods_change(self._ctx.kube, run.reporter, namespace, selected, version)
 
     def delete(self, run: Run) -> Finished:
         current = run.workloads.current()

@@ -32,10 +32,10 @@ from app.builders.validation import (
 from app.concurrency import concurrently
 from app.engine.kind import Finished, Run, StepFailed
 from app.engine.pods import judge
-from app.engine.waiting import pause_after_failed_watch
+from app.engine.waiting import await_pods_change
 from app.models.config import ImageValidation, PrepullConfig
 from app.models.workload import Action
-from app.storage.kubernetes import KubernetesError, WatchExpired
+from app.storage.kubernetes import KubernetesError
 from app.timestamps import iso_utc
 from app.workloads.context import WorkloadContext
 from app.workloads.image.lifecycle import ImageLifecycle
@@ -57,7 +57,6 @@ logger = logging.getLogger(__name__)
 LOG_TAIL_LINES = 20
 PULL_ALLOWANCE_SECONDS = 600.0
 """Besides the validation's own timeout, what its pods may take to pull the image."""
-WATCH_SECONDS = 2
 
 
 def now() -> str:
@@ -234,7 +233,7 @@ class ImageKind(ServiceKind):
             ended = [_exit_code(pods[name]) for name in sorted(names)]
             if all(code is not None for code in ended):
                 return ValidationResult(passed=True, nodes=nodes, seconds=seconds, exit_code=0)
-            self._await_change(run, namespace, version)
+            await_pods_change(self._ctx.kube, run.reporter, namespace, VALIDATION_SELECTOR, version)
 
     def _rejected(
         self, pod: dict[str, Any], failure: tuple[str, int | None], nodes: list[str], seconds: float
@@ -253,16 +252,6 @@ class ImageKind(ServiceKind):
             exit_code=code,
             log_tail=(log or "").splitlines()[-LOG_TAIL_LINES:],
         )
-
-    def _await_change(self, run: Run, namespace: str, version: str) -> None:
-        timeout = max(1, min(WATCH_SECONDS, int(run.reporter.remaining())))
-        try:
-            for _ in self._ctx.kube.watch_pods(namespace, VALIDATION_SELECTOR, version, timeout):
-                return
-        except WatchExpired:
-            return
-        except KubernetesError as exc:
-            pause_after_failed_watch(run.reporter, exc)
 
     def _remove(self, digest: str, count: int) -> None:
         namespace = self._ctx.config.kubernetes.service_namespace
