@@ -97,7 +97,7 @@ def build_job(config: Config, username: str, run_as: RunAs) -> dict[str, Any]:
         # A TCP probe: an HTTP one would be a request, and keep an idle server alive.
         "readinessProbe": {
             "tcpSocket": {"port": section.port},
-            "periodSeconds": 2,
+            "periodSeconds": 1,
             "failureThreshold": 3,
         },
         "resources": {
