@@ -109,11 +109,12 @@ def _load_average() -> list[float]:
 
 def _carry_over(results: dict[str, Any], chosen: list[str], tag: str) -> None:
     """A run of a subset keeps the other benchmarks' latest figures from this machine, each
-    marked with the run it came from, so RESULTS.md always shows every benchmark."""
-    runs = sorted(RESULTS_DIR.glob(f"*-{tag}.json"))
+    marked with the run it came from, so RESULTS.md always shows every benchmark. The latest
+    run is the newest by its date, labelled (``--label``) or not."""
+    runs = [json.loads(p.read_text(encoding="utf-8")) for p in RESULTS_DIR.glob(f"*-{tag}*.json")]
     if not runs:
         return
-    previous = json.loads(runs[-1].read_text(encoding="utf-8"))
+    previous = max(runs, key=lambda run: str(run.get("date") or ""))
     for name, result in (previous.get("benchmarks") or {}).items():
         if name not in chosen and name not in results["benchmarks"]:
             carried = result.get("carried_from") or previous.get("date")

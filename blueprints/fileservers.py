@@ -21,7 +21,12 @@ from app.web.api import ApiBlueprint, raises
 from app.web.event_stream import documented_stream, stream_description, stream_example
 from app.workloads.fileserver.builders import server_url
 from app.workloads.fileserver.page import access, render_page
-from app.workloads.fileserver.schemas import FileserverSchema, RunningSchema, UserStatusSchema
+from app.workloads.fileserver.schemas import (
+    FileserverAccessSchema,
+    FileserverSchema,
+    RunningSchema,
+    UserStatusSchema,
+)
 from app.workloads.fileserver.service import FileserverFailedError, FileserverService
 from blueprints.support.auth import current_caller, current_user, requires
 from blueprints.support.events import workload_events
@@ -70,17 +75,8 @@ def user_fileserver() -> Response:
     service.ensure(user)
     found = access(labs_ext.context.config, user.username)
     if _wants_json():
-        return jsonify(asdict(found) | {"mounts": [_mount(m) for m in asdict(found)["mounts"]]})
+        return jsonify(FileserverAccessSchema().dump(found))
     return Response(render_page(service.config, found), mimetype="text/html")
-
-
-def _mount(mount: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "name": mount["name"],
-        "path": mount["path"],
-        "readOnly": mount["read_only"],
-        "url": mount["url"],
-    }
 
 
 @fileservers.get("/fileserver/v1/user-status")
