@@ -42,7 +42,7 @@ fileservers = ApiBlueprint("fileservers", __name__)
 
 @fileservers.before_request
 def _enabled() -> None:
-    """Where file servers are not enabled, their routes do not exist."""
+    """Where file servers are not enabled, their routes do not exist (each documents 404)."""
     _service().require_enabled()
 
 
@@ -65,7 +65,13 @@ def _wants_json() -> bool:
     ),
     example="<!doctype html>...",
 )
-@raises(InvalidRequestError, RebuildingError, DependencyUnavailableError, FileserverFailedError)
+@raises(
+    NotFoundError,
+    InvalidRequestError,
+    RebuildingError,
+    DependencyUnavailableError,
+    FileserverFailedError,
+)
 @requires(FILES_USER, with_user=True)
 def user_fileserver() -> Response:
     """The caller's file server: started if none runs, and answered once it serves (within
@@ -98,7 +104,7 @@ def user_status() -> dict[str, Any]:
 
 @fileservers.get("/fileserver/v1/users")
 @fileservers.response(200, {"type": "array", "items": {"type": "string"}})
-@raises(RebuildingError)
+@raises(NotFoundError, RebuildingError)
 @requires(ADMIN)
 def fileserver_users() -> Response:
     """The users with a file server, sorted."""

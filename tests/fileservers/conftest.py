@@ -7,7 +7,6 @@ import copy
 import itertools
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -18,8 +17,7 @@ from app.config import Config, parse_config
 from devstack.gafaelfawr import GafaelfawrEmulator, GroupSpec, UserSpec
 from devstack.kube import KubernetesEmulator
 from tests.clusters.conftest import operators
-from tests.conftest import bearer
-from tests.labs.conftest import admin_headers, lab_raw_config, wait_for
+from tests.labs.conftest import LabUser, admin_headers, lab_raw_config, wait_for
 from tests.labs.test_recovery import NEVER, leading
 
 __all__ = ["admin_headers", "lab_raw_config", "operators", "wait_for"]
@@ -27,17 +25,6 @@ __all__ = ["admin_headers", "lab_raw_config", "operators", "wait_for"]
 NAMESPACE = "fileservers"
 IMAGE = "registry.test/lsstsqre/fileserver:1.0"
 _users = itertools.count(1)
-
-
-@dataclass(frozen=True)
-class FilesUser:
-    username: str
-    token: str
-    uid: int
-
-    @property
-    def headers(self) -> dict[str, str]:
-        return bearer(self.token)
 
 
 def fileserver_section(**overrides: Any) -> dict[str, Any]:
@@ -52,6 +39,8 @@ def fileserver_section(**overrides: Any) -> dict[str, Any]:
             {"volumeName": "home", "mountPath": "/home"},
             {"volumeName": "datasets", "mountPath": "/datasets"},
         ],
+        "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"cpu": 1}},
+        "tolerations": [{"key": "files", "operator": "Exists", "effect": "NoSchedule"}],
         **overrides,
     }
 
@@ -93,11 +82,11 @@ def client(
 
 
 @pytest.fixture
-def files_user(gafaelfawr: GafaelfawrEmulator) -> Callable[..., FilesUser]:
+def files_user(gafaelfawr: GafaelfawrEmulator) -> Callable[..., LabUser]:
     """A new user with a UID, groups, and a token with ``scopes`` (the file servers' by
     default)."""
 
-    def make(scopes: tuple[str, ...] = ("write:files", "exec:notebook")) -> FilesUser:
+    def make(scopes: tuple[str, ...] = ("write:files", "exec:notebook")) -> LabUser:
         n = next(_users)
         username = f"fs-u{n}-{int(time.time() * 1000) % 100000}"
         uid = 61000 + n
@@ -109,7 +98,7 @@ def files_user(gafaelfawr: GafaelfawrEmulator) -> Callable[..., FilesUser]:
                 groups=(GroupSpec(username, uid), GroupSpec("astro", 3100)),
             )
         )
-        return FilesUser(username, gafaelfawr.issue_token(username, list(scopes)), uid)
+        return LabUser(username, gafaelfawr.issue_token(username, list(scopes)), uid, uid)
 
     return make
 
@@ -135,6 +124,6 @@ def gone(kube: KubernetesEmulator, username: str) -> bool:
     ]
 
 
-def start(client: FlaskClient, user: FilesUser) -> Any:
+def start(client: FlaskClient, user: LabUser) -> Any:
     """``GET /files`` asking for JSON."""
     return client.get("/files", headers={**user.headers, "Accept": "application/json"})

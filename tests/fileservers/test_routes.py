@@ -16,18 +16,17 @@ from app.config import Config, parse_config
 from devstack.kube import KubernetesEmulator
 from tests.fileservers.conftest import (
     NAMESPACE,
-    FilesUser,
     gone,
     job_of,
     objects_of,
     start,
     wait_for,
 )
-from tests.labs.conftest import read_stream
+from tests.labs.conftest import LabUser, read_stream
 
 
 def test_get_files_starts_the_callers_server_as_them_and_answers_where_it_is(
-    client: FlaskClient, kube: KubernetesEmulator, files_user: Callable[..., FilesUser]
+    client: FlaskClient, kube: KubernetesEmulator, files_user: Callable[..., LabUser]
 ) -> None:
     user = files_user()
     response = start(client, user)
@@ -63,6 +62,11 @@ def test_get_files_starts_the_callers_server_as_them_and_answers_where_it_is(
     assert env["FILESERVER_URL_PREFIX"] == f"/files/{user.username}"
     assert env["FILESERVER_IDLE_TIMEOUT"] == "3600"
     assert container["readinessProbe"]["tcpSocket"] == {"port": 8000}
+    assert container["resources"] == {
+        "requests": {"cpu": "50m", "memory": "64Mi"},
+        "limits": {"cpu": "1", "memory": "1Gi"},
+    }
+    assert pod["tolerations"] == [{"key": "files", "operator": "Exists", "effect": "NoSchedule"}]
     assert container["securityContext"]["runAsNonRoot"] is True
     assert container["volumeMounts"] == [
         {"name": "home", "mountPath": "/home"},
@@ -98,7 +102,7 @@ def test_get_files_starts_the_callers_server_as_them_and_answers_where_it_is(
 
 
 def test_a_browser_gets_a_page_saying_how_to_mount_it(
-    client: FlaskClient, files_user: Callable[..., FilesUser]
+    client: FlaskClient, files_user: Callable[..., LabUser]
 ) -> None:
     user = files_user()
     page = client.get("/files", headers={**user.headers, "Accept": "text/html,*/*;q=0.8"})
@@ -114,7 +118,7 @@ def test_a_browser_gets_a_page_saying_how_to_mount_it(
 def test_the_callers_routes_and_the_administrators(
     client: FlaskClient,
     kube: KubernetesEmulator,
-    files_user: Callable[..., FilesUser],
+    files_user: Callable[..., LabUser],
     admin_headers: dict[str, str],
 ) -> None:
     user, other = files_user(), files_user()
@@ -163,7 +167,7 @@ def test_the_callers_routes_and_the_administrators(
 
 
 def test_the_owner_stops_their_own(
-    client: FlaskClient, kube: KubernetesEmulator, files_user: Callable[..., FilesUser]
+    client: FlaskClient, kube: KubernetesEmulator, files_user: Callable[..., LabUser]
 ) -> None:
     user = files_user()
     assert start(client, user).status_code == 200
@@ -176,7 +180,7 @@ def test_the_owner_stops_their_own(
 
 
 def test_a_token_without_the_scope_is_refused(
-    client: FlaskClient, kube: KubernetesEmulator, files_user: Callable[..., FilesUser]
+    client: FlaskClient, kube: KubernetesEmulator, files_user: Callable[..., LabUser]
 ) -> None:
     user = files_user(scopes=("exec:notebook",))
     refused = start(client, user)
@@ -201,7 +205,7 @@ def test_a_user_without_a_uid_is_told_so(
 def test_where_file_servers_are_off_their_routes_do_not_exist(
     lab_raw_config: dict[str, Any],
     make_app: Callable[[Config], Flask],
-    files_user: Callable[..., FilesUser],
+    files_user: Callable[..., LabUser],
     admin_headers: dict[str, str],
 ) -> None:
     client = make_app(parse_config(lab_raw_config)).test_client()
@@ -218,7 +222,7 @@ def test_where_file_servers_are_off_their_routes_do_not_exist(
 
 
 def test_objects_left_by_an_earlier_server_are_replaced(
-    client: FlaskClient, kube: KubernetesEmulator, files_user: Callable[..., FilesUser]
+    client: FlaskClient, kube: KubernetesEmulator, files_user: Callable[..., LabUser]
 ) -> None:
     """What an earlier server's interrupted deletion left behind (a Service to the wrong
     port, a policy admitting no one, an ingress for another scope) is replaced by the new

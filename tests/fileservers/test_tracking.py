@@ -21,8 +21,8 @@ from app.models.workload import WorkloadRef
 from app.workloads.fileserver.tracking import GONE
 from devstack.kube import KubernetesEmulator
 from devstack.kube.cluster.programs import ImageProgram
-from tests.fileservers.conftest import NAMESPACE, FilesUser, gone, job_of, start, wait_for
-from tests.labs.conftest import read_stream
+from tests.fileservers.conftest import NAMESPACE, gone, job_of, start, wait_for
+from tests.labs.conftest import LabUser, read_stream
 
 SERVES_THEN_EXITS = """
 import os, socket, time
@@ -51,14 +51,14 @@ def exits_after(kube: KubernetesEmulator) -> Iterator[Callable[[float], None]]:
     kube.cluster.settings.programs = {}
 
 
-def _status(client: FlaskClient, user: FilesUser) -> int:
+def _status(client: FlaskClient, user: LabUser) -> int:
     return int(client.get("/fileserver/v1/user-status", headers=user.headers).status_code)
 
 
 def test_a_server_that_stops_by_itself_is_removed_with_its_objects(
     client: FlaskClient,
     kube: KubernetesEmulator,
-    files_user: Callable[..., FilesUser],
+    files_user: Callable[..., LabUser],
     exits_after: Callable[[float], None],
 ) -> None:
     exits_after(4)
@@ -77,7 +77,7 @@ def test_a_server_that_stops_by_itself_is_removed_with_its_objects(
 
 
 def test_a_job_deleted_behind_the_service_takes_the_rest_with_it(
-    client: FlaskClient, kube: KubernetesEmulator, files_user: Callable[..., FilesUser]
+    client: FlaskClient, kube: KubernetesEmulator, files_user: Callable[..., LabUser]
 ) -> None:
     user = files_user()
     assert start(client, user).status_code == 200
@@ -87,7 +87,7 @@ def test_a_job_deleted_behind_the_service_takes_the_rest_with_it(
 
 
 def test_a_server_that_cannot_start_fails_at_once_and_is_cleaned_up(
-    client: FlaskClient, kube: KubernetesEmulator, files_user: Callable[..., FilesUser]
+    client: FlaskClient, kube: KubernetesEmulator, files_user: Callable[..., LabUser]
 ) -> None:
     user = files_user()
     kube.cluster.faults.set("crash_loop", "*/lsstsqre/fileserver:*", "segmentation fault")
@@ -110,7 +110,7 @@ def test_records_come_back_after_redis_lost_them_and_in_a_new_instance(
     files_app: Flask,
     redis_client: redis.Redis,
     kube: KubernetesEmulator,
-    files_user: Callable[..., FilesUser],
+    files_user: Callable[..., LabUser],
     fileserver_raw_config: dict[str, Any],
     make_app: Callable[[Config], Flask],
     admin_headers: dict[str, str],
@@ -142,7 +142,7 @@ def test_the_reconcile_ends_what_the_watch_missed(
     client: FlaskClient,
     files_app: Flask,
     kube: KubernetesEmulator,
-    files_user: Callable[..., FilesUser],
+    files_user: Callable[..., LabUser],
     fileserver_raw_config: dict[str, Any],
     make_app: Callable[[Config], Flask],
 ) -> None:

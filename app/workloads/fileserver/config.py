@@ -75,36 +75,44 @@ def fileserver_config(config: Config) -> FileserverConfig:
 
 
 class _QuantitiesSchema(StrictCamelCaseSchema):
-    cpu = CpuField(required=True)
-    memory = MemoryField(required=True)
+    cpu = CpuField(load_default=None)
+    memory = MemoryField(load_default=None)
+
+
+DEFAULT_RESOURCES = FileserverResources(
+    cpu_request=0.1, memory_request=128 * 2**20, cpu_limit=1.0, memory_limit=2**30
+)
 
 
 class FileserverResourcesSchema(ConfigModelSchema):
-    """Kubernetes' shape: ``requests`` and ``limits``, each with ``cpu`` and ``memory``."""
+    """Kubernetes' shape: ``requests`` and ``limits``, each with ``cpu`` and ``memory``; a
+    quantity not given is ``DEFAULT_RESOURCES``'."""
 
     model = FileserverResources
 
-    requests = fields.Nested(
-        _QuantitiesSchema, load_default=lambda: {"cpu": 0.1, "memory": 128 * 2**20}
-    )
-    limits = fields.Nested(_QuantitiesSchema, load_default=lambda: {"cpu": 1.0, "memory": 2**30})
+    requests = fields.Nested(_QuantitiesSchema, load_default=dict)
+    limits = fields.Nested(_QuantitiesSchema, load_default=dict)
 
     @validates_schema
     def _requests_within_limits(self, data: dict[str, Any], **_: Any) -> None:
-        requests, limits = data.get("requests"), data.get("limits")
-        if not requests or not limits:
-            return
-        for key in ("cpu", "memory"):
-            if requests[key] > limits[key]:
-                raise ValidationError(f"must not be above limits.{key}", f"requests.{key}")
+        chosen = self._values(data)
+        if chosen["cpu_request"] > chosen["cpu_limit"]:
+            raise ValidationError("must not be above limits.cpu", "requests.cpu")
+        if chosen["memory_request"] > chosen["memory_limit"]:
+            raise ValidationError("must not be above limits.memory", "requests.memory")
 
     def _values(self, data: dict[str, Any]) -> dict[str, Any]:
-        requests, limits = data["requests"], data["limits"]
+        requests, limits = data.get("requests") or {}, data.get("limits") or {}
+        default = DEFAULT_RESOURCES
+
+        def given(values: dict[str, Any], key: str, fallback: float) -> Any:
+            return fallback if values.get(key) is None else values[key]
+
         return {
-            "cpu_request": requests["cpu"],
-            "memory_request": requests["memory"],
-            "cpu_limit": limits["cpu"],
-            "memory_limit": limits["memory"],
+            "cpu_request": given(requests, "cpu", default.cpu_request),
+            "memory_request": given(requests, "memory", default.memory_request),
+            "cpu_limit": given(limits, "cpu", default.cpu_limit),
+            "memory_limit": given(limits, "memory", default.memory_limit),
         }
 
 
@@ -132,9 +140,7 @@ class FileserverSchema(PodPlacementSchema, ConfigModelSchema):
         fields.String(validate=DNS_LABEL), load_default=lambda: ["ingress-nginx"]
     )
     volume_mounts = fields.List(fields.Nested(LabVolumeMountSchema), load_default=list)
-    resources = fields.Nested(
-        FileserverResourcesSchema, load_default=lambda: FileserverResourcesSchema().load({})
-    )
+    resources = fields.Nested(FileserverResourcesSchema, load_default=lambda: DEFAULT_RESOURCES)
 
     @validates_schema
     def _mounts(self, data: dict[str, Any], **_: Any) -> None:
