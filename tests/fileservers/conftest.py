@@ -45,8 +45,9 @@ def fileserver_section(**overrides: Any) -> dict[str, Any]:
     }
 
 
-@pytest.fixture
-def fileserver_raw_config(operators: None, lab_raw_config: dict[str, Any]) -> dict[str, Any]:
+def with_fileservers(lab_raw_config: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a lab configuration with file servers on, over two lab volumes: ``home``
+    (NFS, read-write) and ``datasets`` (a host path, read-only)."""
     raw = copy.deepcopy(lab_raw_config)
     raw["lab"]["volumes"] = [
         {"name": "home", "type": "nfs", "server": "nfs.test", "path": "/export/home"},
@@ -57,6 +58,12 @@ def fileserver_raw_config(operators: None, lab_raw_config: dict[str, Any]) -> di
         {"volumeName": "datasets", "mountPath": "/datasets"},
     ]
     raw["fileserver"] = fileserver_section()
+    return raw
+
+
+@pytest.fixture
+def fileserver_raw_config(operators: None, lab_raw_config: dict[str, Any]) -> dict[str, Any]:
+    raw = with_fileservers(lab_raw_config)
     raw["watcher"] = {"leaseSeconds": 1, "watchSeconds": 2, "reconcileSeconds": NEVER}
     return raw
 

@@ -22,6 +22,7 @@ from app.extensions import api_ext
 from app.extensions.labs import start_background, stop_background
 from app.web.bodies import MAX_DEPTH
 from tests.conftest import await_complete_state
+from tests.fileservers.conftest import with_fileservers
 from tests.labs.conftest import LabUser
 
 PATH_VALUES = {
@@ -94,9 +95,9 @@ def _code(body: Mapping[str, Any]) -> str:
 def _identities(
     new_user: Callable[..., LabUser], admin_headers: dict[str, str]
 ) -> tuple[LabUser, list[dict[str, str]]]:
-    """A user, and the headers of everyone who may call some route: the user, an
-    administrator, and an operator with maintenance pods' scope."""
-    user = new_user()
+    """A user (with the file servers' scope too), and the headers of everyone who may call
+    some route: the user, an administrator, and an operator with maintenance pods' scope."""
+    user = new_user(scopes=("exec:notebook", "write:files"))
     operator = new_user(scopes=("admin:lab-pods",))
     return user, [user.headers, admin_headers, operator.headers]
 
@@ -153,7 +154,7 @@ def test_every_body_route_refuses_nested_oversized_and_nul_bodies_before_its_vie
 def rebuilding_app(lab_raw_config: dict[str, Any]) -> Iterator[Flask]:
     """An app on an empty Redis whose background work has not started: nothing rebuilds
     its records, so it stays as a service is right after Redis came back empty."""
-    app = create_app(parse_config(lab_raw_config))
+    app = create_app(parse_config(with_fileservers(lab_raw_config)))
     yield app
 
 
