@@ -22,7 +22,6 @@ nothing use.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import json
 import os
@@ -237,28 +236,8 @@ class LocalStack:
         return self.options.state_dir / "config.yaml"
 
     def _write_kubeconfig(self) -> None:
-        kubeconfig = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [
-                {
-                    "name": "devstack",
-                    "cluster": {
-                        "server": self.kube.url,
-                        # As a cluster's kubeconfig does: the CA its API server is signed by.
-                        "certificate-authority-data": base64.b64encode(
-                            self.authority.ca_pem
-                        ).decode(),
-                    },
-                }
-            ],
-            "users": [{"name": "devstack", "user": {"token": "devstack"}}],
-            "contexts": [
-                {"name": "devstack", "context": {"cluster": "devstack", "user": "devstack"}}
-            ],
-            "current-context": "devstack",
-        }
-        self.kubeconfig_path.write_text(yaml.safe_dump(kubeconfig), encoding="utf-8")
+        """What ``kubectl`` and the service's ``kubeconfig`` mode read to reach the API."""
+        self.kubeconfig_path.write_text(yaml.safe_dump(self.kube.kubeconfig()), encoding="utf-8")
 
     def service_config(self) -> dict[str, Any]:
         """The service's configuration for this stack (as the YAML document).

@@ -6,6 +6,7 @@ Tests create one per test (``with KubernetesEmulator() as kube: ...``) and point
 
 from __future__ import annotations
 
+import base64
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -136,6 +137,23 @@ class KubernetesEmulator(StartStop):
 
     def api_client(self) -> kubernetes.client.ApiClient:
         return kubernetes.client.ApiClient(self.client_configuration())
+
+    def kubeconfig(self, name: str = "devstack") -> dict[str, Any]:
+        """A kubeconfig document for this emulator (``kubectl --kubeconfig``): its URL and,
+        as a cluster's kubeconfig has, the CA its API is signed by; the token is any, since
+        the API does not authenticate."""
+        cluster = {
+            "server": self.url,
+            "certificate-authority-data": base64.b64encode(self.authority.ca_pem).decode(),
+        }
+        return {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": name, "cluster": cluster}],
+            "users": [{"name": name, "user": {"token": name}}],
+            "contexts": [{"name": name, "context": {"cluster": name, "user": name}}],
+            "current-context": name,
+        }
 
 
 def _quiet_request_log() -> None:

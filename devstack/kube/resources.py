@@ -17,6 +17,18 @@ from typing import Any
 
 
 @dataclass(frozen=True)
+class PrinterColumn:
+    """One of a CRD version's ``additionalPrinterColumns``: a column of ``kubectl get``."""
+
+    name: str
+    type: str
+    json_path: str
+    description: str = ""
+    format: str = ""
+    priority: int = 0
+
+
+@dataclass(frozen=True)
 class ResourceType:
     """One served resource, e.g. ``pods`` in ``core/v1``."""
 
@@ -35,6 +47,8 @@ class ResourceType:
     """A custom resource's ``openAPIV3Schema`` (None for built-in kinds, checked against the
     official schemas)."""
     categories: tuple[str, ...] = ()
+    printer_columns: tuple[PrinterColumn, ...] = ()
+    """A custom resource's columns in tables, after its name (from its CRD)."""
 
     @property
     def custom(self) -> bool:

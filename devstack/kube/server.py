@@ -19,12 +19,12 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 from urllib.parse import parse_qsl
 
-from devstack.kube import discovery, errors, routing
+from devstack.kube import discovery, errors, routing, tables
 from devstack.kube.audit import AuditEntry, AuditLog, now
 from devstack.kube.cluster.logs import PodLogs
 from devstack.kube.faults import Decision, RequestFaults
 from devstack.kube.handlers import Handlers
-from devstack.kube.resources import ResourceRegistry
+from devstack.kube.resources import ResourceRegistry, ResourceType
 from devstack.kube.routing import RequestInfo
 from devstack.kube.store import Store
 from devstack.kube.watches import Watcher, WatchHub, stream_lines
@@ -155,9 +155,9 @@ class ApiServer:
     ) -> tuple[int, Any]:
         verb = info.verb
         if verb == "get":
-            return 200, self._handlers.get(info)
+            return 200, _as_asked(environ, query, info, self._handlers.get(info))
         if verb == "list":
-            return 200, self._handlers.list(info, query)
+            return 200, _as_asked(environ, query, info, self._handlers.list(info, query))
         body = _read_json(environ)
         if verb == "create":
             if info.name is not None:
@@ -192,6 +192,7 @@ class ApiServer:
                 initial, since = self._store.snapshot(info.resource.plural, info.namespace)
             else:
                 initial, since = [], _int_version(since_text)
+            table = tables.requested(environ.get("HTTP_ACCEPT", ""), query)
         except errors.ApiError as exc:
             self._record(environ, "watch", info, exc.code)
             return _json_response(start_response, exc.code, exc.status())
@@ -203,17 +204,23 @@ class ApiServer:
             # A real server answers 200 and reports expiry as the stream's only event.
             line = json.dumps({"type": "ERROR", "object": exc.status()}) + "\n"
             return [line.encode()]
-        return self._stream(watcher, timeout, environ.get("werkzeug.socket"))
+        return self._stream(watcher, timeout, environ.get("werkzeug.socket"), table, info.resource)
 
     def _stream(
-        self, watcher: Watcher, timeout: float | None, sock: socket.socket | None
+        self,
+        watcher: Watcher,
+        timeout: float | None,
+        sock: socket.socket | None,
+        table: tables.TableRequest | None,
+        resource: ResourceType,
     ) -> Iterator[bytes]:
         try:
             # An empty first chunk makes the server send the headers now, so the client's
             # request returns even if nothing changes for a while.
             yield b""
             alive = (lambda: _peer_open(sock)) if sock is not None else None
-            for line in stream_lines(watcher, timeout, alive):
+            lines = stream_lines(watcher, timeout, alive)
+            for line in lines if table is None else table.events(resource, lines):
                 yield line.encode()
         finally:
             self._hub.remove(watcher)
@@ -312,6 +319,16 @@ class ApiServer:
                 started=environ.get(_STARTED, 0.0),
             )
         )
+
+
+def _as_asked(environ: dict[str, Any], query: dict[str, str], info: RequestInfo, body: Any) -> Any:
+    """A get's object or a list, or its table when the client asks for one (``kubectl get``)."""
+    table = tables.requested(environ.get("HTTP_ACCEPT", ""), query)
+    if table is None:
+        return body
+    if info.verb == "list":
+        return table.of_list(info.resource, body)
+    return table.of_object(info.resource, body)
 
 
 MAX_REQUEST_BYTES = 3 * 1024 * 1024

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from devstack.kube.resources import ResourceRegistry, ResourceType
+from devstack.kube.resources import PrinterColumn, ResourceRegistry, ResourceType
 from devstack.kube.store import now_timestamp
 
 from .cache import Obj
@@ -49,6 +49,22 @@ def resource_type(crd: Obj) -> ResourceType | None:
         returns_deleted_object=True,
         schema=schema,
         categories=tuple(names.get("categories") or ()),
+        printer_columns=tuple(
+            _printer_column(c)
+            for c in storage.get("additionalPrinterColumns") or ()
+            if isinstance(c, dict)
+        ),
+    )
+
+
+def _printer_column(column: Obj) -> PrinterColumn:
+    return PrinterColumn(
+        name=str(column.get("name", "")),
+        type=str(column.get("type", "")),
+        json_path=str(column.get("jsonPath", "")),
+        description=str(column.get("description") or ""),
+        format=str(column.get("format") or ""),
+        priority=int(column.get("priority") or 0),
     )
 
 
