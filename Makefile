@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint docs pytest setup redis-server haproxy chromium bench clean hub
+.PHONY: run test lint docs pytest setup redis-server haproxy chromium kubectl bench clean hub
 
 # Debian's packages, installed when missing. Another apt-get (a machine's first-boot upgrade,
 # say) may hold the package manager's locks: wait for them, up to five minutes, rather than
@@ -47,6 +47,13 @@ chromium:
 	  echo "installing chromium from Debian's packages"; \
 	  $(APT_INSTALL) chromium >/dev/null; }
 
+# The tests of `kubectl get` against the Kubernetes emulator run the machine's kubectl; without
+# one, Debian's (kubernetes-client) does.
+kubectl:
+	@command -v kubectl >/dev/null 2>&1 || { \
+	  echo "installing kubectl from Debian's packages (kubernetes-client)"; \
+	  $(APT_INSTALL) kubernetes-client >/dev/null; }
+
 # configurable-http-proxy for JupyterHub (the end-to-end test and `make hub`), from npm.
 HUB_PROXY := hub/node_modules/.bin/configurable-http-proxy
 $(HUB_PROXY): hub/package.json hub/package-lock.json
@@ -70,7 +77,7 @@ $(HELM_RENDER): $(wildcard devstack/helmrender/*.go) | $(STAMP)
 	  GOPATH=$(CURDIR)/$(GOWORK):/usr/share/gocode GOCACHE=$(CURDIR)/$(VENV)/gocache \
 	  go build -o $(CURDIR)/$(HELM_RENDER) .
 
-setup: $(STAMP) redis-server haproxy $(HUB_PROXY) $(HELM_RENDER)
+setup: $(STAMP) redis-server haproxy kubectl $(HUB_PROXY) $(HELM_RENDER)
 
 run: setup
 	$(BIN)/python -m devstack

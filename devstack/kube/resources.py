@@ -101,6 +101,7 @@ RESOURCES: tuple[ResourceType, ...] = (
         short_names=("po",),
         subresources=("status", "log"),
         returns_deleted_object=True,
+        categories=("all",),
     ),
     ResourceType("configmaps", "ConfigMap", "", "v1", namespaced=True, short_names=("cm",)),
     ResourceType("secrets", "Secret", "", "v1", namespaced=True),
@@ -114,6 +115,7 @@ RESOURCES: tuple[ResourceType, ...] = (
         subresources=("status",),
         returns_deleted_object=True,
         label_name=True,
+        categories=("all",),
     ),
     ResourceType(
         "serviceaccounts",
@@ -156,6 +158,7 @@ RESOURCES: tuple[ResourceType, ...] = (
         namespaced=True,
         short_names=("ds",),
         subresources=("status",),
+        categories=("all",),
     ),
     ResourceType(
         "deployments",

@@ -2,9 +2,9 @@
 
 As kube-apiserver's ``apiextensions`` controllers do, a new or changed CRD has its names
 checked and, once accepted, its storage version served (routes, discovery, watches, validation
-against the version's schema); the CRD's status then says ``NamesAccepted`` and ``Established``,
-which clients wait for before creating objects. A deleted CRD stops being served and every
-object of it is removed.
+against the version's schema, its printer columns in tables); the CRD's status then says
+``NamesAccepted`` and ``Established``, which clients wait for before creating objects. A deleted
+CRD stops being served and every object of it is removed.
 
 Simplifications: only the storage version is served (no conversion between versions), and a
 plural must be unique across everything served, built-in kinds included (a CRD whose plural is

@@ -112,7 +112,9 @@ NAMESPACES = Printer(
 
 def _service_cells(service: JsonObject, now: float) -> list[Any]:
     spec = mapping(service, "spec")
-    cluster_ips = items(spec, "clusterIPs")
+    cluster_ips = items(spec, "clusterIPs") or (
+        [spec["clusterIP"]] if spec.get("clusterIP") else []
+    )
     ports = []
     for port in items(spec, "ports"):
         protocol = text(port, "protocol") or "TCP"
@@ -270,6 +272,38 @@ REPLICA_SETS = Printer(
 )
 
 
+def _daemon_set_cells(daemon_set: JsonObject, now: float) -> list[Any]:
+    counts = ("desiredNumberScheduled", "currentNumberScheduled", "numberReady")
+    return [
+        _name(daemon_set),
+        *(number(daemon_set, "status", key) for key in counts),
+        number(daemon_set, "status", "updatedNumberScheduled"),
+        number(daemon_set, "status", "numberAvailable"),
+        format_labels(mapping(daemon_set, "spec", "template", "spec", "nodeSelector")),
+        _age(daemon_set, now),
+        *template_containers(daemon_set),
+        format_selector_or_none(field(daemon_set, "spec", "selector")),
+    ]
+
+
+DAEMON_SETS = Printer(
+    (
+        NAME,
+        Column("Desired", "integer", "Nodes that should run its pod."),
+        Column("Current", "integer", "Nodes that run it."),
+        Column("Ready", "integer", "Nodes where it is ready."),
+        Column("Up-to-date", "integer", "Nodes that run the current template."),
+        Column("Available", "integer", "Nodes where it is available."),
+        Column("Node Selector", description="The labels of the nodes it runs on."),
+        AGE,
+        CONTAINERS,
+        IMAGES,
+        SELECTOR,
+    ),
+    _daemon_set_cells,
+)
+
+
 def _job_condition(job: JsonObject, kind: str) -> bool:
     found = next((c for c in items(job, "status", "conditions") if c.get("type") == kind), None)
     return found is not None and found.get("status") == "True"
@@ -354,6 +388,11 @@ SECRETS = Printer(
     ],
 )
 
+SERVICE_ACCOUNTS = Printer(
+    (NAME, Column("Secrets", description="How many Secrets it lists."), AGE),
+    lambda account, now: [_name(account), len(items(account, "secrets")), _age(account, now)],
+)
+
 # -- everything else ------------------------------------------------------------------------
 
 
@@ -379,8 +418,10 @@ BUILT_IN: dict[str, Printer] = {
     "events": EVENTS,
     "deployments": DEPLOYMENTS,
     "replicasets": REPLICA_SETS,
+    "daemonsets": DAEMON_SETS,
     "jobs": JOBS,
     "configmaps": CONFIG_MAPS,
     "secrets": SECRETS,
+    "serviceaccounts": SERVICE_ACCOUNTS,
 }
 """Printers by plural; the other built-in kinds get :data:`DEFAULT`."""
