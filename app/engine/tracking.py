@@ -9,10 +9,13 @@ kind what a pod means for its record.
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from typing import Any, Protocol
 
-from app.models.workload import WorkloadRef
+from app.models.workload import WorkloadRef, WorkloadStatus
+
+TERMINATING = WorkloadStatus.TERMINATING.value
 
 
 class Ending(Protocol):
@@ -82,9 +85,13 @@ class WorkloadTracking(ABC):
         return None
 
     def ending(self, record: str) -> str:
-        """The record as the deletion of a workload that ended by itself begins; asked only
-        of a kind whose ``ended`` says so."""
-        raise NotImplementedError(f"{type(self).__name__} has no workloads that end by themselves")
+        """The record as the deletion of a workload that ended by itself begins: its
+        ``status`` (every kind's record has one, see ``app.engine.kind``) ``terminating``,
+        as a compact JSON text with sorted keys. A kind whose records are kept otherwise
+        says how here."""
+        fields = json.loads(record)
+        fields["status"] = TERMINATING
+        return json.dumps(fields, sort_keys=True, separators=(",", ":"))
 
     def orphaned(self, pod: dict[str, Any]) -> bool:
         """Whether the pod serves no one any more (what used it is gone), so the reconcile

@@ -82,6 +82,14 @@ def _running(core_v1: kubernetes.client.CoreV1Api, namespace: str, name: str) ->
     return pod if statuses and all(s.ready for s in statuses) else None
 
 
+def _running_lab(
+    core_v1: kubernetes.client.CoreV1Api, namespace: str, wait_until: WaitUntil
+) -> Any:
+    """A pod ``lab``, once it runs."""
+    core_v1.create_namespaced_pod(namespace, _pod("lab"))
+    return wait_until(lambda: _running(core_v1, namespace, "lab"))
+
+
 @pytest.fixture
 def node(emulator: KubernetesEmulator) -> str:
     emulator.cluster.add_node("node-1")
@@ -123,8 +131,7 @@ def test_get_pods_wide(
     node: str,
     wait_until: WaitUntil,
 ) -> None:
-    core_v1.create_namespaced_pod(namespace, _pod("lab"))
-    pod = wait_until(lambda: _running(core_v1, namespace, "lab"))
+    pod = _running_lab(core_v1, namespace, wait_until)
 
     output = kubectl("get", "pods", "-o", "wide", "-n", namespace)
     header, rows = table(output)
@@ -233,8 +240,7 @@ def test_get_pods_shows_a_deleted_pod_terminating(
     node: str,
     wait_until: WaitUntil,
 ) -> None:
-    core_v1.create_namespaced_pod(namespace, _pod("lab"))
-    wait_until(lambda: _running(core_v1, namespace, "lab"))
+    _running_lab(core_v1, namespace, wait_until)
     core_v1.delete_namespaced_pod("lab", namespace)
 
     (row,) = table(kubectl("get", "pods", "-n", namespace))[1]
@@ -378,8 +384,7 @@ def test_get_events(
     node: str,
     wait_until: WaitUntil,
 ) -> None:
-    core_v1.create_namespaced_pod(namespace, _pod("lab"))
-    wait_until(lambda: _running(core_v1, namespace, "lab"))
+    _running_lab(core_v1, namespace, wait_until)
     header, rows = table(kubectl("get", "events", "-n", namespace))
     assert header == ["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
     scheduled = next(row for row in rows if row["REASON"] == "Scheduled")

@@ -57,9 +57,6 @@ class FileserverTracking(ServiceTracking):
             return GONE
         return job_finished(pod)
 
-    def ending(self, record: str) -> str:
-        return fileserver_json(parse_fileserver(record).with_status(WorkloadStatus.TERMINATING))
-
     def assess(self, record: str, pod: dict[str, Any] | None) -> str | None:
         """Starting or running, as the Job's pod is ready or not (its end is ``ended``'s)."""
         current = parse_fileserver(record)
