@@ -38,6 +38,7 @@ import yaml
 
 from app.runtime.defaults import DEFAULT_WORKERS
 from devstack.balancer import Backend, LoadBalancer
+from devstack.dask_operator import DaskOperatorProcess
 from devstack.demo import (
     demo_group_mapping,
     demo_registry_repositories,
@@ -142,6 +143,8 @@ class LocalStack:
         self.lab_standin: LabStandIn | None = None
         if not self.options.real_labs:
             self.lab_standin = LabStandIn(self.kube.store, self._namespace_prefix())
+        self.dask_operator: DaskOperatorProcess | None = None
+        """The real dask-kubernetes operator, against this stack's API."""
         self.replicas: list[SpawnerReplica] = []
         self.balancer: LoadBalancer | None = None
         self.spawner_port = 0
@@ -193,6 +196,11 @@ class LocalStack:
             self.replicas = [SpawnerReplica("spawner-1", self.spawner_port)]
         self._prepare_for_the_configuration()
         self._write_kubeconfig()
+        self.dask_operator = DaskOperatorProcess(
+            self.kubeconfig_path,
+            self.options.state_dir / "dask-operator.log",
+            self.kube.cluster.dns.environment(),
+        ).start()
         self._write_config()
         if spawner:
             self._start_spawner()
@@ -488,6 +496,8 @@ class LocalStack:
             self.lab_standin.stop()
         self.ingress.stop()
         self.gafaelfawr.stop()
+        if self.dask_operator is not None:
+            self.dask_operator.stop()
         self.kube.stop()
         self.registry.stop()
         if self.redis is not None:

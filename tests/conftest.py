@@ -20,11 +20,13 @@ from app import create_app
 from app.config import Config, parse_config
 from app.extensions.labs import machinery_of, start_background, stop_background
 from app.workloads.kinds import KindFactory
+from devstack.dask_operator import DaskOperatorProcess
 from devstack.demo import demo_tokens, demo_users
 from devstack.gafaelfawr import GafaelfawrEmulator
 from devstack.kube import KubernetesEmulator
 from devstack.stack import LocalStack, StackOptions
 from devstack.tls import TLS_DIR_ENV, shared_authority
+from tests.support.dask_operator import dask_operator_for
 from tests.support.rbac import RECORDER
 from tests.support.redis_server import RedisServer
 
@@ -108,6 +110,15 @@ def kube() -> Iterator[KubernetesEmulator]:
         emulator.cluster.add_node(f"node-{index + 1}")
     yield emulator
     emulator.stop()
+
+
+@pytest.fixture(scope="session")
+def dask_operator(
+    kube: KubernetesEmulator, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[DaskOperatorProcess]:
+    """The real dask-kubernetes operator against the shared emulator, for the whole run."""
+    with dask_operator_for(kube, tmp_path_factory.mktemp("dask-operator")) as operator:
+        yield operator
 
 
 def service_config(

@@ -34,6 +34,9 @@ _ORPHANING_BY_DEFAULT = frozenset({"jobs"})
 """Kinds whose deletion follows ``propagationPolicy`` (the Job controller plays the garbage
 collector) and orphans their pods when it is not given, as batch/v1 does for compatibility.
 The dependents of other kinds always follow in the background."""
+_OWN_FINALIZATION = frozenset({"pods", "namespaces"})
+"""Kinds whose deletion the cluster completes itself (the kubelet, the namespace controller);
+every other kind with finalizers waits for their removal by the API."""
 _IMMUTABLE_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds")
 
 JsonObject = dict[str, Any]
@@ -137,14 +140,17 @@ class Handlers:
             _shape_custom(resource, new, strict=_strict(query))
             self._validator.check(resource, new, strict=_strict(query))
             self._validator.check_update(resource, new, current)
+            _check_finalizers(resource, new, current)
             if _dry_run(query):
                 return new
             expected = precondition or current["metadata"]["resourceVersion"]
             try:
-                return self._store.update(resource.plural, new, expected_version=expected)
+                updated = self._store.update(resource.plural, new, expected_version=expected)
             except errors.ApiError as exc:
                 if exc.code != 409 or precondition is not None:
                     raise _qualify(exc, resource) from exc
+            else:
+                return self._finalized(resource, updated)
         raise errors.conflict(resource.plural, info.name or "", resource.group)
 
     def patch(
@@ -172,13 +178,16 @@ class Handlers:
             _shape_custom(resource, new, strict=_strict(query))
             self._validator.check(resource, new, strict=_strict(query))
             self._validator.check_update(resource, new, current)
+            _check_finalizers(resource, new, current)
             if _dry_run(query):
                 return new
             try:
-                return self._store.update(resource.plural, new, expected_version=version)
+                updated = self._store.update(resource.plural, new, expected_version=version)
             except errors.ApiError as exc:
                 if exc.code != 409:
                     raise _qualify(exc, resource) from exc
+            else:
+                return self._finalized(resource, updated)
         raise errors.conflict(resource.plural, info.name or "", resource.group)
 
     def delete(self, info: RequestInfo, body: Any, query: dict[str, str]) -> JsonObject:
@@ -277,6 +286,8 @@ class Handlers:
             finalizer = _DEPENDENTS_FIRST.get(propagation or "Orphan")
             if finalizer is not None:
                 return self._delete_after_dependents(resource, namespace, name, finalizer)
+        if resource.plural not in _OWN_FINALIZATION and current["metadata"].get("finalizers"):
+            return self._delete_after_dependents(resource, namespace, name, None)
         if resource.plural == "pods":
             spec, status = current.get("spec") or {}, current.get("status") or {}
             if grace is None:
@@ -314,20 +325,33 @@ class Handlers:
         return _stamp(resource, self._store.mutate("namespaces", None, name, mark))
 
     def _delete_after_dependents(
-        self, resource: ResourceType, namespace: str | None, name: str, finalizer: str
+        self, resource: ResourceType, namespace: str | None, name: str, finalizer: str | None
     ) -> JsonObject:
-        """Mark the object deleted and hold it with ``finalizer``: the cluster orphans or
-        deletes its dependents, then removes it."""
+        """Mark the object deleted and hold it with ``finalizer`` (the cluster orphans or
+        deletes its dependents, then removes it), or with the finalizers it has: whoever set
+        them removes them when done, and the last one's removal deletes it."""
 
         def mark(obj: JsonObject) -> None:
             meta = obj["metadata"]
             meta.setdefault("deletionTimestamp", now_timestamp())
             meta.setdefault("deletionGracePeriodSeconds", 0)
             finalizers = meta.setdefault("finalizers", [])
-            if finalizer not in finalizers:
+            if finalizer is not None and finalizer not in finalizers:
                 finalizers.append(finalizer)
 
         return _stamp(resource, self._store.mutate(resource.plural, namespace, name, mark))
+
+    def _finalized(self, resource: ResourceType, obj: JsonObject) -> JsonObject:
+        """An object being deleted goes once a write leaves it without finalizers."""
+        meta = obj["metadata"]
+        if (
+            resource.plural in _OWN_FINALIZATION
+            or not meta.get("deletionTimestamp")
+            or meta.get("finalizers")
+        ):
+            return obj
+        self._store.delete(resource.plural, meta.get("namespace"), meta["name"])
+        return obj
 
     def _terminate_pod(
         self,
@@ -370,6 +394,23 @@ def _split_status(
         else:
             new["metadata"].pop(key, None)
     return new
+
+
+def _check_finalizers(resource: ResourceType, new: JsonObject, current: JsonObject) -> None:
+    """No finalizer may be added to an object being deleted."""
+    if not current["metadata"].get("deletionTimestamp"):
+        return
+    before = set(current["metadata"].get("finalizers") or [])
+    added = [f for f in new["metadata"].get("finalizers") or [] if f not in before]
+    if added:
+        message = (
+            "Forbidden: no new finalizers can be added if the object is being deleted, found "
+            f"new finalizers {json.dumps(added)}"
+        )
+        causes = [
+            {"reason": "FieldValueForbidden", "message": message, "field": "metadata.finalizers"}
+        ]
+        raise errors.invalid(resource.kind, new["metadata"]["name"], causes, resource.group)
 
 
 def _check_preconditions(resource: ResourceType, current: JsonObject, preconditions: Any) -> None:

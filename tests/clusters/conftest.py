@@ -15,6 +15,7 @@ from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
 from app.config import Config, parse_config
+from devstack.dask_operator import DaskOperatorProcess
 from devstack.kube import KubernetesEmulator
 from devstack.kube.crds import OPERATOR_CRDS, crd
 from tests.labs.conftest import (
@@ -46,8 +47,9 @@ BUDGETS = {
 
 
 @pytest.fixture
-def operators(kube: KubernetesEmulator) -> None:
-    """The operators' CRDs in the shared emulator (installed once, by its administrator)."""
+def operators(kube: KubernetesEmulator, dask_operator: DaskOperatorProcess) -> None:
+    """The operators' CRDs in the shared emulator (installed once, by its administrator),
+    and the real Dask operator running against it."""
     for plural in OPERATOR_CRDS:
         if (
             kube.served.by_plural(plural) is None

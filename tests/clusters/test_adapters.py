@@ -21,20 +21,21 @@ from app.workloads.cluster.adapters import (
     resolve,
 )
 from devstack.kube import KubernetesEmulator
-from devstack.kube.crds import OPERATOR_CRDS, crd
+from devstack.kube.crds import DASK_CRDS, OPERATOR_CRDS, crd
 from tests.labs.conftest import wait_for
+from tests.support.dask_operator import dask_operator_for
 
 NAMESPACE = "nublado-rachel"
 GIB = 2**30
 
 
 @pytest.fixture(scope="module")
-def cluster_api() -> Iterator[
-    tuple[kubernetes.client.CustomObjectsApi, kubernetes.client.CoreV1Api]
-]:
-    with KubernetesEmulator() as kube:
+def cluster_api(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[kubernetes.client.CustomObjectsApi, kubernetes.client.CoreV1Api]]:
+    with KubernetesEmulator() as kube, dask_operator_for(kube, tmp_path_factory.mktemp("op")):
         kube.cluster.add_node("node-1")
-        for plural in OPERATOR_CRDS:
+        for plural in set(OPERATOR_CRDS) - set(DASK_CRDS):  # the operator's fixture has those
             kube.store.create("customresourcedefinitions", crd(plural))
         wait_for(lambda: all(kube.served.by_plural(p) for p in OPERATOR_CRDS))
         kube.store.create("namespaces", {"metadata": {"name": NAMESPACE}})

@@ -114,12 +114,17 @@ def test_a_cluster_runs_beside_the_lab_and_goes_on_delete(
     obj = kube.store.get("daskclusters", namespace, name)
     assert obj is not None and obj["spec"]["worker"]["replicas"] == 2
     assert obj["metadata"]["labels"]["lab-spawner.jupyter.org/user"] == user.username
-    workers = [
-        p
-        for p in kube.store.list("pods", namespace)
-        if p["metadata"]["labels"].get("dask.org/component") == "worker"
-    ]
-    assert len(workers) == 2
+
+    def worker_pods() -> list[dict[str, Any]]:
+        return [
+            p
+            for p in kube.store.list("pods", namespace)
+            if p["metadata"]["labels"].get("dask.org/component") == "worker"
+        ]
+
+    # The operator makes the workers' Deployments once the worker group exists; a running
+    # cluster is one whose scheduler is ready, and its workers follow.
+    workers = wait_for(lambda: worker_pods() if len(worker_pods()) == 2 else None)
     assert workers[0]["spec"]["securityContext"]["runAsUser"] == user.uid
 
     listed = client.get(f"/spawner/v1/labs/{user.username}/clusters", headers=user.headers)

@@ -87,10 +87,21 @@ def test_scale_caps_at_the_maximum_takes_a_tier_and_the_operator_follows(
     record = client.get(f"/spawner/v1/labs/{owner.username}/clusters/{name}", headers=owner.headers)
     assert record.get_json()["workers"] == 3 and record.get_json()["usage"]["workers"] == 3
 
-    tiered = _scale(client, owner.headers, name, {"replicas": 1, "worker_hw_tier_name": "small"})
+    tiered = _scale(client, owner.headers, name, {"replicas": 1, "worker_hw_tier_name": "large"})
     assert tiered.status_code == 200
-    assert tiered.get_json()["worker_hw_tier_id"]["name"] == "small"
-    wait_for(lambda: workers() == 1)
+    assert tiered.get_json()["worker_hw_tier_id"]["name"] == "large"
+    # The operator's worker group takes the count and the tier for the workers it makes next.
+    # (Retiring a worker needs a scheduler that answers: the operator asks it which worker
+    # to close. Emulated pods run no scheduler; test_real_dask_operator follows a scale-down
+    # on the stack whose pods are real Dask processes.)
+
+    def group_follows() -> bool:
+        group = kube.store.get("daskworkergroups", namespace, f"{name}-default") or {}
+        worker = (group.get("spec") or {}).get("worker") or {}
+        resources = worker["spec"]["containers"][0]["resources"]
+        return bool(worker.get("replicas") == 1 and resources["requests"]["cpu"] == "1")
+
+    wait_for(group_follows)
 
 
 def test_a_cluster_just_created_is_read_and_scaled_as_soon_as_it_runs(

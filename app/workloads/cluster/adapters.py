@@ -85,6 +85,54 @@ class ClusterShape:
         return cluster_usage(self.workers, self.worker.requested(), self.head.requested())
 
 
+@dataclass(frozen=True)
+class TemplateCopy:
+    """A pod template an operator copied from the cluster's when it made an object of its
+    own, which keeps what it was made with: where a new tier must be written too for the
+    next pod made from it to take the tier."""
+
+    group: str
+    version: str
+    plural: str
+    name: str
+    path: str
+    """JSON pointer to the copy's pod template (``metadata``, ``spec``)."""
+    extra: tuple[tuple[str, Any], ...] = ()
+    """Further (pointer, value) pairs the copy is given with the tier."""
+    labelled: bool = True
+    """Whether the copy's labels take the tier label; not where a selector holds them."""
+
+    def patch(self, copy: dict[str, Any], source: dict[str, Any]) -> list[dict[str, Any]]:
+        """The JSON patch giving ``copy`` the first container's resources, the node selector
+        and the tier label of the cluster's pod template ``source``."""
+        spec = source.get("spec") or {}
+        containers = spec.get("containers") or [{}]
+        labels = dict(resolve(copy, f"{self.path}/metadata/labels") or {})
+        tier = ((source.get("metadata") or {}).get("labels") or {}).get(TIER_LABEL)
+        if tier is not None:
+            labels[TIER_LABEL] = tier
+        ops: list[dict[str, Any]] = [
+            {
+                "op": "add",
+                "path": f"{self.path}/spec/containers/0/resources",
+                "value": containers[0].get("resources") or {},
+            },
+            {
+                "op": "add",
+                "path": f"{self.path}/spec/nodeSelector",
+                "value": dict(spec.get("nodeSelector") or {}),
+            },
+        ]
+        if self.labelled:
+            where = f"{self.path}/metadata"
+            if resolve(copy, where) is None:
+                ops.append({"op": "add", "path": where, "value": {"labels": labels}})
+            else:
+                ops.append({"op": "add", "path": f"{where}/labels", "value": labels})
+        ops.extend({"op": "add", "path": path, "value": value} for path, value in self.extra)
+        return ops
+
+
 class ClusterAdapter(ABC):
     """One kind of cluster: its resource, where things live in it, how its head is found."""
 
@@ -120,6 +168,15 @@ class ClusterAdapter(ABC):
     def addresses_at(self, host: str) -> tuple[str, str]:
         """Where a client reaches the cluster (the scheduler's address), and its dashboard,
         when the head Service is at ``host``."""
+
+    def worker_template_copies(self, name: str) -> list[TemplateCopy]:
+        """Where the operator keeps copies of the workers' template for cluster ``name``;
+        none when it makes every worker from the cluster object itself."""
+        return []
+
+    def head_template_copies(self, name: str) -> list[TemplateCopy]:
+        """Where the operator keeps copies of the head's template (taken at a restart)."""
+        return []
 
     def addresses(self, name: str, namespace: str) -> tuple[str, str]:
         """The addresses by the head Service's DNS name, as a pod in the cluster reaches it."""
@@ -353,6 +410,32 @@ class DaskAdapter(ClusterAdapter):
 
     def head_selector(self, name: str) -> dict[str, str]:
         return {"dask.org/cluster-name": name, "dask.org/component": "scheduler"}
+
+    def worker_template_copies(self, name: str) -> list[TemplateCopy]:
+        # The operator makes the DaskWorkerGroup once, from the cluster's worker template,
+        # and each new worker's Deployment from the group's: a tier goes to the group too.
+        return [
+            TemplateCopy(
+                "kubernetes.dask.org", "v1", "daskworkergroups", f"{name}-default", "/spec/worker"
+            )
+        ]
+
+    def head_template_copies(self, name: str) -> list[TemplateCopy]:
+        # The scheduler is a Deployment the operator made once; a restart makes its pod
+        # from the Deployment's template. Recreate: two schedulers must never run at once
+        # (workers would split between them), so the old one goes before the new one starts.
+        return [
+            TemplateCopy(
+                "apps",
+                "v1",
+                "deployments",
+                f"{name}-scheduler",
+                "/spec/template",
+                extra=(("/spec/strategy", {"type": "Recreate"}),),
+                # Its selector is its template's labels, tier label included, and immutable.
+                labelled=False,
+            )
+        ]
 
     def service_name(self, name: str) -> str:
         return f"{name}-scheduler"

@@ -21,8 +21,8 @@ from typing import Any
 from app.engine.kind import Finished, Run, StepFailed
 from app.metrics import FailureReason
 from app.storage.events import Event, EventType
-from app.storage.kubernetes import KubernetesError, KubernetesStorage
-from app.workloads.cluster.adapters import ADAPTERS, ClusterAdapter
+from app.storage.kubernetes import CustomKind, KubernetesError, KubernetesStorage
+from app.workloads.cluster.adapters import ADAPTERS, ClusterAdapter, TemplateCopy, resolve
 from app.workloads.cluster.models import ClusterRecord
 from app.workloads.cluster.records import custom_kind, parse_cluster
 
@@ -91,7 +91,45 @@ def _patch(
         ) from None
     if spec[CHANGE] == HEAD_TIER:
         return f"The head of {record.name} takes tier {record.head_tier} when it is next made"
+    _copy_templates(
+        kube,
+        adapter,
+        record,
+        adapter.worker_template_copies(record.name),
+        adapter.worker_template_path,
+    )
     return f"{record.name} scaled to {record.workers} workers of tier {record.worker_tier}"
+
+
+def _copy_templates(
+    kube: KubernetesStorage,
+    adapter: ClusterAdapter,
+    record: ClusterRecord,
+    copies: list[TemplateCopy],
+    source_path: str,
+) -> None:
+    """Give the operator's copies of a pod template the cluster's tier (a copy the operator
+    has not made yet will be made from the cluster object, which has it)."""
+    if not copies:
+        return
+    obj = kube.read_custom(custom_kind(adapter), record.namespace, record.name)
+    if obj is None:
+        raise StepFailed(f"{adapter.kind} {record.name} is gone")
+    source = resolve(obj, source_path) or {}
+    for copy in copies:
+        kind = CustomKind(copy.group, copy.version, copy.plural)
+        found = kube.read_custom(kind, record.namespace, copy.name)
+        if found is None:
+            continue
+        try:
+            kube.patch_custom(kind, record.namespace, copy.name, copy.patch(found, source))
+        except KubernetesError as exc:
+            if exc.status == 404:
+                continue
+            raise StepFailed(
+                f"Kubernetes refused the change of {copy.plural} {copy.name}: {exc.message}",
+                FailureReason.KUBERNETES_ERROR,
+            ) from None
 
 
 def _restart_head(
@@ -99,22 +137,26 @@ def _restart_head(
 ) -> str:
     """Delete the head pod ``pod`` (if it is still the one of ``uid``) with the grace
     period: what the event saying so reads. One already terminating is not deleted again,
-    and one that is gone, or was made again, was deleted already."""
+    and one that is gone, or was made again, was deleted already. Then the operator's copies
+    of the head's template take the cluster's, so the head made next has its tier."""
     run.reporter.info(
         f"Deleting head pod {pod} with a {RESTART_GRACE_SECONDS} s grace period", progress=50
     )
+    said = f"Head pod {pod} was deleted already"
     found = kube.read_pod(record.namespace, pod)
-    if found is None or found["metadata"].get("uid") != uid:
-        return f"Head pod {pod} was deleted already"
-    answer = found
-    if not found["metadata"].get("deletionTimestamp"):
-        deleted = kube.delete_pod_with_grace(
-            record.namespace, pod, grace_seconds=RESTART_GRACE_SECONDS
-        )
-        if deleted is None:
-            return f"Head pod {pod} was deleted already"
-        answer = deleted
-    return deleted_event(pod, deletion_summary(answer))
+    if found is not None and found["metadata"].get("uid") == uid:
+        answer: dict[str, Any] | None = found
+        if not found["metadata"].get("deletionTimestamp"):
+            answer = kube.delete_pod_with_grace(
+                record.namespace, pod, grace_seconds=RESTART_GRACE_SECONDS
+            )
+        if answer is not None:
+            said = deleted_event(pod, deletion_summary(answer))
+    adapter = ADAPTERS[record.kind]
+    _copy_templates(
+        kube, adapter, record, adapter.head_template_copies(record.name), adapter.head_template_path
+    )
+    return said
 
 
 def deletion_summary(answer: dict[str, Any]) -> dict[str, Any]:

@@ -20,8 +20,10 @@ from .cache import WATCHED, Obj, ObjectCache
 from .crds import CRDS, CrdController
 from .daemonsets import DaemonSetController
 from .deployments import DeploymentController
+from .dns import ClusterDns
 from .events import EventRecorder
 from .faults import PodFaults
+from .garbage import GarbageCollector
 from .images import add_image
 from .jobs import JobController
 from .kubelet import Kubelets
@@ -69,7 +71,9 @@ class Cluster:
         self._scheduler = Scheduler(self._cache, self._writer, self._events, self.faults)
         self.addresses = addresses if addresses is not None else LoopbackAddresses()
         """The loopback block of its process-run pods and Services, claimed when needed."""
-        self.processes = ProcessRuntime(self.store.get, self.addresses, self.settings)
+        self.dns = ClusterDns(self.addresses)
+        """The names of its Services, for the processes it runs (and the stack's operators)."""
+        self.processes = ProcessRuntime(self.store.get, self.addresses, self.settings, self.dns)
         self.logs = PodLogs(self.store.get, self.processes)
         """What ``GET pods/<name>/log`` answers."""
         self._kubelets = Kubelets(
@@ -97,6 +101,7 @@ class Cluster:
         self._jobs = JobController(parts, self.settings)
         self._services = ServiceProxies(self._endpoints, self.addresses)
         self._crds = CrdController(self.served, self._writer, self.store.list)
+        self._garbage = GarbageCollector(self._writer, self.store.list, self._served_kinds)
         self._operators = {
             operator.plural: operator(
                 self._writer, self.store.list, admit or _no_defaults, self._events, self.settings
@@ -134,6 +139,7 @@ class Cluster:
         self._deployments.stop()
         self._jobs.stop()
         self._services.stop()
+        self.dns.stop()
         self.addresses.release()
 
     def namespaces_removed(self) -> list[tuple[str, float]]:
@@ -204,6 +210,11 @@ class Cluster:
         """Runs on the writer's thread: only hand the event to the reactor."""
         if resource in WATCHED or resource in self._operators:
             self._reactor.submit(lambda: self._dispatch(event_type, resource, obj))
+        if event_type == "DELETED":
+            self._reactor.submit(lambda: self._garbage.on_deleted(obj))
+
+    def _served_kinds(self) -> list[tuple[str, bool]]:
+        return list({r.plural: (r.plural, r.namespaced) for r in self.served.all()}.values())
 
     def _endpoints(self, namespace: str, selector: dict[str, str]) -> list[Obj]:
         """A Service's endpoints: Ready pods its selector matches that run as processes
@@ -266,6 +277,7 @@ class Cluster:
             self._jobs.on_job(event_type, obj)
         elif resource == "services":
             self._services.on_service(event_type, obj)
+            self.dns.on_service(event_type, obj)
         elif resource == CRDS:
             self._crds.on_crd(event_type, obj)
 

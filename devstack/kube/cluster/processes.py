@@ -55,6 +55,7 @@ from typing import Any
 from devstack.launch import launched
 
 from .addresses import LoopbackAddresses
+from .dns import ClusterDns
 from .programs import ImageProgram
 from .settings import ClusterSettings
 
@@ -98,8 +99,10 @@ class ProcessRuntime:
         lookup: Lookup,
         addresses: LoopbackAddresses | None = None,
         settings: ClusterSettings | None = None,
+        dns: ClusterDns | None = None,
     ) -> None:
         self._root_dir: Path | None = None
+        self._dns = dns
         self._lookup = lookup
         self._settings = settings if settings is not None else ClusterSettings()
         self._lock = threading.Lock()
@@ -167,6 +170,8 @@ class ProcessRuntime:
         given = env.get("HOME") or _rewrite(_passwd_home(pod, container, mounts), mounts)
         env["HOME"] = given if _under_any(given, mounts) else str(home)
         env["PATH"] = stack_path()
+        if self._dns is not None:
+            env.update(self._dns.environment(env.get("PYTHONPATH", "")))
         working = container.get("workingDir")
         cwd = Path(_rewrite(str(working), mounts)) if working else home
         if not working and program.working_dir:

@@ -19,7 +19,6 @@ Ingress) implements the smaller :class:`Operator` alone: the cluster needs only 
 from __future__ import annotations
 
 import copy
-import secrets
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -40,11 +39,6 @@ ListObjects = Callable[[str, "str | None"], list[dict[str, Any]]]
 MEMBER_ANNOTATION = "emulator.devstack/member"
 """Which member of its cluster a pod is (the simulation's own bookkeeping, never read by a
 client: real operators tell their pods apart by the Deployment or StatefulSet behind each)."""
-
-
-def hex_id() -> str:
-    """Ten hex digits, as the dask operator names its workers' Deployments."""
-    return secrets.token_hex(5)
 
 
 @dataclass

@@ -1,0 +1,102 @@
+"""The dask-kubernetes operator, run beside the emulated cluster as its documentation runs it.
+
+A platform installs the operator's Helm chart; its controller is the ``dask_kubernetes``
+package's kopf handlers, which the chart's Deployment starts with ``kopf run --all-namespaces``.
+The local stack and the tests run that same controller as a child process against the
+emulator's API (``kopf run --standalone``: one operator, no peering), with the emulator's
+kubeconfig, so a ``DaskCluster`` becomes the scheduler Deployment, its Service, the
+``DaskWorkerGroup`` and the workers' Deployments that the real operator makes. Its CRDs are the
+package's own (``devstack.kube.crds``). Service names resolve through the stack's cluster
+DNS (``devstack.cluster_dns``): the operator asks the scheduler to retire workers by name.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import IO
+
+import requests
+
+from devstack.redis_process import free_port
+
+
+class DaskOperatorProcess:
+    """``kopf run`` of the dask-kubernetes controller, as a child process."""
+
+    def __init__(self, kubeconfig: Path, log_path: Path, env: dict[str, str]) -> None:
+        """``env``: what the process adds to this one's environment (the cluster DNS's)."""
+        self.kubeconfig = kubeconfig
+        self.log_path = log_path
+        self._env = env
+        self._process: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    def start(self, timeout: float = 60.0) -> DaskOperatorProcess:
+        """Start the operator and return once its liveness endpoint answers."""
+        port = free_port()
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = open(self.log_path, "ab")  # noqa: SIM115 - held while the process runs
+        command = [
+            sys.executable,
+            "-m",
+            "kopf",
+            "run",
+            "--standalone",
+            "--all-namespaces",
+            "--liveness",
+            f"http://127.0.0.1:{port}/healthz",
+            "-m",
+            "dask_kubernetes.operator.controller",
+        ]
+        env = {**_inherited(), **self._env, "KUBECONFIG": str(self.kubeconfig)}
+        self._process = subprocess.Popen(
+            command, env=env, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT
+        )
+        self._await_live(f"http://127.0.0.1:{port}/healthz", timeout)
+        return self
+
+    def _await_live(self, url: str, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            assert self._process is not None
+            if self._process.poll() is not None:
+                raise RuntimeError(
+                    f"the Dask operator exited with code {self._process.returncode} "
+                    f"at start-up (see {self.log_path})"
+                )
+            try:
+                if requests.get(url, timeout=1).status_code == 200:
+                    return
+            except requests.RequestException:
+                pass
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"the Dask operator was not live in {timeout:.0f} s")
+            time.sleep(0.1)
+
+    def stop(self) -> None:
+        """SIGTERM, as a pod's deletion sends it; SIGKILL after 10 s."""
+        process, self._process = self._process, None
+        if process is not None and process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+
+def _inherited() -> dict[str, str]:
+    """This process's environment, without what would point the operator elsewhere."""
+    return {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "PYTHONPATH")}
