@@ -154,3 +154,75 @@ def test_delete_collection(core_v1: CoreV1Api, namespace: str) -> None:
     assert status.status == "Success"
     remaining = core_v1.list_namespaced_config_map(namespace, label_selector="g").items
     assert [c.metadata.name for c in remaining] == ["c"]
+
+
+def _config_map(name: str, **meta: object) -> dict[str, object]:
+    return {"metadata": {"name": name, **meta}, "data": {"k": "v"}}
+
+
+def test_finalizers_hold_a_deletion_until_the_last_is_removed(
+    core_v1: CoreV1Api, namespace: str
+) -> None:
+    """As kopf's finalizer holds a DaskCluster: DELETE marks the object, which stays readable;
+    no finalizer may be added while it is being deleted; removing the last one deletes it."""
+    core_v1.create_namespaced_config_map(
+        namespace, _config_map("held", finalizers=["example.com/hold"])
+    )
+    core_v1.delete_namespaced_config_map("held", namespace)
+    marked = core_v1.read_namespaced_config_map("held", namespace)
+    assert marked.metadata.deletion_timestamp is not None
+    assert marked.metadata.finalizers == ["example.com/hold"]
+    with pytest.raises(kubernetes.client.ApiException) as refused:
+        core_v1.patch_namespaced_config_map(
+            "held", namespace, {"metadata": {"finalizers": ["example.com/hold", "other/x"]}}
+        )
+    assert refused.value.status == 422
+    assert "no new finalizers can be added" in str(refused.value.body)
+    core_v1.patch_namespaced_config_map("held", namespace, {"metadata": {"finalizers": None}})
+    with pytest.raises(kubernetes.client.ApiException) as gone:
+        core_v1.read_namespaced_config_map("held", namespace)
+    assert gone.value.status == 404
+
+
+def test_the_garbage_collector_follows_owner_references_of_any_kind(
+    core_v1: CoreV1Api, namespace: str, wait_until: WaitUntil
+) -> None:
+    """Dependents go with their owner whatever their kinds; one with another owner left only
+    loses the reference to the one that went."""
+    owner = core_v1.create_namespaced_config_map(namespace, _config_map("owner"))
+    other = core_v1.create_namespaced_config_map(namespace, _config_map("other"))
+
+    def reference(obj: kubernetes.client.V1ConfigMap) -> dict[str, object]:
+        return {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "name": obj.metadata.name,
+            "uid": obj.metadata.uid,
+        }
+
+    core_v1.create_namespaced_secret(
+        namespace, {"metadata": {"name": "owned", "ownerReferences": [reference(owner)]}}
+    )
+    core_v1.create_namespaced_config_map(
+        namespace,
+        _config_map("shared", ownerReferences=[reference(owner), reference(other)]),
+    )
+    core_v1.delete_namespaced_config_map("owner", namespace)
+
+    def secret_gone() -> bool:
+        return not [
+            s for s in core_v1.list_namespaced_secret(namespace).items if s.metadata.name == "owned"
+        ]
+
+    wait_until(secret_gone)
+    wait_until(
+        lambda: (
+            [
+                r.name
+                for r in core_v1.read_namespaced_config_map(
+                    "shared", namespace
+                ).metadata.owner_references
+            ]
+            == ["other"]
+        )
+    )

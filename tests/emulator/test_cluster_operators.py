@@ -1,22 +1,19 @@
-"""The simulated operators, through the real client: each turns its custom object into the pods
-and Services its real operator makes (names and labels as the real one's), keeps the workers at
-the requested count, makes a deleted head again, writes status, and takes everything away with
-the object. With the process runtime, a Dask cluster computes for real."""
+"""The simulated operators (KubeRay's and Spark's), through the real client: each turns its
+custom object into the pods and Services its real operator makes (names and labels as the real
+one's), keeps the workers at the requested count, makes a deleted head again, writes status,
+and takes everything away with the object. Dask's operator is the real one
+(``test_dask_operator``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import distributed
 import kubernetes.client
 import pytest
 
 from devstack.kube import KubernetesEmulator
-from devstack.kube.cluster.programs import ImageProgram
 from devstack.kube.crds import crd
 from tests.emulator.conftest import WaitUntil
-
-DASK_IMAGE = "ghcr.io/dask/dask:2026.8.0"
 
 
 @pytest.fixture(autouse=True)
@@ -44,115 +41,6 @@ def _pods(core_v1: kubernetes.client.CoreV1Api, namespace: str, selector: str) -
     return [p for p in pods if p.metadata.deletion_timestamp is None]
 
 
-def _dask_cluster(name: str, workers: int, *, command: bool = False) -> dict[str, Any]:
-    def container(role: str, args: list[str]) -> dict[str, Any]:
-        spec: dict[str, Any] = {"name": role, "image": DASK_IMAGE}
-        if command:
-            spec["args"] = args
-        return spec
-
-    scheduler_args = ["dask", "scheduler", "--host", "$(POD_IP)", "--dashboard-address", ":0"]
-    worker_args = ["dask", "worker", "--name", "$(DASK_WORKER_NAME)", "--host", "$(POD_IP)"]
-    worker_args += ["--nthreads", "1", "--no-dashboard"]
-    return {
-        "apiVersion": "kubernetes.dask.org/v1",
-        "kind": "DaskCluster",
-        "metadata": {"name": name},
-        "spec": {
-            "worker": {
-                "replicas": workers,
-                "spec": {"containers": [container("worker", worker_args)]},
-            },
-            "scheduler": {
-                "spec": {
-                    "containers": [
-                        {
-                            **container("scheduler", scheduler_args),
-                            "ports": [{"name": "tcp-comm", "containerPort": 8786}],
-                            "readinessProbe": {
-                                "tcpSocket": {"port": "tcp-comm"},
-                                "periodSeconds": 1,
-                            },
-                        }
-                    ]
-                },
-                "service": {
-                    "selector": {
-                        "dask.org/cluster-name": name,
-                        "dask.org/component": "scheduler",
-                    },
-                    "ports": [{"name": "tcp-comm", "port": 8786, "targetPort": "tcp-comm"}],
-                },
-            },
-        },
-    }
-
-
-def _dask_status(objects: kubernetes.client.CustomObjectsApi, ns: str, name: str) -> Any:
-    found = objects.get_namespaced_custom_object(
-        "kubernetes.dask.org", "v1", ns, "daskclusters", name
-    )
-    return found.get("status") or {}
-
-
-def test_a_dask_cluster_becomes_a_scheduler_its_service_and_workers(
-    extensions: kubernetes.client.ApiextensionsV1Api,
-    objects: kubernetes.client.CustomObjectsApi,
-    core_v1: kubernetes.client.CoreV1Api,
-    namespace: str,
-    wait_until: WaitUntil,
-) -> None:
-    _install(extensions, wait_until, "daskclusters")
-    objects.create_namespaced_custom_object(
-        "kubernetes.dask.org", "v1", namespace, "daskclusters", _dask_cluster("dk", 2)
-    )
-    scheduler_selector = "dask.org/cluster-name=dk,dask.org/component=scheduler"
-    worker_selector = "dask.org/cluster-name=dk,dask.org/component=worker"
-    wait_until(lambda: len(_pods(core_v1, namespace, worker_selector)) == 2)
-    (scheduler,) = _pods(core_v1, namespace, scheduler_selector)
-    assert scheduler.metadata.name.startswith("dk-scheduler-")
-    assert scheduler.metadata.owner_references[0].kind == "DaskCluster"
-    service = core_v1.read_namespaced_service("dk-scheduler", namespace)
-    assert service.spec.ports[0].name == "tcp-comm" and service.spec.cluster_ip
-    for worker in _pods(core_v1, namespace, worker_selector):
-        assert worker.metadata.labels["dask.org/workergroup-name"] == "dk-default"
-        env = {e.name: e.value for e in worker.spec.containers[0].env}
-        assert worker.metadata.name.startswith(env["DASK_WORKER_NAME"] + "-")
-        assert env["DASK_WORKER_NAME"].startswith("dk-default-worker-")
-        assert env["DASK_SCHEDULER_ADDRESS"] == (
-            f"tcp://dk-scheduler.{namespace}.svc.cluster.local:8786"
-        )
-    wait_until(
-        lambda: _dask_status(objects, namespace, "dk") == {"phase": "Running", "replicas": 2}
-    )
-
-    # Scaling follows spec.worker.replicas, both ways.
-    for replicas in (3, 1):
-        objects.patch_namespaced_custom_object(
-            "kubernetes.dask.org",
-            "v1",
-            namespace,
-            "daskclusters",
-            "dk",
-            {"spec": {"worker": {"replicas": replicas}}},
-        )
-        wait_until(lambda r=replicas: len(_pods(core_v1, namespace, worker_selector)) == r)
-
-    # A deleted scheduler pod is made again, under its Deployment's name.
-    core_v1.delete_namespaced_pod(scheduler.metadata.name, namespace, grace_period_seconds=0)
-
-    def replaced() -> bool:
-        now = _pods(core_v1, namespace, scheduler_selector)
-        return len(now) == 1 and now[0].metadata.name != scheduler.metadata.name
-
-    wait_until(replaced)
-    objects.delete_namespaced_custom_object(
-        "kubernetes.dask.org", "v1", namespace, "daskclusters", "dk"
-    )
-    wait_until(lambda: not _pods(core_v1, namespace, "dask.org/cluster-name=dk"))
-    wait_until(lambda: not core_v1.list_namespaced_service(namespace).items)
-
-
 def test_an_operators_pods_pass_the_namespaces_quota(
     extensions: kubernetes.client.ApiextensionsV1Api,
     objects: kubernetes.client.CustomObjectsApi,
@@ -163,36 +51,41 @@ def test_an_operators_pods_pass_the_namespaces_quota(
     """As from a real operator, pods go through the API server's quota admission: one the
     quota cannot take is not made, a FailedCreate Event on the object says why, and the next
     reconcile of the object makes it once the quota has room."""
-    _install(extensions, wait_until, "daskclusters")
+    _install(extensions, wait_until, "rayclusters")
     quota = {"metadata": {"name": "room"}, "spec": {"hard": {"pods": "2"}}}
     core_v1.create_namespaced_resource_quota(namespace, quota)
-    objects.create_namespaced_custom_object(
-        "kubernetes.dask.org", "v1", namespace, "daskclusters", _dask_cluster("dq", 2)
-    )
-    everything = "dask.org/cluster-name=dq"
+    template = {"spec": {"containers": [{"name": "ray", "image": "rayproject/ray:2.40.0"}]}}
+    body = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        "metadata": {"name": "rq"},
+        "spec": {
+            "headGroupSpec": {"rayStartParams": {}, "template": template},
+            "workerGroupSpecs": [
+                {"groupName": "cpu", "replicas": 2, "maxReplicas": 2, "template": template}
+            ],
+        },
+    }
+    objects.create_namespaced_custom_object("ray.io", "v1", namespace, "rayclusters", body)
+    everything = "ray.io/cluster=rq"
 
     def refused() -> list[Any]:
         events = core_v1.list_namespaced_event(namespace).items
         return [
             e
             for e in events
-            if e.reason == "FailedCreate" and e.involved_object.kind == "DaskCluster"
+            if e.reason == "FailedCreate" and e.involved_object.kind == "RayCluster"
         ]
 
     wait_until(refused)
     for event in refused():
-        assert event.type == "Warning" and event.involved_object.name == "dq"
+        assert event.type == "Warning" and event.involved_object.name == "rq"
         assert "exceeded quota: room" in event.message
     assert len(_pods(core_v1, namespace, everything)) == 2
 
     core_v1.patch_namespaced_resource_quota("room", namespace, {"spec": {"hard": {"pods": "3"}}})
     objects.patch_namespaced_custom_object(
-        "kubernetes.dask.org",
-        "v1",
-        namespace,
-        "daskclusters",
-        "dq",
-        {"metadata": {"labels": {"a": "b"}}},
+        "ray.io", "v1", namespace, "rayclusters", "rq", {"metadata": {"labels": {"a": "b"}}}
     )
     wait_until(lambda: len(_pods(core_v1, namespace, everything)) == 3)
 
@@ -307,48 +200,3 @@ def test_a_spark_connect_becomes_a_server_its_service_and_executors(
         "podIp": server.status.pod_ip or status["server"]["podIp"],
         "serviceName": "sc-server",
     }
-
-
-@pytest.mark.cluster_settings(programs={"*/dask/dask": ImageProgram()})
-def test_a_dask_cluster_of_real_processes_computes(
-    extensions: kubernetes.client.ApiextensionsV1Api,
-    objects: kubernetes.client.CustomObjectsApi,
-    core_v1: kubernetes.client.CoreV1Api,
-    emulator: KubernetesEmulator,
-    namespace: str,
-    wait_until: WaitUntil,
-) -> None:
-    _install(extensions, wait_until, "daskclusters")
-    objects.create_namespaced_custom_object(
-        "kubernetes.dask.org",
-        "v1",
-        namespace,
-        "daskclusters",
-        _dask_cluster("real", 2, command=True),
-    )
-
-    def scheduler_address() -> str | None:
-        # The operator makes the Service a moment after the object: 404 until then.
-        try:
-            service = core_v1.read_namespaced_service("real-scheduler", namespace)
-        except kubernetes.client.ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
-        return str(service.spec.cluster_ip)
-
-    address = wait_until(scheduler_address)
-    assert address.startswith("127.")
-    selector = "dask.org/cluster-name=real,dask.org/component=scheduler"
-
-    def scheduler_ready() -> bool:
-        pods = _pods(core_v1, namespace, selector)
-        conditions = (pods[0].status.conditions or []) if pods else []
-        return any(c.type == "Ready" and c.status == "True" for c in conditions)
-
-    wait_until(scheduler_ready, timeout=60)
-    with distributed.Client(f"tcp://{address}:8786", timeout=30) as client:
-        client.wait_for_workers(2, timeout=60)
-        assert client.submit(sum, range(10)).result(timeout=30) == 45
-        names = {w["name"] for w in client.scheduler_info()["workers"].values()}
-    assert all(str(n).startswith("real-default-worker-") for n in names), names
