@@ -56,4 +56,4 @@ def _getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
 
 if _HOSTS_FILE:
     socket.getaddrinfo = _getaddrinfo
-    sys.modules.setdefault("aiodns", None)  # type: ignore[assignment]
+    sys.modules.setdefault("aiodns", None)  # type: ignore[arg-type]
