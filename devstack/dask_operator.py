@@ -21,6 +21,7 @@ from typing import IO
 
 import requests
 
+from devstack.launch import launched
 from devstack.redis_process import free_port
 
 
@@ -58,7 +59,11 @@ class DaskOperatorProcess:
         ]
         env = {**_inherited(), **self._env, "KUBECONFIG": str(self.kubeconfig)}
         self._process = subprocess.Popen(
-            command, env=env, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT
+            launched(command),
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
         )
         self._await_live(f"http://127.0.0.1:{port}/healthz", timeout)
         return self
