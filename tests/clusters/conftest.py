@@ -47,9 +47,8 @@ BUDGETS = {
 
 
 @pytest.fixture
-def operators(kube: KubernetesEmulator, dask_operator: DaskOperatorProcess) -> None:
-    """The operators' CRDs in the shared emulator (installed once, by its administrator),
-    and the real Dask operator running against it."""
+def operators(kube: KubernetesEmulator) -> None:
+    """The operators' CRDs in the shared emulator (installed once, by its administrator)."""
     for plural in OPERATOR_CRDS:
         if (
             kube.served.by_plural(plural) is None
@@ -79,9 +78,11 @@ def nothing_left(kube: KubernetesEmulator) -> Iterator[None]:
 
 
 @pytest.fixture
-def cluster_config(operators: None, lab_raw_config: dict[str, Any]) -> dict[str, Any]:
+def cluster_config(
+    operators: None, dask_operator: DaskOperatorProcess, lab_raw_config: dict[str, Any]
+) -> dict[str, Any]:
     """The lab tests' configuration with this module's tiers and budgets, the operators
-    installed."""
+    installed, and the real Dask operator running against the shared emulator."""
     raw = copy.deepcopy(lab_raw_config)
     raw["clusters"] = CLUSTERS
     raw["budgets"] = BUDGETS
