@@ -15,6 +15,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+
 
 @dataclass(frozen=True)
 class PrinterColumn:
@@ -49,6 +51,9 @@ class ResourceType:
     categories: tuple[str, ...] = ()
     printer_columns: tuple[PrinterColumn, ...] = ()
     """A custom resource's columns in tables, after its name (from its CRD)."""
+    verbs: tuple[str, ...] = ALL_VERBS
+    """What the resource answers: every verb, or ``create`` alone for a review that is
+    evaluated and answered, never stored."""
 
     @property
     def custom(self) -> bool:
@@ -65,13 +70,12 @@ class ResourceType:
 
     def api_resource(self) -> dict[str, Any]:
         """The ``APIResource`` entry of this resource in a discovery document."""
-        verbs = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
         entry: dict[str, Any] = {
             "name": self.plural,
             "singularName": self.singular,
             "namespaced": self.namespaced,
             "kind": self.kind,
-            "verbs": verbs,
+            "verbs": list(self.verbs),
         }
         if self.short_names:
             entry["shortNames"] = list(self.short_names)

@@ -24,6 +24,7 @@ from devstack.kube.audit import AuditEntry, AuditLog, now
 from devstack.kube.cluster.logs import PodLogs
 from devstack.kube.faults import Decision, RequestFaults
 from devstack.kube.handlers import Handlers
+from devstack.kube.openapi import OpenApi
 from devstack.kube.resources import ResourceRegistry, ResourceType
 from devstack.kube.routing import RequestInfo
 from devstack.kube.store import Store
@@ -103,6 +104,7 @@ class ApiServer:
         self._faults = faults
         self._control = control
         self._logs = logs
+        self._openapi = OpenApi(served)
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         environ[_STARTED] = now()
@@ -114,6 +116,8 @@ class ApiServer:
         method: str = environ["REQUEST_METHOD"]
         query = dict(parse_qsl(environ.get("QUERY_STRING", ""), keep_blank_values=True))
         watch = query.get("watch", "").lower() in ("true", "1")
+        if method == "GET" and path.startswith("/openapi/v3"):
+            return self._openapi_v3(environ, start_response, path)
         try:
             info = routing.parse(self._served, method, path, watch=watch)
         except routing.NotRoutable:
@@ -298,6 +302,23 @@ class ApiServer:
             )
             return 404, error.status()
         return 200, body
+
+    def _openapi_v3(
+        self, environ: dict[str, Any], start_response: StartResponse, path: str
+    ) -> Iterable[bytes]:
+        """``/openapi/v3`` and the document of each group-version it lists."""
+        key = path.removeprefix("/openapi/v3").strip("/")
+        document = self._openapi.document(key) if key else None
+        if key and document is None:
+            code, body = self._non_resource("GET", path)
+            self._record(environ, "get", None, code)
+            return _json_response(start_response, code, body)
+        self._record(environ, "get", None, 200)
+        if document is None:
+            return _json_response(start_response, 200, self._openapi.listing())
+        headers = [("Content-Type", "application/json"), ("Content-Length", str(len(document)))]
+        start_response("200 OK", headers)
+        return [document]
 
     def _record(
         self, environ: dict[str, Any], verb: str, info: RequestInfo | None, code: int
