@@ -84,6 +84,8 @@ class ResourceType:
         return entry
 
 
+_RBAC = "rbac.authorization.k8s.io"
+
 RESOURCES: tuple[ResourceType, ...] = (
     ResourceType(
         "namespaces",
@@ -128,6 +130,7 @@ RESOURCES: tuple[ResourceType, ...] = (
         "v1",
         namespaced=True,
         short_names=("sa",),
+        subresources=("token",),
         returns_deleted_object=True,
     ),
     ResourceType(
@@ -209,6 +212,26 @@ RESOURCES: tuple[ResourceType, ...] = (
         namespaced=True,
         short_names=("ing",),
         subresources=("status",),
+    ),
+    ResourceType("roles", "Role", _RBAC, "v1", namespaced=True),
+    ResourceType("rolebindings", "RoleBinding", _RBAC, "v1", namespaced=True),
+    ResourceType("clusterroles", "ClusterRole", _RBAC, "v1", namespaced=False),
+    ResourceType("clusterrolebindings", "ClusterRoleBinding", _RBAC, "v1", namespaced=False),
+    ResourceType(
+        "selfsubjectaccessreviews",
+        "SelfSubjectAccessReview",
+        "authorization.k8s.io",
+        "v1",
+        namespaced=False,
+        verbs=("create",),
+    ),
+    ResourceType(
+        "selfsubjectrulesreviews",
+        "SelfSubjectRulesReview",
+        "authorization.k8s.io",
+        "v1",
+        namespaced=False,
+        verbs=("create",),
     ),
     ResourceType(
         "customresourcedefinitions",

@@ -137,6 +137,12 @@ class Kubectl:
             [*self.command, *args], input=stdin, capture_output=True, text=True, timeout=30
         )
 
+    def popen(self, *args: str) -> subprocess.Popen[str]:
+        """kubectl started, its output a pipe to read while it runs (``logs -f``)."""
+        return subprocess.Popen(
+            [*self.command, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+
     def __call__(self, *args: str, stdin: str | None = None) -> str:
         done = self.run(*args, stdin=stdin)
         assert done.returncode == 0, f"kubectl {' '.join(args)}: {done.stderr}"
