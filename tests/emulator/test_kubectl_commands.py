@@ -322,6 +322,10 @@ def test_logs_follow_a_running_container_until_it_ends(
     previous = kubectl.run("logs", "job", "-n", namespace, "--previous")
     assert previous.returncode != 0
     assert 'previous terminated container "main" in pod "job" not found' in previous.stderr
+    # The output is kept as written, with no time per line to select or print by.
+    for flag in ("--since=1m", "--timestamps"):
+        untimed = kubectl.run("logs", "job", "-n", namespace, flag)
+        assert untimed.returncode != 0 and "keeps no time for each line" in untimed.stderr
 
 
 def _reader(
