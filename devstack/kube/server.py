@@ -124,7 +124,8 @@ class ApiServer:
         except errors.ApiError as exc:
             self._record(environ, "", None, exc.code)
             return _json_response(start_response, exc.code, exc.status())
-        # Every non-resource path served is one RBAC's bootstrap policy lets anyone read.
+        # Paths that name no resource (discovery, OpenAPI, /version, health) are open to every
+        # caller, as the bootstrap policy makes them; RBAC is asked about resources.
         if method == "GET" and path.startswith("/openapi/v3"):
             return self._openapi_v3(environ, start_response, path)
         try:
