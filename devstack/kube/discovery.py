@@ -10,6 +10,9 @@ from devstack.kube.resources import ResourceRegistry
 KUBERNETES_VERSION = "v1.33.0"
 """The version the emulator claims to be; matches the schemas it validates against."""
 
+_SUBRESOURCE_VERBS = {"log": ["get"], "token": ["create"]}
+"""What a subresource answers when it is not the usual read and write of part of an object."""
+
 
 def version_info() -> dict[str, Any]:
     major, minor, _ = KUBERNETES_VERSION.lstrip("v").split(".")
@@ -69,7 +72,7 @@ def resource_list(served: ResourceRegistry, group_name: str, version: str) -> di
                     "singularName": "",
                     "namespaced": resource.namespaced,
                     "kind": resource.kind,
-                    "verbs": ["get"] if sub == "log" else ["get", "patch", "update"],
+                    "verbs": _SUBRESOURCE_VERBS.get(sub, ["get", "patch", "update"]),
                 }
             )
     return {

@@ -15,6 +15,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+
 
 @dataclass(frozen=True)
 class PrinterColumn:
@@ -49,6 +51,9 @@ class ResourceType:
     categories: tuple[str, ...] = ()
     printer_columns: tuple[PrinterColumn, ...] = ()
     """A custom resource's columns in tables, after its name (from its CRD)."""
+    verbs: tuple[str, ...] = ALL_VERBS
+    """What the resource answers: every verb, or ``create`` alone for a review that is
+    evaluated and answered, never stored."""
 
     @property
     def custom(self) -> bool:
@@ -65,13 +70,12 @@ class ResourceType:
 
     def api_resource(self) -> dict[str, Any]:
         """The ``APIResource`` entry of this resource in a discovery document."""
-        verbs = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
         entry: dict[str, Any] = {
             "name": self.plural,
             "singularName": self.singular,
             "namespaced": self.namespaced,
             "kind": self.kind,
-            "verbs": verbs,
+            "verbs": list(self.verbs),
         }
         if self.short_names:
             entry["shortNames"] = list(self.short_names)
@@ -79,6 +83,8 @@ class ResourceType:
             entry["categories"] = list(self.categories)
         return entry
 
+
+_RBAC = "rbac.authorization.k8s.io"
 
 RESOURCES: tuple[ResourceType, ...] = (
     ResourceType(
@@ -124,6 +130,7 @@ RESOURCES: tuple[ResourceType, ...] = (
         "v1",
         namespaced=True,
         short_names=("sa",),
+        subresources=("token",),
         returns_deleted_object=True,
     ),
     ResourceType(
@@ -205,6 +212,26 @@ RESOURCES: tuple[ResourceType, ...] = (
         namespaced=True,
         short_names=("ing",),
         subresources=("status",),
+    ),
+    ResourceType("roles", "Role", _RBAC, "v1", namespaced=True),
+    ResourceType("rolebindings", "RoleBinding", _RBAC, "v1", namespaced=True),
+    ResourceType("clusterroles", "ClusterRole", _RBAC, "v1", namespaced=False),
+    ResourceType("clusterrolebindings", "ClusterRoleBinding", _RBAC, "v1", namespaced=False),
+    ResourceType(
+        "selfsubjectaccessreviews",
+        "SelfSubjectAccessReview",
+        "authorization.k8s.io",
+        "v1",
+        namespaced=False,
+        verbs=("create",),
+    ),
+    ResourceType(
+        "selfsubjectrulesreviews",
+        "SelfSubjectRulesReview",
+        "authorization.k8s.io",
+        "v1",
+        namespaced=False,
+        verbs=("create",),
     ),
     ResourceType(
         "customresourcedefinitions",

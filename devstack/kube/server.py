@@ -19,11 +19,13 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 from urllib.parse import parse_qsl
 
-from devstack.kube import discovery, errors, routing, tables
+from devstack.kube import access_review, discovery, errors, protobuf, rbac, routing, tables
 from devstack.kube.audit import AuditEntry, AuditLog, now
 from devstack.kube.cluster.logs import PodLogs
 from devstack.kube.faults import Decision, RequestFaults
 from devstack.kube.handlers import Handlers
+from devstack.kube.identity import Tokens, User
+from devstack.kube.openapi import OpenApi
 from devstack.kube.resources import ResourceRegistry, ResourceType
 from devstack.kube.routing import RequestInfo
 from devstack.kube.store import Store
@@ -42,6 +44,7 @@ _REASONS = {
     200: "OK",
     201: "Created",
     400: "Bad Request",
+    401: "Unauthorized",
     403: "Forbidden",
     404: "Not Found",
     405: "Method Not Allowed",
@@ -103,6 +106,8 @@ class ApiServer:
         self._faults = faults
         self._control = control
         self._logs = logs
+        self._openapi = OpenApi(served)
+        self._tokens = Tokens(store)
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         environ[_STARTED] = now()
@@ -115,11 +120,25 @@ class ApiServer:
         query = dict(parse_qsl(environ.get("QUERY_STRING", ""), keep_blank_values=True))
         watch = query.get("watch", "").lower() in ("true", "1")
         try:
+            user = self._tokens.user(environ.get("HTTP_AUTHORIZATION", ""))
+        except errors.ApiError as exc:
+            self._record(environ, "", None, exc.code)
+            return _json_response(start_response, exc.code, exc.status())
+        # Paths that name no resource (discovery, OpenAPI, /version, health) are open to every
+        # caller, as the bootstrap policy makes them; RBAC is asked about resources.
+        if method == "GET" and path.startswith("/openapi/v3"):
+            return self._openapi_v3(environ, start_response, path)
+        try:
             info = routing.parse(self._served, method, path, watch=watch)
         except routing.NotRoutable:
             code, body = self._non_resource(method, path)
             self._record(environ, "get" if method == "GET" else method.lower(), None, code)
             return _json_response(start_response, code, body)
+        try:
+            self._authorize(user, info)
+        except errors.ApiError as exc:
+            self._record(environ, info.verb, info, exc.code)
+            return _json_response(start_response, exc.code, exc.status())
 
         pause = self._faults.claim_pause(info.verb, info.resource.plural, info.namespace, info.name)
         if pause is not None:
@@ -139,7 +158,7 @@ class ApiServer:
         if info.subresource == "log":
             return self._log(environ, start_response, info, query)
         try:
-            code, body = self._dispatch(environ, info, query)
+            code, body = self._dispatch(environ, info, query, user)
         except errors.ApiError as exc:
             code, body = exc.code, exc.status()
         except Exception:
@@ -150,8 +169,26 @@ class ApiServer:
 
     # -- resource requests -----------------------------------------------------------------
 
+    def _authorize(self, user: User, info: RequestInfo) -> None:
+        """Raise the 405 of a verb the resource does not answer, or the 403 of one RBAC does
+        not allow ``user``."""
+        resource = info.resource
+        if not info.subresource and info.verb not in resource.verbs:
+            raise errors.method_not_allowed(f"{resource.plural} cannot be asked to {info.verb}")
+        asked = rbac.Attributes(
+            verb=info.verb,
+            group=resource.group,
+            resource=resource.plural,
+            subresource=info.subresource,
+            namespace=info.namespace or "",
+            name=info.name or "",
+        )
+        if not rbac.decide(self._store, user, asked)[0]:
+            why = rbac.denial(user, asked)
+            raise errors.forbidden(resource.plural, info.name or "", why, resource.group)
+
     def _dispatch(
-        self, environ: dict[str, Any], info: RequestInfo, query: dict[str, str]
+        self, environ: dict[str, Any], info: RequestInfo, query: dict[str, str], user: User
     ) -> tuple[int, Any]:
         verb = info.verb
         if verb == "get":
@@ -160,6 +197,10 @@ class ApiServer:
             return 200, _as_asked(environ, query, info, self._handlers.list(info, query))
         body = _read_json(environ)
         if verb == "create":
+            if info.resource.plural in access_review.PLURALS:
+                return 201, access_review.answer(self._store, user, info.resource.plural, body)
+            if info.subresource == "token":
+                return 201, self._tokens.request(info.namespace or "", info.name or "", body)
             if info.name is not None:
                 raise errors.method_not_allowed("POST is not allowed on a named resource")
             return 201, self._handlers.create(info, body, query)
@@ -299,6 +340,23 @@ class ApiServer:
             return 404, error.status()
         return 200, body
 
+    def _openapi_v3(
+        self, environ: dict[str, Any], start_response: StartResponse, path: str
+    ) -> Iterable[bytes]:
+        """``/openapi/v3`` and the document of each group-version it lists."""
+        key = path.removeprefix("/openapi/v3").strip("/")
+        document = self._openapi.document(key) if key else None
+        if key and document is None:
+            code, body = self._non_resource("GET", path)
+            self._record(environ, "get", None, code)
+            return _json_response(start_response, code, body)
+        self._record(environ, "get", None, 200)
+        if document is None:
+            return _json_response(start_response, 200, self._openapi.listing())
+        headers = [("Content-Type", "application/json"), ("Content-Length", str(len(document)))]
+        start_response("200 OK", headers)
+        return [document]
+
     def _record(
         self, environ: dict[str, Any], verb: str, info: RequestInfo | None, code: int
     ) -> None:
@@ -349,6 +407,8 @@ def _read_json(environ: dict[str, Any]) -> Any:
     raw = environ["wsgi.input"].read(length) if length > 0 else b""
     if not raw.strip():
         return None
+    if protobuf.is_protobuf(environ.get("CONTENT_TYPE", "")):
+        return protobuf.decode(raw)
     try:
         return json.loads(raw)
     except ValueError as exc:

@@ -1,6 +1,7 @@
 """Fixtures for tests that drive the Kubernetes emulator through the real client.
 
-``emulator`` is a fresh, started emulator per test. Markers tune it:
+``emulator`` is a fresh, started emulator per test; ``kubectl`` runs the machine's kubectl
+against it. Markers tune it:
 
     @pytest.mark.cluster_settings(pod_termination_seconds=60)   # ClusterSettings fields
     @pytest.mark.watch_history(5)                                # changes kept for watches
@@ -8,12 +9,17 @@
 
 from __future__ import annotations
 
+import hashlib
+import shutil
+import subprocess
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, TypeVar
 
 import kubernetes.client
 import pytest
+import yaml
 
 from devstack.kube import KubernetesEmulator
 from devstack.kube.cluster import ClusterSettings
@@ -102,3 +108,53 @@ def _wait_until(
 def wait_until() -> WaitUntil:
     """``wait_until(condition, timeout=5.0)``: poll with a deadline instead of sleeping."""
     return _wait_until
+
+
+class Kubectl:
+    """The machine's kubectl with a kubeconfig for one emulator and a cache of its own.
+
+    ``kubectl(*args)`` is its output, a failing command failing the test; ``run`` gives the
+    whole result; ``with_token`` is the same kubectl presenting another bearer token.
+    kubectl is a test dependency (``make setup`` installs Debian's when the machine has none):
+    a missing one fails the tests rather than skipping them.
+    """
+
+    def __init__(self, config: dict[str, Any], directory: Path) -> None:
+        binary = shutil.which("kubectl")
+        if binary is None:
+            pytest.fail(
+                "kubectl is not installed: `make setup` installs Debian's kubernetes-client"
+            )
+        directory.mkdir(parents=True, exist_ok=True)
+        path = directory / "kubeconfig"
+        path.write_text(yaml.safe_dump(config), encoding="utf-8")
+        self.config = config
+        self.directory = directory
+        self.command = [binary, "--kubeconfig", str(path), "--cache-dir", str(directory / "cache")]
+
+    def run(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*self.command, *args], input=stdin, capture_output=True, text=True, timeout=30
+        )
+
+    def popen(self, *args: str) -> subprocess.Popen[str]:
+        """kubectl started, its output a pipe to read while it runs (``logs -f``)."""
+        return subprocess.Popen(
+            [*self.command, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+
+    def __call__(self, *args: str, stdin: str | None = None) -> str:
+        done = self.run(*args, stdin=stdin)
+        assert done.returncode == 0, f"kubectl {' '.join(args)}: {done.stderr}"
+        return done.stdout
+
+    def with_token(self, token: str) -> Kubectl:
+        config = {**self.config, "users": [{**self.config["users"][0], "user": {"token": token}}]}
+        digest = hashlib.sha256(token.encode()).hexdigest()[:12]
+        return Kubectl(config, self.directory.parent / f"kubectl-{digest}")
+
+
+@pytest.fixture
+def kubectl(emulator: KubernetesEmulator, tmp_path: Path) -> Kubectl:
+    """The machine's kubectl, pointed at the emulator with its kubeconfig (the admin's)."""
+    return Kubectl(emulator.kubeconfig(), tmp_path / "kubectl")

@@ -1,53 +1,25 @@
 """``kubectl get`` against the emulator, with the machine's kubectl: the columns and cells a
 real API server gives (the server renders them; kubectl lays them out).
 
-kubectl is a test dependency (``make setup`` installs Debian's when the machine has none); a
-missing one fails these tests rather than skipping them.
+The ``kubectl`` fixture (``conftest.py``) runs it with a kubeconfig for the test's emulator.
 """
 
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import kubernetes.client
 import pytest
-import yaml
 
 from devstack.kube import KubernetesEmulator
 from devstack.kube.crds import crd
-from tests.emulator.conftest import WaitUntil
+from tests.emulator.conftest import Kubectl, WaitUntil
 
-Kubectl = Callable[..., str]
 Rows = list[dict[str, str]]
 
 AGE = re.compile(r"^\d+s$")
 """The age of anything a test made: seconds."""
-
-
-@pytest.fixture
-def kubectl(emulator: KubernetesEmulator, tmp_path: Path) -> Kubectl:
-    """``kubectl(*args)``: its output, run with a kubeconfig for the emulator and a cache of
-    its own; a failing command fails the test."""
-    binary = shutil.which("kubectl")
-    if binary is None:
-        pytest.fail("kubectl is not installed: `make setup` installs Debian's kubernetes-client")
-    config = tmp_path / "kubeconfig"
-    config.write_text(yaml.safe_dump(emulator.kubeconfig()), encoding="utf-8")
-    base = [binary, "--kubeconfig", str(config), "--cache-dir", str(tmp_path / "kube-cache")]
-
-    def run(*args: str) -> str:
-        done = subprocess.run(
-            [*base, *args], capture_output=True, text=True, timeout=30, check=False
-        )
-        assert done.returncode == 0, f"kubectl {' '.join(args)}: {done.stderr}"
-        return done.stdout
-
-    return run
 
 
 def table(output: str) -> tuple[list[str], Rows]:

@@ -4,7 +4,9 @@ A process-run container's output is in a file per start (``ProcessRuntime.log_pa
 emulated container printed nothing, so its log is empty. The query parameters are the API's:
 ``container`` (needed when the pod has more than one), ``previous`` (the start before the
 current one), ``tailLines``, ``limitBytes`` and ``follow`` (keep the answer open while the
-container runs, and send what it prints).
+container runs, and send what it prints). ``sinceSeconds``, ``sinceTime`` and ``timestamps``
+are refused with a 400: the output is kept as the process wrote it, with no time per line to
+select or print by.
 """
 
 from __future__ import annotations
@@ -18,6 +20,9 @@ from devstack.kube import errors
 
 from . import containers as cs
 from .processes import Lookup, ProcessRuntime
+
+_UNTIMED = ("sinceSeconds", "sinceTime", "timestamps")
+"""Parameters that select or print lines by when they were written: the files keep no time."""
 
 MAX_LOG_BYTES = 8 * 1024 * 1024
 """The most of one log an answer carries: the end of a longer one."""
@@ -47,6 +52,11 @@ class PodLogs:
         pod = self._lookup("pods", namespace, name)
         if pod is None:
             raise errors.not_found("pods", name)
+        asked = [p for p in _UNTIMED if query.get(p, "false").lower() not in ("", "false", "0")]
+        if asked:
+            raise errors.bad_request(
+                f"{', '.join(asked)}: this cluster keeps no time for each line of a log"
+            )
         container = _container(pod, query.get("container") or "")
         status = _container_status(pod, container)
         restart = int(status.get("restartCount") or 0)
