@@ -191,6 +191,36 @@ def test_deleting_a_pod_stops_its_process_within_the_grace_period(
         os.kill(pid, 0)
 
 
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` is a process that has not exited (a zombie has)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+def test_a_containers_processes_end_with_its_first_one(
+    emulator: KubernetesEmulator,
+    core_v1: kubernetes.client.CoreV1Api,
+    namespace: str,
+    wait_until: WaitUntil,
+) -> None:
+    """As in a container, whatever the first process started is killed when it ends: here a
+    child that moved to a process group of its own (as Ray's workers do), which stopping the
+    first process's group would miss."""
+    code = (
+        "import subprocess, sys\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'],"
+        " process_group=0)\n"
+        "print(child.pid, flush=True)\n"
+    )
+    core_v1.create_namespaced_pod(namespace, _pod("p", code, restart="Never"))
+    wait_until(lambda: _status(core_v1, namespace, "p").phase == "Succeeded", timeout=15)
+    child = int(_log(emulator, core_v1, namespace).split()[0])
+    wait_until(lambda: not _alive(child))
+
+
 def test_a_container_that_cannot_run_waits_with_a_reason(
     emulator: KubernetesEmulator,
     core_v1: kubernetes.client.CoreV1Api,
