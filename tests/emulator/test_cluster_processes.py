@@ -345,6 +345,28 @@ def test_a_tcp_readiness_probe_waits_for_the_port_to_open(
     wait_until(lambda: _ready(core_v1, namespace), timeout=10)
 
 
+def test_a_tcp_probe_counts_an_ipv6_socket_listening_at_the_pods_address(
+    emulator: KubernetesEmulator,
+    core_v1: kubernetes.client.CoreV1Api,
+    namespace: str,
+    wait_until: WaitUntil,
+) -> None:
+    """As gRPC's servers (Ray's client server) listen at an IPv4 address: an IPv6 socket bound
+    to it as ``::ffff:a.b.c.d``, which the kernel lists among IPv6 sockets."""
+    code = (
+        "import os, socket\n"
+        "s = socket.socket(socket.AF_INET6)\n"
+        "s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)\n"
+        "s.bind(('::ffff:' + os.environ['POD_IP'], 7000))\n"
+        "s.listen()\n"
+        "while True:\n"
+        "    s.accept()[0].close()\n"
+    )
+    probe = {"tcpSocket": {"port": 7000}, "periodSeconds": 1}
+    core_v1.create_namespaced_pod(namespace, _pod("p", code, readinessProbe=probe))
+    wait_until(lambda: _ready(core_v1, namespace), timeout=10)
+
+
 @pytest.mark.parametrize(
     ("probe", "ready", "reason"),
     [
