@@ -191,6 +191,36 @@ def test_deleting_a_pod_stops_its_process_within_the_grace_period(
         os.kill(pid, 0)
 
 
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` is a process that has not exited (a zombie has)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+def test_a_containers_processes_end_with_its_first_one(
+    emulator: KubernetesEmulator,
+    core_v1: kubernetes.client.CoreV1Api,
+    namespace: str,
+    wait_until: WaitUntil,
+) -> None:
+    """As in a container, whatever the first process started is killed when it ends: here a
+    child that moved to a process group of its own (as Ray's workers do), which stopping the
+    first process's group would miss."""
+    code = (
+        "import subprocess, sys\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'],"
+        " process_group=0)\n"
+        "print(child.pid, flush=True)\n"
+    )
+    core_v1.create_namespaced_pod(namespace, _pod("p", code, restart="Never"))
+    wait_until(lambda: _status(core_v1, namespace, "p").phase == "Succeeded", timeout=15)
+    child = int(_log(emulator, core_v1, namespace).split()[0])
+    wait_until(lambda: not _alive(child))
+
+
 def test_a_container_that_cannot_run_waits_with_a_reason(
     emulator: KubernetesEmulator,
     core_v1: kubernetes.client.CoreV1Api,
@@ -312,6 +342,28 @@ def test_a_tcp_readiness_probe_waits_for_the_port_to_open(
     wait_until(lambda: _status(core_v1, namespace, "p").phase == "Running")
     assert not _ready(core_v1, namespace)
     (_home(emulator, core_v1, namespace) / "flag").write_text("")
+    wait_until(lambda: _ready(core_v1, namespace), timeout=10)
+
+
+def test_a_tcp_probe_counts_an_ipv6_socket_listening_at_the_pods_address(
+    emulator: KubernetesEmulator,
+    core_v1: kubernetes.client.CoreV1Api,
+    namespace: str,
+    wait_until: WaitUntil,
+) -> None:
+    """As gRPC's servers (Ray's client server) listen at an IPv4 address: an IPv6 socket bound
+    to it as ``::ffff:a.b.c.d``, which the kernel lists among IPv6 sockets."""
+    code = (
+        "import os, socket\n"
+        "s = socket.socket(socket.AF_INET6)\n"
+        "s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)\n"
+        "s.bind(('::ffff:' + os.environ['POD_IP'], 7000))\n"
+        "s.listen()\n"
+        "while True:\n"
+        "    s.accept()[0].close()\n"
+    )
+    probe = {"tcpSocket": {"port": 7000}, "periodSeconds": 1}
+    core_v1.create_namespaced_pod(namespace, _pod("p", code, readinessProbe=probe))
     wait_until(lambda: _ready(core_v1, namespace), timeout=10)
 
 

@@ -18,6 +18,9 @@ from pathlib import Path
 _LISTEN = "0A"
 _ANY_V4 = "00000000"
 _ANY_V6 = "0" * 32
+_V4_MAPPED = "0000000000000000FFFF0000"
+"""How ``/proc/net/tcp6`` begins ``::ffff:a.b.c.d``, an IPv4 address an IPv6 socket listens at
+(as gRPC's servers bind an IPv4 address); the IPv4 address follows as ``/proc/net/tcp`` has it."""
 
 
 def _local_v4(host: str, port: int) -> str:
@@ -28,10 +31,10 @@ def _local_v4(host: str, port: int) -> str:
 
 def listening_socket(host: str, port: int) -> int | None:
     """The inode of the socket a connection to ``host:port`` reaches: one listening at that
-    address, else one listening at every address (IPv4's, or IPv6's, which takes IPv4 too);
-    None when nothing listens there."""
+    address (an IPv4 or an IPv6 socket), else one listening at every address (IPv4's, or
+    IPv6's, which takes IPv4 too); None when nothing listens there."""
     exact, any_v4 = _local_v4(host, port), f"{_ANY_V4}:{port:04X}"
-    any_v6 = f"{_ANY_V6}:{port:04X}"
+    any_v6, mapped = f"{_ANY_V6}:{port:04X}", _V4_MAPPED + _local_v4(host, port)
     wildcard: int | None = None
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
@@ -42,7 +45,7 @@ def listening_socket(host: str, port: int) -> int | None:
             fields = line.split()
             if len(fields) < 10 or fields[3] != _LISTEN:
                 continue
-            if fields[1] == exact:
+            if fields[1] in (exact, mapped):
                 return int(fields[9])
             if fields[1] in (any_v4, any_v6):
                 wildcard = int(fields[9])

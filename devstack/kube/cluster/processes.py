@@ -28,9 +28,11 @@ given here where a process can have it:
   is the pod's own directory;
 - its output in a log file per container and restart (what ``pods/<name>/log`` serves).
 
-Each process leads its own process group, so stopping it (SIGTERM, then SIGKILL after the
-grace period) reaches whatever it started; and it is started through ``launch``, which asks the
-kernel to kill it if the stack dies, so no child outlives the stack.
+Each process leads its own session and process group, so stopping it (SIGTERM, then SIGKILL
+after the grace period) reaches whatever it started. As a container's processes all end with
+its first one, whatever is left of its session when that process ends is killed: a child that
+moved to a process group of its own (as Ray's workers do) goes too. And it is started through
+``launch``, which asks the kernel to kill it if the stack dies, so no child outlives the stack.
 """
 
 from __future__ import annotations
@@ -198,6 +200,7 @@ class ProcessRuntime:
 
         def wait() -> None:
             code = process.wait()
+            _kill_session(running.group)
             with self._lock:
                 if self._running.get((uid, name)) is running:
                     del self._running[(uid, name)]
@@ -230,7 +233,7 @@ class ProcessRuntime:
             everything = list(self._running.values())
             self._running.clear()
         for running in everything:
-            _signal_group(running.group, signal.SIGKILL)
+            _kill_session(running.group)
         for running in everything:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 running.process.wait(timeout=5)
@@ -451,4 +454,31 @@ def _signal_group(group: int, sig: signal.Signals) -> None:
 def _kill_all_alive(groups: list[RunningContainer]) -> None:
     for running in groups:
         if running.process.poll() is None:
-            _signal_group(running.group, signal.SIGKILL)
+            _kill_session(running.group)
+
+
+def _kill_session(session: int) -> None:
+    """SIGKILL to every process of ``session`` (a container's: its first process's id), in
+    its group or not; its group alone where ``/proc`` cannot say who is in the session."""
+    _signal_group(session, signal.SIGKILL)
+    for pid in session_members(session):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def session_members(session: int) -> list[int]:
+    """The live (not yet exited) processes of ``session``, from ``/proc`` (none without it)."""
+    found = []
+    with contextlib.suppress(OSError):
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            try:
+                stat = Path(entry.path, "stat").read_text()
+            except OSError:
+                continue  # ended meanwhile
+            # After the command's closing parenthesis: state, ppid, pgrp, session, ...
+            fields = stat.rpartition(")")[2].split()
+            if len(fields) > 3 and fields[3] == str(session) and fields[0] != "Z":
+                found.append(int(entry.name))
+    return found
