@@ -230,13 +230,3 @@ class OperatorSimulation(Operator):
 def member_keys(pods: list[Obj]) -> list[str]:
     """The member each pod is, in the order given."""
     return [str((p["metadata"].get("annotations") or {}).get(MEMBER_ANNOTATION, "")) for p in pods]
-
-
-def pod_spec_with_env(spec: dict[str, Any], env: dict[str, str]) -> dict[str, Any]:
-    """A copy of ``spec`` whose containers get ``env`` where they do not set it themselves."""
-    spec = copy.deepcopy(spec)
-    for container in spec.get("containers") or []:
-        names = {e.get("name") for e in container.get("env") or []}
-        extra = [{"name": k, "value": v} for k, v in env.items() if k not in names]
-        container["env"] = [*(container.get("env") or []), *extra]
-    return spec
