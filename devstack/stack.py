@@ -275,7 +275,8 @@ class LocalStack:
         raw["lab"]["internalUrl"] = (
             self.lab_standin.url if self.lab_standin is not None else REAL_LAB_URL
         )
-        # No DNS here: clusters' addresses name their head Service by its forwarded cluster IP.
+        # A notebook on the machine is outside the stack's cluster DNS (only the processes the
+        # stack starts have it): clusters' addresses name their head Service by its cluster IP.
         raw["clusters"]["reachBy"] = "clusterIP"
         for container in raw["lab"].get("initContainers", []):
             container["image"] = self._local_reference(container["image"])

@@ -44,7 +44,7 @@ def test_create_read_scale_retier_restart_and_delete(
         1,
         3,
     )
-    # No DNS on the local stack: the address is the scheduler Service's cluster IP.
+    # The local stack names heads by cluster IP (clusters.reachBy), for clients on the machine.
     name = cluster.name
     service = stack.kube.store.get("services", f"nublado-{USER}", f"{name}-scheduler")
     assert service is not None

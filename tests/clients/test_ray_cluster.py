@@ -29,7 +29,7 @@ def test_a_ray_cluster_made_through_the_service_runs_a_labs_tasks(
         # Running once the head's client server listens.
         cluster = client.clusters.create(USER, "rayclusters", workers=1, timeout=180)
         assert (cluster.kind, cluster.workers) == ("rayclusters", 1)
-        # No DNS on the local stack: the head Service's cluster IP, its Ray client port.
+        # On the local stack the service names heads by cluster IP (clusters.reachBy).
         service = real_lab_stack.kube.store.get("services", namespace, f"{cluster.name}-head-svc")
         assert service is not None
         assert cluster.scheduler_address == f"ray://{service['spec']['clusterIP']}:10001"

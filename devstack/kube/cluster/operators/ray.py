@@ -12,8 +12,9 @@ Where the Ray image runs as processes (the local stack's real labs), Ray's nodes
 the simulation does what the local stack's network asks of them:
 
 - the head Service has a cluster IP (as KubeRay makes it with
-  ``ENABLE_RAY_HEAD_CLUSTER_IP_SERVICE``): the stack has no cluster DNS to resolve a headless
-  Service's name, so workers are told the head's address as that IP;
+  ``ENABLE_RAY_HEAD_CLUSTER_IP_SERVICE``): Ray's servers are C++ and resolve names without the
+  stack's cluster DNS (a Python start-up hook), and a headless Service's name has no address,
+  so workers are told the head's address as that IP;
 - each node is told its own address (``node-ip-address``): Ray would take the machine's;
 - Ray binds its GCS on every interface of the machine and its client server on the machine's
   127.0.0.1 too, whatever address it is given, so fixed ports would let one Ray cluster per
@@ -172,7 +173,7 @@ class RayOperator(OperatorSimulation):
 
     def _head_host(self, obj: Obj) -> str:
         """Where workers find the head: its Service's loopback cluster IP where it has one
-        (the local stack has no cluster DNS), its DNS name otherwise."""
+        (Ray's C++ servers do not read the stack's cluster DNS), its DNS name otherwise."""
         meta = obj["metadata"]
         namespace, service_name = meta.get("namespace"), f"{meta['name']}-head-svc"
         service = self._writer.store.get("services", namespace, service_name)
