@@ -8,6 +8,11 @@ resumes the operation after another died converges: the patch sets values (never
 and the restart deletes only the pod the service named, by its uid, and takes one that is
 already terminating, or gone, as deleted.
 
+Where the kind's operator keeps copies of a pod template it made objects from (the Dask
+operator's worker group and scheduler Deployment), a new worker tier is written to the copies
+too, and a restart gives the head's copies the head's tier, so what the operator makes next
+has the tier (``ClusterAdapter.worker_template_copies``, ``head_template_copies``).
+
 A restart's answer is the API server's word on the deletion; the step that had it may be
 another worker's, so it travels on the operation's event stream, in the event that says the
 head was deleted (``deleted_event`` and ``deletion_in``).
