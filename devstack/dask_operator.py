@@ -15,13 +15,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import IO
 
-import requests
-
 from devstack.launch import launched
+from devstack.readiness import await_url
 from devstack.redis_process import free_port
 
 
@@ -35,10 +33,6 @@ class DaskOperatorProcess:
         self._env = env
         self._process: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
-
-    @property
-    def pid(self) -> int | None:
-        return self._process.pid if self._process is not None else None
 
     def start(self, timeout: float = 60.0) -> DaskOperatorProcess:
         """Start the operator and return once its liveness endpoint answers."""
@@ -65,27 +59,14 @@ class DaskOperatorProcess:
             stdout=self._log,
             stderr=subprocess.STDOUT,
         )
-        self._await_live(f"http://127.0.0.1:{port}/healthz", timeout)
+        try:
+            await_url(
+                f"http://127.0.0.1:{port}/healthz", timeout, self._process, "the Dask operator"
+            )
+        except RuntimeError:
+            self.stop()
+            raise
         return self
-
-    def _await_live(self, url: str, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while True:
-            assert self._process is not None
-            if self._process.poll() is not None:
-                raise RuntimeError(
-                    f"the Dask operator exited with code {self._process.returncode} "
-                    f"at start-up (see {self.log_path})"
-                )
-            try:
-                if requests.get(url, timeout=1).status_code == 200:
-                    return
-            except requests.RequestException:
-                pass
-            if time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"the Dask operator was not live in {timeout:.0f} s")
-            time.sleep(0.1)
 
     def stop(self) -> None:
         """SIGTERM, as a pod's deletion sends it; SIGKILL after 10 s."""

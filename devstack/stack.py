@@ -28,12 +28,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import requests
 import yaml
 
 from app.runtime.defaults import DEFAULT_WORKERS
@@ -54,6 +52,7 @@ from devstack.kube.cluster import ClusterSettings
 from devstack.kube.crds import OPERATOR_CRDS, crd
 from devstack.lab_standin import LabStandIn
 from devstack.launch import launched
+from devstack.readiness import await_url
 from devstack.redis_process import RedisProcess, free_port
 from devstack.registry import RegistryEmulator
 from devstack.sentinel import SentinelGroup
@@ -355,7 +354,7 @@ class LocalStack:
             self._await_ready(replica, timeout)
         if self.balancer is not None:
             self.balancer.start()
-            _await_url(f"{self.spawner_url}/readyz", timeout, None)
+            await_url(f"{self.spawner_url}/readyz", timeout, None, "gunicorn")
 
     def start_replica(self, replica: SpawnerReplica, *, wait: bool = True) -> None:
         """Start ``replica``'s gunicorn master on its port (again, after it stopped)."""
@@ -388,7 +387,7 @@ class LocalStack:
             self._await_ready(replica, 60.0)
 
     def _await_ready(self, replica: SpawnerReplica, timeout: float) -> None:
-        _await_url(f"{replica.url}/readyz", timeout, replica.process)
+        await_url(f"{replica.url}/readyz", timeout, replica.process, "gunicorn")
 
     def replica_named(self, name: str) -> SpawnerReplica:
         return next(replica for replica in self.replicas if replica.name == name)
@@ -550,22 +549,6 @@ class SpawnerReplica:
     def worker_pids(self) -> list[int]:
         """The pids of its gunicorn workers."""
         return _children(self.process.pid) if self.process is not None else []
-
-
-def _await_url(url: str, timeout: float, process: subprocess.Popen[bytes] | None) -> None:
-    """Wait until ``url`` answers 200; fail at once if ``process`` (which serves it) exits."""
-    deadline = time.monotonic() + timeout
-    while True:
-        if process is not None and process.poll() is not None:
-            raise RuntimeError(f"gunicorn exited with code {process.returncode} at start-up")
-        try:
-            if requests.get(url, timeout=1).status_code == 200:
-                return
-        except requests.RequestException:
-            pass
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"{url} did not answer in time")
-        time.sleep(0.1)
 
 
 def _children(pid: int) -> list[int]:

@@ -158,3 +158,31 @@ class Kubectl:
 def kubectl(emulator: KubernetesEmulator, tmp_path: Path) -> Kubectl:
     """The machine's kubectl, pointed at the emulator with its kubeconfig (the admin's)."""
     return Kubectl(emulator.kubeconfig(), tmp_path / "kubectl")
+
+
+def available_web_deployment(
+    apps_v1: kubernetes.client.AppsV1Api, namespace: str, wait_until: WaitUntil, *, replicas: int
+) -> None:
+    """The Deployment ``web`` (label ``app=web``, an nginx container) with ``replicas`` pods,
+    once they are all available."""
+    labels = {"app": "web"}
+    apps_v1.create_namespaced_deployment(
+        namespace,
+        {
+            "metadata": {"name": "web"},
+            "spec": {
+                "replicas": replicas,
+                "selector": {"matchLabels": labels},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]},
+                },
+            },
+        },
+    )
+    wait_until(
+        lambda: (
+            apps_v1.read_namespaced_deployment("web", namespace).status.available_replicas
+            == replicas
+        )
+    )

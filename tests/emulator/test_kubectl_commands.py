@@ -19,7 +19,7 @@ import yaml
 from devstack.kube import KubernetesEmulator
 from devstack.kube.cluster.programs import ImageProgram
 from devstack.kube.crds import crd
-from tests.emulator.conftest import Kubectl, WaitUntil
+from tests.emulator.conftest import Kubectl, WaitUntil, available_web_deployment
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 PROGRAMS = {"registry.test/proc": ImageProgram(entrypoint=(sys.executable, "-c"))}
@@ -235,24 +235,7 @@ def test_describe_shows_the_objects_own_events(
     ]
     assert not any("other" in message for _, _, _, message in events)
 
-    labels = {"app": "web"}
-    apps_v1.create_namespaced_deployment(
-        namespace,
-        {
-            "metadata": {"name": "web"},
-            "spec": {
-                "replicas": 1,
-                "selector": {"matchLabels": labels},
-                "template": {
-                    "metadata": {"labels": labels},
-                    "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]},
-                },
-            },
-        },
-    )
-    wait_until(
-        lambda: apps_v1.read_namespaced_deployment("web", namespace).status.available_replicas
-    )
+    available_web_deployment(apps_v1, namespace, wait_until, replicas=1)
     output = kubectl("describe", "deployment", "web", "-n", namespace)
     ((kind, reason, source, message),) = _events(output)
     assert (kind, reason, source) == ("Normal", "ScalingReplicaSet", "deployment-controller")

@@ -14,7 +14,7 @@ import pytest
 
 from devstack.kube import KubernetesEmulator
 from devstack.kube.crds import crd
-from tests.emulator.conftest import Kubectl, WaitUntil
+from tests.emulator.conftest import Kubectl, WaitUntil, available_web_deployment
 
 Rows = list[dict[str, str]]
 
@@ -299,24 +299,7 @@ def test_get_deployments(
     node: str,
     wait_until: WaitUntil,
 ) -> None:
-    labels = {"app": "web"}
-    apps_v1.create_namespaced_deployment(
-        namespace,
-        {
-            "metadata": {"name": "web"},
-            "spec": {
-                "replicas": 2,
-                "selector": {"matchLabels": labels},
-                "template": {
-                    "metadata": {"labels": labels},
-                    "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]},
-                },
-            },
-        },
-    )
-    wait_until(
-        lambda: apps_v1.read_namespaced_deployment("web", namespace).status.available_replicas == 2
-    )
+    available_web_deployment(apps_v1, namespace, wait_until, replicas=2)
     header, rows = table(kubectl("get", "deployments", "-n", namespace, "-o", "wide"))
     assert header == [
         "NAME",
