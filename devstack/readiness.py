@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import time
 
@@ -15,11 +16,9 @@ def await_url(url: str, timeout: float, process: subprocess.Popen[bytes] | None,
     while True:
         if process is not None and process.poll() is not None:
             raise RuntimeError(f"{name} exited with code {process.returncode} at start-up")
-        try:
+        with contextlib.suppress(requests.RequestException):
             if requests.get(url, timeout=1).status_code == 200:
                 return
-        except requests.RequestException:
-            pass
         if time.monotonic() > deadline:
             raise RuntimeError(f"{url} ({name}) did not answer in time")
         time.sleep(0.1)

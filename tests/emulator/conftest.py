@@ -23,6 +23,8 @@ import yaml
 
 from devstack.kube import KubernetesEmulator
 from devstack.kube.cluster import ClusterSettings
+from devstack.kube.crds import crd
+from devstack.kube.resources import ResourceType
 
 T = TypeVar("T")
 
@@ -186,3 +188,15 @@ def available_web_deployment(
             == replicas
         )
     )
+
+
+def served_crd(
+    emulator: KubernetesEmulator,
+    extensions: kubernetes.client.ApiextensionsV1Api,
+    wait_until: WaitUntil,
+    plural: str,
+) -> ResourceType:
+    """Create the operator CRD of ``plural`` through the API; its resource once served."""
+    extensions.create_custom_resource_definition(crd(plural))
+    resource: ResourceType = wait_until(lambda: emulator.served.by_plural(plural))
+    return resource

@@ -11,8 +11,7 @@ import pytest
 import requests
 
 from devstack.kube import KubernetesEmulator
-from devstack.kube.crds import crd
-from tests.emulator.conftest import WaitUntil
+from tests.emulator.conftest import WaitUntil, served_crd
 
 KUBECTL_ACCEPT = (
     "application/json;as=Table;v=v1;g=meta.k8s.io,"
@@ -170,8 +169,7 @@ def test_a_crd_s_printer_columns_are_served(
     namespace: str,
     wait_until: WaitUntil,
 ) -> None:
-    extensions.create_custom_resource_definition(crd("daskclusters"))
-    resource = wait_until(lambda: emulator.served.by_plural("daskclusters"))
+    resource = served_crd(emulator, extensions, wait_until, "daskclusters")
     assert [(c.name, c.type, c.json_path) for c in resource.printer_columns] == [
         ("Workers", "integer", ".spec.worker.replicas"),
         ("Status", "string", ".status.phase"),

@@ -18,8 +18,7 @@ import yaml
 
 from devstack.kube import KubernetesEmulator
 from devstack.kube.cluster.programs import ImageProgram
-from devstack.kube.crds import crd
-from tests.emulator.conftest import Kubectl, WaitUntil, available_web_deployment
+from tests.emulator.conftest import Kubectl, WaitUntil, available_web_deployment, served_crd
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 PROGRAMS = {"registry.test/proc": ImageProgram(entrypoint=(sys.executable, "-c"))}
@@ -60,8 +59,7 @@ def test_explain_a_custom_resource_from_its_crd(
     assert result.returncode != 0
     assert 'doesn\'t have a resource type "daskclusters"' in result.stderr
 
-    extensions.create_custom_resource_definition(crd("daskclusters"))
-    wait_until(lambda: emulator.served.by_plural("daskclusters"))
+    served_crd(emulator, extensions, wait_until, "daskclusters")
     output = kubectl("explain", "daskclusters.spec.worker")
     assert output.startswith("GROUP:      kubernetes.dask.org\nKIND:       DaskCluster\n")
     assert "  replicas\t<integer>\n" in output
@@ -156,8 +154,7 @@ def test_apply_a_custom_resource(
     namespace: str,
     wait_until: WaitUntil,
 ) -> None:
-    extensions.create_custom_resource_definition(crd("daskclusters"))
-    wait_until(lambda: emulator.served.by_plural("daskclusters"))
+    served_crd(emulator, extensions, wait_until, "daskclusters")
     pod = {"containers": [{"name": "dask", "image": "ghcr.io/dask/dask:2026.8.0"}]}
     cluster = {
         "apiVersion": "kubernetes.dask.org/v1",

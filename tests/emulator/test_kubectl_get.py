@@ -13,8 +13,7 @@ import kubernetes.client
 import pytest
 
 from devstack.kube import KubernetesEmulator
-from devstack.kube.crds import crd
-from tests.emulator.conftest import Kubectl, WaitUntil, available_web_deployment
+from tests.emulator.conftest import Kubectl, WaitUntil, available_web_deployment, served_crd
 
 Rows = list[dict[str, str]]
 
@@ -362,8 +361,7 @@ def test_get_custom_resources_with_their_printer_columns(
     namespace: str,
     wait_until: WaitUntil,
 ) -> None:
-    extensions.create_custom_resource_definition(crd("daskclusters"))
-    wait_until(lambda: emulator.served.by_plural("daskclusters"))
+    served_crd(emulator, extensions, wait_until, "daskclusters")
     containers = [{"name": "dask", "image": "ghcr.io/dask/dask:2026.8.0"}]
     objects.create_namespaced_custom_object(
         "kubernetes.dask.org",
