@@ -6,9 +6,13 @@ still answered in milliseconds. The Kubernetes client and redis-py both work und
 monkey-patching, which the gevent worker applies before the app is imported.
 
 Every value can be set from the environment, so the Helm chart and ``make run`` tune it
-without editing this file. What the server does to its own process (the worker class, what
-it leaves unimported, its garbage collector) lives in ``app.runtime``: this file only calls
-it from the hooks.
+without editing this file. ``SPAWNER_ROLE`` says what the workers do
+(``app.models.process_role``): a replica runs this file twice, once for its ``web`` workers
+(the API and event streams) and once for its ``runner`` workers (operations and the elected
+loops, with only probes and metrics on their port); unset, each worker does both.
+
+What the server does to its own process (the worker class, what it leaves unimported, its
+garbage collector) lives in ``app.runtime``: this file only calls it from the hooks.
 """
 
 from __future__ import annotations
@@ -23,14 +27,17 @@ from typing import Any
 import gevent
 
 from app import runtime
-from app.runtime.defaults import DEFAULT_WORKERS
+from app.models.process_role import ProcessRole
+from app.runtime.defaults import default_workers
 
 # Before any worker imports the app (and with it the Kubernetes client): see the package.
 runtime.before_app_import()
 
+# An unknown role stops the master here, with the message naming the allowed ones.
+role = ProcessRole.from_environment()
 bind = os.environ.get("SPAWNER_BIND", "0.0.0.0:8080")
-# One worker per replica by default: see the module.
-workers = int(os.environ.get("SPAWNER_WORKERS", str(DEFAULT_WORKERS)))
+# The default follows the role and the cores this process may use: see the module.
+workers = int(os.environ.get("SPAWNER_WORKERS") or default_workers(role))
 # gevent's WSGI server, with keep-alive connections taking turns (see the class).
 worker_class = "app.runtime.worker.SpawnerWorker"
 worker_connections = int(os.environ.get("SPAWNER_WORKER_CONNECTIONS", "2100"))
@@ -54,7 +61,8 @@ def post_worker_init(worker: Any) -> None:
     """Start the worker's background work, once the app is loaded in the forked worker.
 
     The app factory starts nothing (importing or testing the app must not), so the event
-    hub, the operation runner and the elected roles start here. On SIGTERM the worker
+    hub, and as the role says the operation runner and the elected roles, start here
+    (``role``, read from ``SPAWNER_ROLE`` above). On SIGTERM the worker
     also ends its open event streams at once: gunicorn lets a stopping worker finish what
     it serves for up to ``graceful_timeout``, and event streams would use all of it. Their
     clients resume from ``Last-Event-ID`` on another worker, so closing them costs nothing.
@@ -66,7 +74,7 @@ def post_worker_init(worker: Any) -> None:
     # Another app under these settings (the benchmarks' bare route) has none.
     machinery = find_machinery(worker.wsgi)
     if machinery is not None:
-        machinery.start()
+        machinery.start(role)
 
         def on_term(signum: int, frame: Any) -> None:
             worker.handle_exit(signum, frame)

@@ -6,9 +6,11 @@ import sys
 
 from app import create_app
 from app.config import ConfigError
+from app.models.process_role import ProcessRole
 
 try:
-    app = create_app()
+    # The role gunicorn's settings read too: a runner's port serves only probes and metrics.
+    app = create_app(role=ProcessRole.from_environment())
 except ConfigError as exc:
     # An operator's mistake, not a bug: say what is wrong, without a traceback.
     print(exc, file=sys.stderr)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from app.models.process_role import ProcessRole
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
@@ -19,15 +21,20 @@ if TYPE_CHECKING:
     from app.workloads.kinds import KindFactory
 
 
-def create_app(config: Config | None = None, kinds: Sequence[KindFactory] | None = None) -> Flask:
+def create_app(
+    config: Config | None = None,
+    kinds: Sequence[KindFactory] | None = None,
+    role: ProcessRole = ProcessRole.ALL,
+) -> Flask:
     """Build the service from ``config``, or from the file named by the environment.
 
     Each gunicorn worker calls this after forking, so every process gets its own Redis
     pool, Kubernetes client and Gafaelfawr session. ``kinds``: the kinds of workload to run
-    (``app.workloads.kinds.KINDS`` unless a test adds its own).
+    (``app.workloads.kinds.KINDS`` unless a test adds its own). ``role``: what the process
+    serves (a runner's port answers only probes and metrics).
     """
     from app.factory import build_app
 
     if kinds is None:
-        return build_app(config)
-    return build_app(config, kinds)
+        return build_app(config, role=role)
+    return build_app(config, kinds, role=role)

@@ -16,12 +16,18 @@ from app.extensions import (
     redis_ext,
 )
 from app.log import configure_logging
+from app.models.process_role import ProcessRole
 from app.web import request_id
 from app.web.errors import register_error_handlers
 from app.workloads.kinds import KINDS, KindFactory
 
 
-def build_app(config: Config | None = None, kinds: Sequence[KindFactory] = KINDS) -> Flask:
+def build_app(
+    config: Config | None = None,
+    kinds: Sequence[KindFactory] = KINDS,
+    *,
+    role: ProcessRole = ProcessRole.ALL,
+) -> Flask:
     """Build the service from ``config``, or from the file named by the environment.
 
     Each gunicorn worker calls this after forking, so every process gets its own Redis
@@ -63,6 +69,11 @@ def build_app(config: Config | None = None, kinds: Sequence[KindFactory] = KINDS
     from blueprints.scaler import scaler
     from blueprints.spawner import spawner
 
+    if not role.serves_requests:
+        # A runner's port is for its kubelet and its scraper: nothing routes users there.
+        for blueprint in (health, metrics_bp):
+            api_ext.register_blueprint(app, blueprint)
+        return app
     for blueprint in (
         health,
         metrics_bp,

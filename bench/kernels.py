@@ -27,7 +27,7 @@ import requests
 from labspawner.kernels.kernelspec import install
 
 from app.runtime.defaults import DEFAULT_WORKERS
-from bench.services import log_findings, start_gunicorn
+from bench.services import log_findings, start_service
 from bench.stats import median, summary_ms
 from devstack.stack import REPO_ROOT, LocalStack, StackOptions
 
@@ -121,17 +121,7 @@ def run(workdir: Path, *, rounds: int = 10, api_latency: float = 0.0) -> dict[st
     )
     stack = LocalStack(options).start(spawner=False)
     log_path = workdir / f"kernels-{int(api_latency * 1000)}ms-service.log"
-    service = start_gunicorn(
-        "wsgi:app",
-        port=stack.spawner_port,
-        workers=DEFAULT_WORKERS,
-        log_path=log_path,
-        env={
-            "SPAWNER_CONFIG_PATH": str(stack.config_path),
-            "SPAWNER_REDIS_URL": stack.redis_url,
-        },
-        ready_path="/readyz",
-    )
+    service = start_service(stack, port=stack.spawner_port, log_path=log_path)
     try:
         tokens = {name: entry["token"] for name, entry in stack.state()["tokens"].items()}
         _lab_running(stack, tokens)

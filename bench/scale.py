@@ -53,7 +53,7 @@ from app.extensions.labs import Machinery, machinery_of
 from app.models.images import LabImage
 from app.workloads.image.placement import pull_reference
 from bench import status as status_bench
-from bench.services import cpu_seconds, free_ports, log_findings, rss_kib, start_gunicorn
+from bench.services import cpu_seconds, free_ports, log_findings, rss_kib, start_service
 from devstack.kube.population import Population, populate
 from devstack.stack import SERVICE_NAMESPACE, LocalStack, StackOptions, install_platform
 
@@ -424,13 +424,12 @@ def _through_gunicorn(
     before = client.get(f"{prefix}complete")
     (port,) = free_ports(1)
     log_path = workdir / f"service-{labs}.log"
-    service = start_gunicorn(
-        "wsgi:app",
+    service = start_service(
+        stack,
         port=port,
         workers=workers,
         log_path=log_path,
-        env={"SPAWNER_CONFIG_PATH": str(config_path), "SPAWNER_REDIS_URL": stack.redis_url},
-        ready_path="/readyz",
+        config_path=config_path,
         timeout=GIVE_UP_SECONDS,
     )
     try:

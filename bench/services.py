@@ -4,7 +4,8 @@ The stack (Redis, the Kubernetes, Gafaelfawr and registry emulators) comes from
 ``devstack.stack.LocalStack``. gunicorn is started here rather than by the stack so that a
 benchmark chooses the worker count and connection limit, sends the access log to a file
 instead of the terminal, and can start a second gunicorn (the bare route) with exactly the
-same settings file.
+same settings file. The service itself runs as a replica does (``start_service``): a web
+and a runner gunicorn, with the environment the stack gives its own replicas.
 """
 
 from __future__ import annotations
@@ -24,11 +25,12 @@ from typing import Any
 import redis
 import requests
 
-from app.runtime.defaults import DEFAULT_WORKERS
+from app.models.process_role import ProcessRole
+from app.runtime.defaults import DEFAULT_RUNNERS, DEFAULT_WORKERS
 from devstack.demo import add_load_users
 from devstack.gafaelfawr import GroupSpec
 from devstack.redis_process import free_port
-from devstack.stack import REPO_ROOT, LocalStack, StackOptions
+from devstack.stack import REPO_ROOT, LocalStack, SpawnerReplica, StackOptions
 
 REPO_ROOT_TEXT = str(REPO_ROOT)
 """Where ``python -m bench...`` child processes run (the repository root)."""
@@ -210,10 +212,88 @@ def start_gunicorn(
 
 
 @dataclass
+class Service:
+    """The service as one replica runs it: the web role's gunicorn, which answers, and the
+    runner role's, which runs the operations (``app.models.process_role``)."""
+
+    web: Gunicorn
+    runner: Gunicorn
+
+    @property
+    def url(self) -> str:
+        return self.web.url
+
+    @property
+    def stop_seconds(self) -> float | None:
+        return self.web.stop_seconds
+
+    def web_worker_pids(self) -> list[int]:
+        return self.web.worker_pids()
+
+    def worker_pids(self) -> list[int]:
+        """Every worker of both roles."""
+        return [*self.web.worker_pids(), *self.runner.worker_pids()]
+
+    def worker_rss_kib(self) -> dict[int, int]:
+        return {**self.web.worker_rss_kib(), **self.runner.worker_rss_kib()}
+
+    def total_memory_kib(self) -> dict[str, int]:
+        """RSS and PSS summed over both masters and their workers: the whole service."""
+        web, runner = self.web.total_memory_kib(), self.runner.total_memory_kib()
+        return {name: web[name] + runner[name] for name in web}
+
+    def stop(self, graceful: float = 10.0) -> float:
+        """Both masters stopped, as Kubernetes stops a pod's containers; the web's time."""
+        self.runner.process.send_signal(signal.SIGTERM)
+        seconds = self.web.stop(graceful)
+        self.runner.stop(graceful)
+        return seconds
+
+
+def start_service(
+    stack: LocalStack,
+    *,
+    port: int,
+    log_path: Path,
+    workers: int = DEFAULT_WORKERS,
+    runners: int = DEFAULT_RUNNERS,
+    worker_connections: int | None = None,
+    ready_path: str | None = "/readyz",
+    timeout: float = 60.0,
+    config_path: Path | None = None,
+) -> Service:
+    """The service on ``stack`` as a replica runs it: a runner gunicorn on a port of its
+    own and a web gunicorn on ``port``, both with the environment the stack gives its own
+    replicas (``LocalStack.service_env``) and the output in ``log_path``; ``config_path``
+    replaces the stack's configuration file."""
+    replica = SpawnerReplica("spawner-1", port)
+    roles = {}
+    for role, role_port, count in (
+        (ProcessRole.RUNNER, replica.runner_port, runners),
+        (ProcessRole.WEB, port, workers),
+    ):
+        roles[role] = start_gunicorn(
+            "wsgi:app",
+            port=role_port,
+            workers=count,
+            log_path=log_path,
+            env={
+                **stack.service_env(replica, role, role_port),
+                **({"SPAWNER_CONFIG_PATH": str(config_path)} if config_path else {}),
+            },
+            ready_path=ready_path,
+            worker_connections=worker_connections,
+            timeout=timeout,
+        )
+    return Service(web=roles[ProcessRole.WEB], runner=roles[ProcessRole.RUNNER])
+
+
+@dataclass
 class StackSettings:
     """What a benchmark needs from the stack."""
 
     workers: int = DEFAULT_WORKERS
+    runners: int = DEFAULT_RUNNERS
     worker_connections: int | None = None
     nodes: int = 3
     pull_seconds: float = 0.0
@@ -241,7 +321,7 @@ class BenchStack:
             config_overrides={**UNCAPPED, **settings.config_overrides},
         )
         self.stack = LocalStack(options)
-        self.service: Gunicorn | None = None
+        self.service: Service | None = None
         self._next_uid = FIRST_UID
         self.service_log = workdir / "service.log"
 
@@ -253,18 +333,15 @@ class BenchStack:
         self.service = self.start_service()
         return self
 
-    def start_service(self, *, ready_path: str | None = "/readyz") -> Gunicorn:
-        """The service under gunicorn; waits for ``ready_path`` to answer 200 unless None."""
-        return start_gunicorn(
-            "wsgi:app",
+    def start_service(self, *, ready_path: str | None = "/readyz") -> Service:
+        """The service, web and runner; waits for ``ready_path`` to answer 200 unless None."""
+        return start_service(
+            self.stack,
             port=self.stack.spawner_port,
             workers=self.settings.workers,
+            runners=self.settings.runners,
             worker_connections=self.settings.worker_connections,
             log_path=self.service_log,
-            env={
-                "SPAWNER_CONFIG_PATH": str(self.stack.config_path),
-                "SPAWNER_REDIS_URL": self.stack.redis_url,
-            },
             ready_path=ready_path,
         )
 

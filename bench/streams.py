@@ -123,7 +123,7 @@ def run(
     )
     with BenchStack(workdir / "streams", settings) as bench:
         assert bench.service is not None
-        (worker,) = bench.service.worker_pids()
+        (worker,) = bench.service.web_worker_pids()
         users = [f"stream-{index:05d}" for index in range(streams)]
         _prepare(bench, users)
         rss_before = bench.service.worker_rss_kib()

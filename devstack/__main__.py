@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import FrameType
 
-from app.runtime.defaults import DEFAULT_WORKERS
+from app.runtime.defaults import DEFAULT_RUNNERS, DEFAULT_WORKERS
 from devstack.images import DEFAULT_PROGRAMS
 from devstack.stack import REPO_ROOT, LocalStack, StackOptions
 
@@ -28,7 +28,15 @@ def parse_options(
     env = os.environ if environ is None else environ
     parser = argparse.ArgumentParser(prog="python -m devstack", description=__doc__)
     parser.add_argument("--port", type=int, default=int(env.get("SPAWNER_PORT", 8080)))
-    parser.add_argument("--workers", type=int, default=DEFAULT_WORKERS)
+    parser.add_argument(
+        "--workers", type=int, default=DEFAULT_WORKERS, help="web workers of each replica"
+    )
+    parser.add_argument(
+        "--runners",
+        type=int,
+        default=DEFAULT_RUNNERS,
+        help="runner workers of each replica (they run the operations)",
+    )
     parser.add_argument(
         "--replicas",
         type=int,
@@ -75,6 +83,7 @@ def parse_options(
         redis_sentinel=args.redis_sentinel,
         spawner_port=args.port,
         workers=args.workers,
+        runners=args.runners,
         replicas=max(1, args.replicas),
         nodes=args.nodes,
         api_latency=args.api_latency_ms / 1000,
@@ -108,7 +117,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {'redis_sentinel':15} {sentinels} (primary at start: redis_url)")
         if len(state["replicas"]) > 1:
             for replica in state["replicas"]:
-                print(f"  {replica['name']:15} {replica['url']} (pid {replica['pid']})")
+                print(
+                    f"  {replica['name']:15} {replica['url']} "
+                    f"(web pid {replica['pid']}, runner pid {replica['runner_pid']})"
+                )
         print("Demo tokens:")
         print(json.dumps(state["tokens"], indent=2))
         print(f"Written to {options.state_dir / 'stack.json'}. Ctrl-C stops everything.")
@@ -116,9 +128,11 @@ def main(argv: list[str] | None = None) -> int:
         down: set[str] = set()
         while not stopping.wait(0.5):
             for replica in stack.replicas:
-                process = replica.process
-                if replica.name in down or process is None or process.poll() is None:
+                # Either of its masters, web or runner, ending ends the replica.
+                ended = [p for p in (replica.process, replica.runner) if p and p.poll() is not None]
+                if replica.name in down or not ended:
                     continue
+                process = ended[0]
                 down.add(replica.name)
                 how = _ended(process.returncode)
                 if stack.balancer is None or len(down) == len(stack.replicas):

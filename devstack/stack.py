@@ -2,9 +2,11 @@
 
 Used by ``make run`` (through ``python -m devstack``), by the tests that run the real gunicorn,
 and by the benchmarks. The emulators run as threads of this process; the service runs as a
-separate gunicorn process talking to them over HTTP, as it would in a cluster. With
-``replicas`` above one, each replica is a gunicorn master of its own on its own port, behind
-a load balancer (``devstack.balancer``) at ``spawner_url`` that sends each request to the
+separate gunicorn process talking to them over HTTP, as it would in a cluster. Each replica
+runs two gunicorn masters, as the chart's pod runs two containers: the web role's on the
+replica's port, and the runner role's, which runs the operations, on a port of its own
+(``app.models.process_role``). With ``replicas`` above one, each replica has its own ports,
+behind a load balancer (``devstack.balancer``) at ``spawner_url`` that sends each request to the
 next replica in turn, as a Kubernetes Service spreads requests over the service's pods.
 
 Group apps are reached as in a cluster: through the ingress (``devstack.ingress``, at
@@ -34,7 +36,8 @@ from typing import Any
 
 import yaml
 
-from app.runtime.defaults import DEFAULT_WORKERS
+from app.models.process_role import ROLE_ENV, ProcessRole
+from app.runtime.defaults import DEFAULT_RUNNERS, DEFAULT_WORKERS
 from devstack.balancer import Backend, LoadBalancer
 from devstack.dask_operator import DaskOperatorProcess
 from devstack.demo import (
@@ -80,7 +83,9 @@ class StackOptions:
     have the service find the primary through the sentinels; ``redis_url`` is then ignored."""
     spawner_port: int = 0
     workers: int = DEFAULT_WORKERS
-    """gunicorn workers per replica."""
+    """Web workers per replica."""
+    runners: int = DEFAULT_RUNNERS
+    """Runner workers per replica."""
     replicas: int = 1
     """Replicas of the service, each its own gunicorn master; above one, behind a balancer."""
     balancer: bool | None = None
@@ -344,8 +349,13 @@ class LocalStack:
 
     @property
     def spawner_process(self) -> subprocess.Popen[bytes] | None:
-        """The first replica's gunicorn master (the only one, unless ``replicas`` is set)."""
+        """The first replica's web gunicorn master (the only one, unless ``replicas`` is set)."""
         return self.replicas[0].process if self.replicas else None
+
+    @property
+    def runner_process(self) -> subprocess.Popen[bytes] | None:
+        """The first replica's runner gunicorn master."""
+        return self.replicas[0].runner if self.replicas else None
 
     def _start_spawner(self, timeout: float = 60.0) -> None:
         for replica in self.replicas:
@@ -357,12 +367,27 @@ class LocalStack:
             await_url(f"{self.spawner_url}/readyz", timeout, None, "gunicorn")
 
     def start_replica(self, replica: SpawnerReplica, *, wait: bool = True) -> None:
-        """Start ``replica``'s gunicorn master on its port (again, after it stopped)."""
+        """Start ``replica``'s two gunicorn masters, runner and web, on their ports (again,
+        after they stopped)."""
+        replica.runner = self._start_master(
+            self.service_env(replica, ProcessRole.RUNNER, replica.runner_port)
+        )
+        replica.process = self._start_master(
+            self.service_env(replica, ProcessRole.WEB, replica.port)
+        )
+        if wait:
+            self._await_ready(replica, 60.0)
+
+    def service_env(self, replica: SpawnerReplica, role: ProcessRole, port: int) -> dict[str, str]:
+        """The environment of one of ``replica``'s gunicorn masters: this process's, with
+        what the service needs to find the stack (the benchmarks start it with this too)."""
+        workers = self.options.runners if role is ProcessRole.RUNNER else self.options.workers
         env = dict(os.environ)
         env.update(
             {
-                "SPAWNER_BIND": f"127.0.0.1:{replica.port}",
-                "SPAWNER_WORKERS": str(self.options.workers),
+                ROLE_ENV: role.value,
+                "SPAWNER_BIND": f"127.0.0.1:{port}",
+                "SPAWNER_WORKERS": str(workers),
                 "SPAWNER_CONFIG_PATH": str(self.config_path),
                 "SPAWNER_REDIS_URL": self.redis_url,
                 "SPAWNER_REPLICA_NAME": replica.name,
@@ -375,49 +400,52 @@ class LocalStack:
         if self.sentinel is not None:
             del env["SPAWNER_REDIS_URL"]  # it would replace the sentinels in the config
         env.update(self.options.extra_env)
+        return env
+
+    def _start_master(self, env: dict[str, str]) -> subprocess.Popen[bytes]:
         command = [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "wsgi:app"]
         if self.options.log_path is None:
-            replica.process = subprocess.Popen(launched(command), cwd=REPO_ROOT, env=env)
-        else:
-            with self.options.log_path.open("ab") as log:
-                replica.process = subprocess.Popen(
-                    launched(command), cwd=REPO_ROOT, env=env, stdout=log, stderr=log
-                )
-        if wait:
-            self._await_ready(replica, 60.0)
+            return subprocess.Popen(launched(command), cwd=REPO_ROOT, env=env)
+        with self.options.log_path.open("ab") as log:
+            return subprocess.Popen(
+                launched(command), cwd=REPO_ROOT, env=env, stdout=log, stderr=log
+            )
 
     def _await_ready(self, replica: SpawnerReplica, timeout: float) -> None:
+        await_url(f"{replica.runner_url}/readyz", timeout, replica.runner, "the runner's gunicorn")
         await_url(f"{replica.url}/readyz", timeout, replica.process, "gunicorn")
 
     def replica_named(self, name: str) -> SpawnerReplica:
         return next(replica for replica in self.replicas if replica.name == name)
 
     def kill_replica(self, replica: SpawnerReplica) -> None:
-        """SIGKILL ``replica``'s workers and then its master, as when the machine under it is
+        """SIGKILL ``replica``'s workers and then its masters, as when the machine under it is
         lost: nothing a worker was doing is finished or handed over."""
-        process = replica.process
-        if process is not None and process.poll() is None:
-            for pid in _children(process.pid):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-            process.kill()
-            process.wait()
-        replica.process = None
+        for process in (replica.process, replica.runner):
+            if process is not None and process.poll() is None:
+                for pid in _children(process.pid):
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
+                process.kill()
+                process.wait()
+        replica.process = replica.runner = None
 
     def stop_replica(self, replica: SpawnerReplica, timeout: float = 30.0) -> int | None:
-        """SIGTERM ``replica``'s gunicorn and wait for its graceful shutdown; its exit code."""
-        process = replica.process
-        if process is None:
-            return None
-        if process.poll() is None:
-            process.terminate()
+        """SIGTERM ``replica``'s two gunicorn masters at once, as Kubernetes stops a pod's
+        containers, and wait for their graceful shutdown; the web master's exit code."""
+        processes = [p for p in (replica.process, replica.runner) if p is not None]
+        for process in processes:
+            if process.poll() is None:
+                process.terminate()
+        for process in processes:
             try:
                 process.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
-        replica.process = None
-        return process.returncode
+        web = replica.process
+        replica.process = replica.runner = None
+        return web.returncode if web is not None else None
 
     def state(self) -> dict[str, Any]:
         """What ``.devstack/stack.json`` holds: addresses, the demo tokens (with the scopes
@@ -437,6 +465,8 @@ class LocalStack:
                     "name": replica.name,
                     "url": replica.url,
                     "pid": replica.pid,
+                    "runner_url": replica.runner_url,
+                    "runner_pid": replica.runner.pid if replica.runner is not None else None,
                 }
                 for replica in self.replicas
             ],
@@ -532,23 +562,35 @@ def _namespace(name: str) -> dict[str, Any]:
 
 @dataclass
 class SpawnerReplica:
-    """One replica of the service: a gunicorn master (``process``) on its own port."""
+    """One replica of the service: its web role's gunicorn master (``process``) on the
+    replica's port, and its runner role's (``runner``) on a port of its own."""
 
     name: str
     port: int
+    runner_port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
+    runner: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
     @property
+    def runner_url(self) -> str:
+        """Where the runner's probes and metrics answer."""
+        return f"http://127.0.0.1:{self.runner_port}"
+
+    @property
     def pid(self) -> int | None:
         return self.process.pid if self.process is not None else None
 
     def worker_pids(self) -> list[int]:
-        """The pids of its gunicorn workers."""
+        """The pids of its web workers."""
         return _children(self.process.pid) if self.process is not None else []
+
+    def runner_pids(self) -> list[int]:
+        """The pids of its runner workers, which run the operations and elected loops."""
+        return _children(self.runner.pid) if self.runner is not None else []
 
 
 def _children(pid: int) -> list[int]:

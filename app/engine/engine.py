@@ -1,11 +1,12 @@
-"""The engine's front door for services: queue an operation and hand it to the runner,
+"""The engine's front door for services: queue an operation and hand it to a runner,
 and follow an operation's events.
 
 A service validates a request and decides what the workload will be; the engine records
-the workload and queues its operation in one atomic step, then hands it to this process's
-runner, which runs the kind's steps. That is the whole path of a request, in one direction.
-A creation of an admitted kind, queued with its group, may instead wait for a place in
-that same step (``app.engine.admission``); whichever worker admits it hands it on.
+the workload and queues its operation in one atomic step, then hands it on
+(``app.engine.dispatch``): to this process's runner, which runs the kind's steps, or, in a
+web process, to the runner processes by notice. That is the whole path of a request, in one
+direction. A creation of an admitted kind, queued with its group, may instead wait for a
+place in that same step (``app.engine.admission``); whichever process admits it hands it on.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from app.engine.admission import Admission
+from app.engine.dispatch import OperationDispatch, RunnerNotices
 from app.engine.kind import WorkloadKind
 from app.engine.reads import WorkloadReads
 from app.engine.runner import OperationRunner
@@ -25,6 +27,7 @@ from app.models.workload import Action, Operation, WorkloadRef
 from app.storage.event_hub import EventHub, Following
 from app.storage.events import TERMINAL, EventStore, EventType, entry_order
 from app.storage.maintenance import MaintenanceStore
+from app.storage.operation_notices import OperationNotices
 from app.storage.workloads import DeleteQueued, SpawnQueued, WorkloadStore
 
 
@@ -33,7 +36,8 @@ class UnknownEventId(ValueError):
 
 
 class Engine:
-    """Queues operations of the registered kinds and starts running them here."""
+    """Queues operations of the registered kinds and has them run: here, or in the runner
+    processes once ``start`` says this process runs none."""
 
     def __init__(
         self,
@@ -45,6 +49,7 @@ class Engine:
         lease_seconds: float,
         scan_seconds: float,
         max_concurrent: int,
+        notices: OperationNotices,
         admission: Admission | None = None,
         maintenance: MaintenanceStore | None = None,
     ) -> None:
@@ -64,7 +69,11 @@ class Engine:
             scan_seconds=scan_seconds,
             max_concurrent=max_concurrent,
             admission=admission,
+            notices_channel=notices.channel,
         )
+        self._remote = RunnerNotices(notices, admission)
+        self._dispatch: OperationDispatch = self.runner
+        """This process's runner until ``start`` says it runs no operations."""
 
     def queue_spawn(
         self,
@@ -110,7 +119,7 @@ class Engine:
             raise self.admission.queue_full()
         # One waiting for a place is not run until it is admitted.
         if queued.queued and not queued.position:
-            self.runner.submit(ref)
+            self._dispatch.submit(ref)
         return queued
 
     def _refuse_during_maintenance(self) -> None:
@@ -148,11 +157,11 @@ class Engine:
             if result is not DeleteQueued.CHANGED:
                 break
         if result is DeleteQueued.QUEUED:
-            self.runner.submit(ref)
+            self._dispatch.submit(ref)
             admission = self.admission
             if admission is not None and admission.enabled and self.kinds[ref.kind].admitted:
                 # A spawn it superseded gave its place back, or waits no more.
-                self.runner.admit(withdraw=ref)
+                self._dispatch.admit(withdraw=ref)
         return result
 
     def end(self, ref: WorkloadRef, *, reason: str) -> None:
@@ -202,8 +211,13 @@ class Engine:
             request_id=current_request_id(),
         )
 
-    def start(self) -> None:
-        self.runner.start()
+    def start(self, *, runs_operations: bool = True) -> None:
+        """Start the runner's scanner, or, in a process that runs no operations (the web
+        role), hand every queued operation to the runner processes from now on."""
+        if runs_operations:
+            self.runner.start()
+        else:
+            self._dispatch = self._remote
 
     def stop(self) -> None:
         self.runner.stop()

@@ -1,10 +1,14 @@
-"""Runs operations, in whichever worker holds the workload's lease.
+"""Runs operations, in whichever process holds the workload's lease.
 
-An operation is a record in Redis, not a thread. The worker that queued it starts running
-it at once, renewing a lease in Redis while it works. If that worker dies, the lease
-expires and another worker's scanner picks the operation up and runs its idempotent steps
-again. A worker that finds its operation superseded (a delete during a spawn) moves
-straight on to the new operation while it still holds the lease.
+An operation is a record in Redis, not a thread. A process that runs operations and queued
+one starts running it at once; a web process publishes a notice instead
+(``app.storage.operation_notices``), which every runner receives here (``on_message``) and
+the one that takes the lease runs. It renews the lease in Redis while it works. If that
+process dies, the lease expires and another runner's scanner picks the operation up and
+runs its idempotent steps again; the scanner also catches up at once whenever the notices'
+subscription holds again, as notices sent in a gap are lost. A runner that finds its
+operation superseded (a delete during a spawn) moves straight on to the new operation while
+it still holds the lease.
 
 With fair admission on (``app.engine.admission``), a spawn waiting for a place is never
 started here, however the runner comes across it; when an admitted operation ends, the
@@ -35,6 +39,7 @@ from app.models.workload import Action, Operation, WorkloadRef
 from app.storage.events import EventStore, EventType
 from app.storage.kubernetes import KubernetesError
 from app.storage.leader import RedisLease, worker_identity
+from app.storage.operation_notices import OperationNotices
 from app.storage.workloads import WorkloadStore
 
 logger = logging.getLogger(__name__)
@@ -72,7 +77,9 @@ class _Slot:
 
 
 class OperationRunner:
-    """Executes operations of workloads whose lease this process holds."""
+    """Executes operations of workloads whose lease this process holds. It is also the
+    event hub's listener of the notices channel (``channel``), in processes that run
+    operations."""
 
     def __init__(
         self,
@@ -85,7 +92,9 @@ class OperationRunner:
         max_concurrent: int = 32,
         owner: str | None = None,
         admission: Admission | None = None,
+        notices_channel: str = "",
     ) -> None:
+        self.channel = notices_channel
         self._store = store
         self._admission = admission
         self._events = events
@@ -94,6 +103,8 @@ class OperationRunner:
         self._scan_seconds = scan_seconds
         self.owner = owner or worker_identity()
         self._stopping = threading.Event()
+        self._scan_now = threading.Event()
+        """Set to scan before the period ends: the notices' subscription holds again."""
         self._scanner: threading.Thread | None = None
         self._active: dict[WorkloadRef, bool] = {}
         """Workloads whose operations a task here runs, and whether it was asked to look
@@ -116,6 +127,7 @@ class OperationRunner:
         scanner then finds free. Waits up to ``timeout`` for that, so that the leases are
         released before the process exits rather than left to expire."""
         self._stopping.set()
+        self._scan_now.set()
         if self._scanner is not None:
             self._scanner.join(timeout=timeout)
         deadline = time.monotonic() + timeout
@@ -147,10 +159,28 @@ class OperationRunner:
 
     # Finding work --------------------------------------------------------------------
 
+    def on_message(self, payload: str) -> None:
+        """A notice: a web process queued an operation of the workload it names."""
+        ref = OperationNotices.parse(payload)
+        # Another replica may run kinds this one does not know (yet).
+        if ref is not None and ref.kind in self._kinds and not self._stopping.is_set():
+            self.submit(ref)
+
+    def on_subscription(self, active: bool) -> None:
+        """Notices sent while the subscription was down are lost: scan at once when it
+        holds again (the first time too, for what was queued before this process started)."""
+        if active:
+            self._scan_now.set()
+
     def _scan(self) -> None:
-        """Adopt operations whose worker died (their lease expired), after an admission
-        pass (which heals what a worker dying between two steps left undone)."""
-        while not self._stopping.wait(self._scan_seconds):
+        """Adopt operations whose runner died (their lease expired) or whose notice was
+        lost, after an admission pass (which heals what a runner dying between two steps
+        left undone)."""
+        while True:
+            self._scan_now.wait(self._scan_seconds)
+            self._scan_now.clear()
+            if self._stopping.is_set():
+                return
             try:
                 if self._admission is not None:
                     self.admit()

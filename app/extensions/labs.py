@@ -3,7 +3,10 @@ and the candidates for the elected roles (lab watcher, image refresher, prepulle
 
 ``init_app`` only builds it; nothing runs until ``start_background`` is called, by the
 server's worker hook (gunicorn's ``post_worker_init``) or by a test, so importing or
-building the app starts no thread and opens no connection.
+building the app starts no thread and opens no connection. What starts depends on the
+process's role (``app.models.process_role``): a web process starts the event hub for its
+streams and hands operations to the runner processes; a runner process runs them and
+stands for the elected loops; a process of the ``all`` role does both.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from app.engine.reads import WorkloadReads
 from app.engine.watcher import WorkloadWatcher
 from app.metrics import HotCounterFlusher
 from app.models.config import Config
+from app.models.process_role import ProcessRole
 from app.models.workload import Action
 from app.storage.admin_feed import AdminFeed
 from app.storage.admission import AdmissionStore
@@ -31,6 +35,7 @@ from app.storage.events import EventStore
 from app.storage.images import ImageStore
 from app.storage.kubernetes import KubernetesStorage
 from app.storage.maintenance import MaintenanceStore
+from app.storage.operation_notices import OperationNotices
 from app.storage.prepull import PrepullStore
 from app.storage.rate_limits import RateLimits
 from app.storage.registries import RegistryDirectory
@@ -71,18 +76,23 @@ class Machinery:
         """This process's candidacies for the elected loops, one per loop."""
         return [self.watcher.election, self.images.election, self.prepuller.election]
 
-    def start(self) -> None:
+    def start(self, role: ProcessRole = ProcessRole.ALL) -> None:
+        """Start what ``role`` does in this process (see the module)."""
         metrics.declare_series(
             kinds=sorted(self.engine.kinds),
             actions=[action.value for action in Action],
             loops=[election.loop for election in self.elections()],
         )
         self.metrics_flusher.start()
+        if role.runs_operations:
+            # Before the hub subscribes: the notices arrive on its one subscription.
+            self.hub.add_listener(self.engine.runner)
         self.hub.start()
-        self.engine.start()
-        self.watcher.start()
-        self.images.start()
-        self.prepuller.start()
+        self.engine.start(runs_operations=role.runs_operations)
+        if role.runs_operations:
+            self.watcher.start()
+            self.images.start()
+            self.prepuller.start()
 
     def drain(self) -> None:
         """Hand this process's work over, as it starts to stop (SIGTERM): the elected roles
@@ -142,6 +152,7 @@ def build_machinery(app: Flask, config: Config, kinds: Sequence[KindFactory] = K
         scan_seconds=operations.scan_seconds,
         max_concurrent=operations.max_concurrent,
         maintenance=maintenance,
+        notices=OperationNotices(redis_client, prefix),
         admission=Admission(
             AdmissionStore(
                 redis_client,
@@ -211,10 +222,11 @@ def find_machinery(app: object) -> Machinery | None:
     return found if isinstance(found, Machinery) else None
 
 
-def start_background(app: Flask) -> None:
-    """Start ``app``'s background work: the event hub, the runner's scanner and the
-    elected roles. Called once per server process, after it forked."""
-    machinery_of(app).start()
+def start_background(app: Flask, role: ProcessRole = ProcessRole.ALL) -> None:
+    """Start ``app``'s background work for ``role``: the event hub, and the runner's
+    scanner and the elected roles where it runs operations. Called once per server
+    process, after it forked."""
+    machinery_of(app).start(role)
 
 
 def stop_background(app: Flask) -> None:

@@ -16,3 +16,15 @@ from __future__ import annotations
 
 DEFAULT_WORKERS = 1
 """gunicorn workers of one replica, unless ``SPAWNER_WORKERS`` says otherwise."""
+
+DEFAULT_RUNNERS = 1
+"""Runner workers of one replica, unless ``SPAWNER_WORKERS`` says otherwise in the runner's
+container. A runner's operations mostly wait on Kubernetes, and one process keeps
+``operations.maxConcurrent`` of them going."""
+
+
+def default_workers(role: object = None) -> int:
+    """gunicorn workers of a process of ``role`` (``app.models.process_role``)."""
+    from app.models.process_role import ProcessRole
+
+    return DEFAULT_RUNNERS if role is ProcessRole.RUNNER else DEFAULT_WORKERS

@@ -122,18 +122,32 @@ def test_the_default_release() -> None:
     )
     server = _one(documents, "Deployment", "lab-spawner")
     spec = server["spec"]["template"]["spec"]
-    (container,) = spec["containers"]
     assert server["spec"]["replicas"] == 2
-    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
-    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
-    assert container["resources"]["limits"] and container["resources"]["requests"]
-    assert container["securityContext"]["readOnlyRootFilesystem"] is True
-    assert container["securityContext"]["allowPrivilegeEscalation"] is False
+    # Two roles of one image in each pod: the web answers, the runner runs the operations.
+    web, runner = spec["containers"]
+    assert (web["name"], runner["name"]) == ("web", "runner")
+    assert web["image"] == runner["image"] and web["command"] == runner["command"]
+    for container, port in ((web, "http"), (runner, "runner")):
+        assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": port}
+        assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": port}
+        assert [p["name"] for p in container["ports"]] == [port]
+        assert container["resources"]["limits"] and container["resources"]["requests"]
+        assert container["securityContext"]["readOnlyRootFilesystem"] is True
+        assert container["securityContext"]["allowPrivilegeEscalation"] is False
+        env = {e["name"]: e for e in container["env"]}
+        assert env["SPAWNER_ROLE"]["value"] == container["name"]
+        assert env["SPAWNER_CONFIG_PATH"]["value"] == "/etc/lab-spawner/config.yaml"
+        assert "SPAWNER_REDIS_URL" not in env
+    # Each gunicorn its own /tmp: heartbeat files and metrics samples apart.
+    mounts = [
+        {m["name"] for m in c["volumeMounts"] if m["mountPath"] == "/tmp"} for c in (web, runner)
+    ]
+    assert mounts == [{"tmp-web"}, {"tmp-runner"}]
+    # The web workers follow the container's cores unless set; one runner worker.
+    assert "SPAWNER_WORKERS" not in {e["name"] for e in web["env"]}
+    assert {e["name"]: e.get("value") for e in runner["env"]}["SPAWNER_WORKERS"] == "1"
     assert spec["securityContext"]["runAsNonRoot"] is True
     assert spec["serviceAccountName"] == "lab-spawner"
-    env = {e["name"]: e for e in container["env"]}
-    assert env["SPAWNER_CONFIG_PATH"]["value"] == "/etc/lab-spawner/config.yaml"
-    assert "SPAWNER_REDIS_URL" not in env
     # The PDB and the Services select the server pods only, not Redis's.
     pdb = _one(documents, "PodDisruptionBudget")
     labels = server["spec"]["template"]["metadata"]["labels"]
@@ -164,19 +178,28 @@ def test_replicas_workers_and_an_external_redis() -> None:
     assert not [d for d in documents if d["metadata"]["name"].endswith("-redis")]
     server = _one(documents, "Deployment")
     assert server["spec"]["replicas"] == 3
-    (container,) = server["spec"]["template"]["spec"]["containers"]
-    env = {e["name"]: e for e in container["env"]}
-    assert env["SPAWNER_WORKERS"]["value"] == "4"
-    # The URL (and its password) comes from the Secret, never through the ConfigMap.
-    assert env["SPAWNER_REDIS_URL"]["valueFrom"]["secretKeyRef"] == {"name": "redis", "key": "url"}
+    for container in server["spec"]["template"]["spec"]["containers"]:
+        env = {e["name"]: e for e in container["env"]}
+        assert env["SPAWNER_WORKERS"]["value"] == ("4" if container["name"] == "web" else "1")
+        # The URL (and its password) comes from the Secret, never through the ConfigMap.
+        secret = env["SPAWNER_REDIS_URL"]["valueFrom"]["secretKeyRef"]
+        assert secret == {"name": "redis", "key": "url"}
     config = yaml.safe_load(_one(documents, "ConfigMap")["data"]["config.yaml"])
     assert "url" not in config["redis"]
 
 
 def _server_env(documents: list[dict[str, Any]]) -> dict[str, Any]:
+    """The web container's environment, after checking the runner's holds the same but for
+    its role, port and worker count."""
     server = _one(documents, "Deployment", "lab-spawner")
-    (container,) = server["spec"]["template"]["spec"]["containers"]
-    return {e["name"]: e for e in container["env"]}
+    web, runner = (
+        {e["name"]: e for e in c["env"]} for c in server["spec"]["template"]["spec"]["containers"]
+    )
+    own = {"SPAWNER_ROLE", "SPAWNER_BIND", "SPAWNER_WORKERS"}
+    assert {k: v for k, v in web.items() if k not in own} == {
+        k: v for k, v in runner.items() if k not in own
+    }
+    return web
 
 
 def test_the_in_chart_redis_with_sentinel() -> None:

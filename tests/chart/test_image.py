@@ -62,11 +62,11 @@ def test_the_chart_runs_the_images_command_as_its_user() -> None:
         if d["kind"] == "Deployment" and not d["metadata"]["name"].endswith("-redis")
     ]
     spec = deployment["spec"]["template"]["spec"]
-    (container,) = spec["containers"]
+    (command,) = {tuple(container["command"]) for container in spec["containers"]}
     cmd = re.search(r"^CMD (.+)$", SERVICE_STAGE, re.MULTILINE)
     user = re.search(r"^USER (\d+):(\d+)$", SERVICE_STAGE, re.MULTILINE)
     assert cmd is not None and user is not None
-    assert container["command"] == yaml.safe_load(cmd.group(1))
+    assert list(command) == yaml.safe_load(cmd.group(1))
     assert spec["securityContext"]["runAsUser"] == int(user.group(1))
     assert spec["securityContext"]["runAsGroup"] == int(user.group(2))
     assert "requirements.txt" in _copied()

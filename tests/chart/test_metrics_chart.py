@@ -71,7 +71,8 @@ def test_service_monitor_scrapes_the_servers_port(kube_version: str) -> None:
     spec = monitor["spec"]
     assert spec["namespaceSelector"] == {"matchNames": [NAMESPACE]}
     assert spec["endpoints"] == [
-        {"port": "http", "path": "/metrics", "interval": "15s", "scrapeTimeout": "10s"}
+        {"port": port, "path": "/metrics", "interval": "15s", "scrapeTimeout": "10s"}
+        for port in ("http", "runner")
     ]
     # It selects the server's Service, and no other.
     selected = [
@@ -83,10 +84,13 @@ def test_service_monitor_scrapes_the_servers_port(kube_version: str) -> None:
     server = _one(documents, "Deployment", "lab-spawner")
     assert [s["metadata"]["name"] for s in selected] == ["lab-spawner"]
     (service,) = selected
-    assert [p["name"] for p in service["spec"]["ports"]] == ["http"]
+    # Both containers' metrics: the web's and the runner's (operations, elected loops).
+    assert [p["name"] for p in service["spec"]["ports"]] == ["http", "runner"]
     assert service["spec"]["selector"] == spec["selector"]["matchLabels"]
-    container = server["spec"]["template"]["spec"]["containers"][0]
-    assert "http" in [p["name"] for p in container["ports"]]
+    ports = [
+        [p["name"] for p in c["ports"]] for c in server["spec"]["template"]["spec"]["containers"]
+    ]
+    assert ports == [["http"], ["runner"]]
 
 
 @pytest.mark.parametrize("kube_version", KUBE_VERSIONS)

@@ -65,10 +65,10 @@ def test_a_replica_killed_as_the_page_says_is_left_down_and_the_others_take_over
         assert len(replicas) == 3
         leading = wait_for(lambda: _leaders(state).get("lab-watcher"), timeout=30)
 
-        # kill -9 the leader's master and its workers.
-        victim = replicas[leading]["pid"]
-        for pid in (victim, *_descendants(victim)):
-            os.kill(pid, signal.SIGKILL)
+        # kill -9 the leader's two masters (web and runner) and their workers: a lost pod.
+        for victim in (replicas[leading]["pid"], replicas[leading]["runner_pid"]):
+            for pid in (victim, *_descendants(victim)):
+                os.kill(pid, signal.SIGKILL)
 
         def moved() -> bool:
             try:
