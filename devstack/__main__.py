@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import FrameType
 
-from app.runtime.defaults import DEFAULT_WORKERS
+from app.runtime.defaults import default_workers
 from devstack.images import DEFAULT_PROGRAMS
 from devstack.stack import REPO_ROOT, LocalStack, StackOptions
 
@@ -28,7 +28,12 @@ def parse_options(
     env = os.environ if environ is None else environ
     parser = argparse.ArgumentParser(prog="python -m devstack", description=__doc__)
     parser.add_argument("--port", type=int, default=int(env.get("SPAWNER_PORT", 8080)))
-    parser.add_argument("--workers", type=int, default=DEFAULT_WORKERS)
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=default_workers(),
+        help="gunicorn workers per replica (default: the service's own, one per usable core)",
+    )
     parser.add_argument(
         "--replicas",
         type=int,
