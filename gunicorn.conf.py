@@ -28,7 +28,7 @@ import gevent
 
 from app import runtime
 from app.models.process_role import ProcessRole
-from app.runtime.defaults import default_workers
+from app.runtime.defaults import DEFAULT_RUNNERS, default_workers
 
 # Before any worker imports the app (and with it the Kubernetes client): see the package.
 runtime.before_app_import()
@@ -36,8 +36,12 @@ runtime.before_app_import()
 # An unknown role stops the master here, with the message naming the allowed ones.
 role = ProcessRole.from_environment()
 bind = os.environ.get("SPAWNER_BIND", "0.0.0.0:8080")
-# The default follows the role and the cores this process may use: see the module.
-workers = int(os.environ.get("SPAWNER_WORKERS") or default_workers(role))
+# Web workers: one per core this process may use, at least one; runner workers: one (see the
+# module). With ``or``, an empty variable also means the default.
+workers = int(
+    os.environ.get("SPAWNER_WORKERS")
+    or (DEFAULT_RUNNERS if role is ProcessRole.RUNNER else default_workers())
+)
 # gevent's WSGI server, with keep-alive connections taking turns (see the class).
 worker_class = "app.runtime.worker.SpawnerWorker"
 worker_connections = int(os.environ.get("SPAWNER_WORKER_CONNECTIONS", "2100"))

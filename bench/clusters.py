@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from app.extensions.kubernetes import USER_AGENT
-from app.runtime.defaults import DEFAULT_WORKERS
+from app.runtime.defaults import default_workers
 from app.workloads.cluster.adapters import CLUSTER_LABEL, ROLE_LABEL
 from bench.services import BenchStack, StackSettings, log_findings
 from bench.stats import summary_ms
@@ -394,11 +394,12 @@ def run(
     users: int = 50,
     max_workers: int = 4,
     api_latency: float = 0.0,
-    workers: int = DEFAULT_WORKERS,
+    workers: int | None = None,
     poll_seconds: float = 0.1,
 ) -> dict[str, Any]:
     """``api_latency``: seconds each Kubernetes call waits, as on a real control plane;
     ``poll_seconds``: how often the client reads a cluster it waits for."""
+    workers = default_workers() if workers is None else workers
     nodes = nodes_for(users, max_workers)
     settings = StackSettings(
         workers=workers,

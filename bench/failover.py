@@ -28,7 +28,7 @@ from typing import Any
 
 import requests
 
-from app.runtime.defaults import DEFAULT_WORKERS
+from app.runtime.defaults import default_workers
 from bench.stats import median
 from devstack.gafaelfawr import GroupSpec, UserSpec
 from devstack.sentinel import SentinelGroup
@@ -170,8 +170,9 @@ def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def run(
-    workdir: Path, *, kill_runs: int = 5, failover_runs: int = 3, workers: int = DEFAULT_WORKERS
+    workdir: Path, *, kill_runs: int = 5, failover_runs: int = 3, workers: int | None = None
 ) -> dict[str, Any]:
+    workers = default_workers() if workers is None else workers
     stack = LocalStack(
         StackOptions(
             state_dir=workdir / "failover",

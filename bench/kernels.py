@@ -26,7 +26,7 @@ from typing import Any
 import requests
 from labspawner.kernels.kernelspec import install
 
-from app.runtime.defaults import DEFAULT_WORKERS
+from app.runtime.defaults import default_workers
 from bench.services import log_findings, start_service
 from bench.stats import median, summary_ms
 from devstack.stack import REPO_ROOT, LocalStack, StackOptions
@@ -112,16 +112,17 @@ def _phases(rounds: list[dict[str, Any]], side: str) -> dict[str, Any]:
 
 def run(workdir: Path, *, rounds: int = 10, api_latency: float = 0.0) -> dict[str, Any]:
     """Start ``rounds`` remote and ``rounds`` local kernels, one at a time; their timings."""
+    workers = default_workers()
     options = StackOptions(
         state_dir=workdir / f"kernels-{int(api_latency * 1000)}ms",
         real_labs=True,
         pull_seconds=0.0,
         api_latency=api_latency,
-        workers=DEFAULT_WORKERS,
+        workers=workers,
     )
     stack = LocalStack(options).start(spawner=False)
     log_path = workdir / f"kernels-{int(api_latency * 1000)}ms-service.log"
-    service = start_service(stack, port=stack.spawner_port, log_path=log_path)
+    service = start_service(stack, port=stack.spawner_port, workers=workers, log_path=log_path)
     try:
         tokens = {name: entry["token"] for name, entry in stack.state()["tokens"].items()}
         _lab_running(stack, tokens)
@@ -137,7 +138,7 @@ def run(workdir: Path, *, rounds: int = 10, api_latency: float = 0.0) -> dict[st
     return {
         "rounds": rounds,
         "api_latency_ms": round(api_latency * 1000, 1),
-        "workers": DEFAULT_WORKERS,
+        "workers": workers,
         "size": SIZE,
         "remote": remote,
         "local": local,

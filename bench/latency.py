@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from app.runtime.defaults import DEFAULT_WORKERS
+from app.runtime.defaults import default_workers
 from bench.client import SpawnerClient
 from bench.floor import Call, Replay, capture_objects
 from bench.services import REPO_ROOT_TEXT, BenchStack, StackSettings, log_findings
@@ -152,10 +152,11 @@ def run(
     spawns: int = 50,
     api_latency: float = 0.0,
     start_seconds: float = 0.0,
-    workers: int = DEFAULT_WORKERS,
+    workers: int | None = None,
 ) -> dict[str, Any]:
     """``api_latency``: seconds each Kubernetes call waits, as on a real control plane;
     ``start_seconds``: the kubelet's time to start a lab's containers."""
+    workers = default_workers() if workers is None else workers
     settings = StackSettings(
         workers=workers,
         nodes=3,

@@ -17,7 +17,7 @@ from typing import Any
 
 import requests
 
-from app.runtime.defaults import DEFAULT_WORKERS
+from app.runtime.defaults import default_workers
 from bench.services import BenchStack, StackSettings, log_findings
 from bench.storm import LABS_PER_NODE, run_client
 
@@ -54,7 +54,8 @@ def _until_listed(bench: BenchStack, labs: int) -> dict[str, Any]:
     }
 
 
-def run(workdir: Path, labs: int = 430, workers: int = DEFAULT_WORKERS) -> dict[str, Any]:
+def run(workdir: Path, labs: int = 430, workers: int | None = None) -> dict[str, Any]:
+    workers = default_workers() if workers is None else workers
     nodes = max(3, math.ceil(labs / LABS_PER_NODE))
     settings = StackSettings(workers=workers, nodes=nodes, cache_images=True)
     with BenchStack(workdir / "restart", settings) as bench:

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from app.runtime.defaults import DEFAULT_WORKERS
+from app.runtime.defaults import default_workers
 from bench import (
     clusters,
     failover,
@@ -132,8 +132,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--workers",
         type=int,
         default=None,
-        help="gunicorn workers of the service; default: the service's own "
-        f"({DEFAULT_WORKERS}), and {status.YARDSTICK_WORKERS} for status (see bench.status)",
+        help="gunicorn workers of the service; default: the service's own, one per usable "
+        f"core ({default_workers()} here), and {status.YARDSTICK_WORKERS} for status "
+        "(see bench.status)",
     )
     parser.add_argument(
         "--spawns",
@@ -243,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     api_latency = args.api_latency_ms / 1000
     scale_sizes = tuple(int(n) for n in args.scale_labs.split(",") if n.strip())
-    workers = args.workers or DEFAULT_WORKERS
+    workers = args.workers or default_workers()
     runners: dict[str, Callable[[Path], dict[str, Any]]] = {
         "latency": lambda w: latency.run(w, spawns=args.spawns, workers=workers),
         "latency_5ms": lambda w: latency.run(

@@ -26,7 +26,7 @@ import redis
 import requests
 
 from app.models.process_role import ProcessRole
-from app.runtime.defaults import DEFAULT_RUNNERS, DEFAULT_WORKERS
+from app.runtime.defaults import DEFAULT_RUNNERS, default_workers
 from devstack.demo import add_load_users
 from devstack.gafaelfawr import GroupSpec
 from devstack.redis_process import free_port
@@ -255,7 +255,7 @@ def start_service(
     *,
     port: int,
     log_path: Path,
-    workers: int = DEFAULT_WORKERS,
+    workers: int | None = None,
     runners: int = DEFAULT_RUNNERS,
     worker_connections: int | None = None,
     ready_path: str | None = "/readyz",
@@ -270,7 +270,7 @@ def start_service(
     roles = {}
     for role, role_port, count in (
         (ProcessRole.RUNNER, replica.runner_port, runners),
-        (ProcessRole.WEB, port, workers),
+        (ProcessRole.WEB, port, default_workers() if workers is None else workers),
     ):
         roles[role] = start_gunicorn(
             "wsgi:app",
@@ -292,7 +292,7 @@ def start_service(
 class StackSettings:
     """What a benchmark needs from the stack."""
 
-    workers: int = DEFAULT_WORKERS
+    workers: int = field(default_factory=default_workers)
     runners: int = DEFAULT_RUNNERS
     worker_connections: int | None = None
     nodes: int = 3

@@ -20,7 +20,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from app.runtime.defaults import DEFAULT_WORKERS
+from app.runtime.defaults import default_workers
 from app.workloads.lab.store import LabStore
 from bench.services import REPO_ROOT_TEXT, BenchStack, StackSettings, cpu_seconds, log_findings
 from bench.stats import summary_ms
@@ -193,10 +193,11 @@ def run(
     users: int = 500,
     api_latency: float = 0.0,
     start_seconds: float = 0.0,
-    workers: int = DEFAULT_WORKERS,
+    workers: int | None = None,
 ) -> dict[str, Any]:
     """``api_latency``: seconds each Kubernetes call waits, as on a real control plane;
     ``start_seconds``: the kubelet's time to start a lab."""
+    workers = default_workers() if workers is None else workers
     nodes = max(3, math.ceil(users / LABS_PER_NODE))
     settings = StackSettings(
         workers=workers,

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import FrameType
 
-from app.runtime.defaults import DEFAULT_RUNNERS, DEFAULT_WORKERS
+from app.runtime.defaults import DEFAULT_RUNNERS, default_workers
 from devstack.images import DEFAULT_PROGRAMS
 from devstack.stack import REPO_ROOT, LocalStack, StackOptions
 
@@ -29,7 +29,10 @@ def parse_options(
     parser = argparse.ArgumentParser(prog="python -m devstack", description=__doc__)
     parser.add_argument("--port", type=int, default=int(env.get("SPAWNER_PORT", 8080)))
     parser.add_argument(
-        "--workers", type=int, default=DEFAULT_WORKERS, help="web workers of each replica"
+        "--workers",
+        type=int,
+        default=default_workers(),
+        help="web workers of each replica (default: the service's own, one per usable core)",
     )
     parser.add_argument(
         "--runners",

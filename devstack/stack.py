@@ -37,7 +37,7 @@ from typing import Any
 import yaml
 
 from app.models.process_role import ROLE_ENV, ProcessRole
-from app.runtime.defaults import DEFAULT_RUNNERS, DEFAULT_WORKERS
+from app.runtime.defaults import DEFAULT_RUNNERS, default_workers
 from devstack.balancer import Backend, LoadBalancer
 from devstack.dask_operator import DaskOperatorProcess
 from devstack.demo import (
@@ -82,7 +82,7 @@ class StackOptions:
     """Run Redis as a primary, a replica and three sentinels (``devstack.sentinel``), and
     have the service find the primary through the sentinels; ``redis_url`` is then ignored."""
     spawner_port: int = 0
-    workers: int = DEFAULT_WORKERS
+    workers: int = field(default_factory=default_workers)
     """Web workers per replica."""
     runners: int = DEFAULT_RUNNERS
     """Runner workers per replica."""

@@ -196,6 +196,7 @@ print(" ".join(sorted(m for m in sys.modules if m == "app" or m.startswith(
         "app",
         "app.runtime",
         "app.runtime.collector",
+        "app.runtime.cpus",
         "app.runtime.defaults",
         "app.runtime.imports",
         "app.runtime.worker",

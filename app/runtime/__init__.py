@@ -10,7 +10,8 @@ which benchmark measured it, and on which library versions it was checked.
 - ``after_worker_init`` (gunicorn's ``post_worker_init``, the app loaded in the worker):
   see ``collector``.
 - ``worker.SpawnerWorker`` is the settings' ``worker_class``, and ``defaults`` the process
-  shape the settings and the tools that start the service share.
+  shape the settings and the tools that start the service share: one worker per core that
+  ``cpus`` counts.
 
 What is deliberately not here: ``DeadlineApiClient`` (``app.extensions.kubernetes``) and the
 Redis connection classes (``app.extensions.redis``) are subclasses the app builds its own

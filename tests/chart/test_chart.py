@@ -188,6 +188,14 @@ def test_replicas_workers_and_an_external_redis() -> None:
     assert "url" not in config["redis"]
 
 
+def test_empty_workers_leave_the_count_to_the_server() -> None:
+    """No ``SPAWNER_WORKERS`` then, and the server starts one worker per whole core of the
+    container's CPU limit (``app.runtime.defaults``)."""
+    env = _server_env(_render({"workers": None}))
+    assert "SPAWNER_WORKERS" not in env
+    assert env["SPAWNER_BIND"]["value"] == "0.0.0.0:8080"
+
+
 def _server_env(documents: list[dict[str, Any]]) -> dict[str, Any]:
     """The web container's environment, after checking the runner's holds the same but for
     its role, port and worker count."""
