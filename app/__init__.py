@@ -10,30 +10,32 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from app.models.process_role import ProcessRole
-
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from flask import Flask
 
     from app.models.config import Config
+    from app.models.process_role import ProcessRole
     from app.workloads.kinds import KindFactory
 
 
 def create_app(
     config: Config | None = None,
     kinds: Sequence[KindFactory] | None = None,
-    role: ProcessRole = ProcessRole.ALL,
+    role: ProcessRole | None = None,
 ) -> Flask:
     """Build the service from ``config``, or from the file named by the environment.
 
     Each gunicorn worker calls this after forking, so every process gets its own Redis
     pool, Kubernetes client and Gafaelfawr session. ``kinds``: the kinds of workload to run
     (``app.workloads.kinds.KINDS`` unless a test adds its own). ``role``: what the process
-    serves (a runner's port answers only probes and metrics).
+    serves (a runner's port answers only probes and metrics); None for both roles.
     """
     from app.factory import build_app
+    from app.models.process_role import ProcessRole
+
+    role = ProcessRole.ALL if role is None else role
 
     if kinds is None:
         return build_app(config, role=role)
