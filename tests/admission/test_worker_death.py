@@ -24,6 +24,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
     options = StackOptions(
         state_dir=tmp_path_factory.mktemp("devstack-admission"),
         workers=2,
+        # Two runners: what one killed was doing, the other takes over.
+        runners=2,
         # Long enough for the test to find and kill the worker running the spawn.
         pull_seconds=3.0,
         start_seconds=1.0,

@@ -70,8 +70,9 @@ def test_spawn_wait_status_list_and_delete(
     leaders = admin.leaders()
     assert set(leaders) == {"lab-watcher", "image-refresher", "prepuller"}
     for leader in leaders.values():
-        assert stack.spawner_process is not None and leader is not None
-        assert leader["replica"]["pid"] == stack.spawner_process.pid
+        # The elected loops run in the runner's workers.
+        assert stack.runner_process is not None and leader is not None
+        assert leader["replica"]["pid"] == stack.runner_process.pid
 
     final = admin.delete(USER, wait=True, timeout=30)
     assert final is not None and final.type == "complete"

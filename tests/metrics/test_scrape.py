@@ -1,4 +1,4 @@
-"""``/metrics`` of a replica with two gunicorn workers, after a scripted workload.
+"""``/metrics`` of a replica with two web and two runner workers, after a scripted workload.
 
 Spawns that complete, one failure of each reason the metrics name (an image that cannot be
 pulled, a crash loop, a pod no node can take, a namespace quota, an API error, a deadline),
@@ -49,6 +49,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
     options = StackOptions(
         state_dir=tmp_path_factory.mktemp("metrics-stack"),
         workers=2,
+        runners=2,
         pull_seconds=0.2,
         config_overrides={"lab": {"spawnTimeout": SPAWN_TIMEOUT}},
     )
@@ -128,17 +129,40 @@ class Script:
         return found if len(found) >= 3 else None
 
     def scrape(self) -> Samples:
-        # A new connection each time: either worker may answer.
-        response = requests.get(
-            f"{self.stack.spawner_url}/metrics", headers={"Connection": "close"}, timeout=30
-        )
-        assert response.status_code == 200
-        assert response.headers["Content-Type"].startswith("text/plain")
+        """The replica as the ServiceMonitor scrapes it, both containers' ports (web and
+        runner), aggregated as the dashboard does: what is counted where it happens summed,
+        what is read from Redis (the same in every answer) by its maximum."""
+        replica = self.stack.replicas[0]
         samples: Samples = {}
-        for family in text_string_to_metric_families(response.text):
-            for sample in family.samples:
-                samples[sample.name, frozenset(sample.labels.items())] = sample.value
+        for url in (replica.url, replica.runner_url):
+            # A new connection each time: any worker of each may answer.
+            response = requests.get(f"{url}/metrics", headers={"Connection": "close"}, timeout=30)
+            assert response.status_code == 200
+            assert response.headers["Content-Type"].startswith("text/plain")
+            for family in text_string_to_metric_families(response.text):
+                for sample in family.samples:
+                    key = sample.name, frozenset(sample.labels.items())
+                    if family.name in READ_FROM_REDIS:
+                        samples[key] = max(samples.get(key, sample.value), sample.value)
+                    else:
+                        samples[key] = samples.get(key, 0.0) + sample.value
         return samples
+
+
+READ_FROM_REDIS = frozenset(
+    f"lab_spawner_{name}"
+    for name in (
+        "workloads",
+        "operations_in_progress",
+        "operations_waiting",
+        "image_records",
+        "prepull_images",
+        "prepull_nodes",
+        "prepull_missing",
+        "prepull_running",
+    )
+)
+"""The state every answer reads from Redis alike (the metrics page: take ``max``)."""
 
 
 def value(samples: Samples, name: str, **labels: str) -> float:
@@ -168,9 +192,13 @@ def test_a_fresh_replica_exports_every_documented_metric(stack: LocalStack) -> N
     has every metric the page documents, failures and Redis errors at zero with their labels,
     so a rate or an alert has a series to read before the first failure."""
     script = Script(stack, {})
-    requests.get(f"{stack.spawner_url}/readyz", timeout=30)
-    response = requests.get(f"{stack.spawner_url}/metrics", timeout=30)
-    families = {f.name: f for f in text_string_to_metric_families(response.text)}
+    replica = stack.replicas[0]
+    families: set[str] = set()
+    for url in (replica.url, replica.runner_url):
+        # The pod's two answers together, as the ServiceMonitor scrapes them.
+        requests.get(f"{url}/readyz", timeout=30)
+        response = requests.get(f"{url}/metrics", timeout=30)
+        families |= {f.name for f in text_string_to_metric_families(response.text)}
     missing = [name for name in _documented_metrics() if name not in families]
     assert missing == []
     samples = script.scrape()

@@ -64,8 +64,8 @@ def test_sigterm_hands_running_spawns_over_before_their_leases_expire(
         return found if len(found) == 12 else None
 
     running = wait_for(all_in_progress, timeout=30)
-    # The balancer spread the spawns: some run on the replica about to stop.
-    workers = {str(pid) for pid in victim.worker_pids()}
+    # The spawns are spread over the replicas' runners: some run on the one about to stop.
+    workers = {str(pid) for pid in victim.runner_pids()}
     on_victim = [u for u, worker in running.items() if worker and worker.split(":")[1] in workers]
     assert 0 < len(on_victim) < 12
 

@@ -25,6 +25,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
     options = StackOptions(
         state_dir=tmp_path_factory.mktemp("devstack-crash"),
         workers=2,
+        # Two runners: the one killed mid-spawn is resumed by the other (or its successor).
+        runners=2,
         pull_seconds=3.0,
         # A lab takes a moment to start, so a spawn always follows its pod (watch, Events).
         start_seconds=1.0,
@@ -70,10 +72,13 @@ def test_sigkill_mid_spawn_ends_with_one_running_lab(stack: LocalStack) -> None:
     assert response.status_code == 303
     namespace = "nublado-rachel"
     # Wait until the pod exists and its image is being pulled, then kill the worker
-    # holding the spawn's lease.
+    # holding the spawn's lease: a runner worker, never the web worker that queued it.
     _wait(lambda: stack.kube.store.get("pods", namespace, "nb-rachel-lab"))
     holder = str(_wait(lambda: store.get("spawner:lease:lab:rachel")))
     pid = int(holder.split(":")[1])
+    replica = stack.replicas[0]
+    assert pid in replica.runner_pids()
+    assert pid not in replica.worker_pids()
     os.kill(pid, signal.SIGKILL)
 
     with requests.get(f"{base}/labs/rachel/events", headers=user, stream=True, timeout=60) as r:
@@ -95,7 +100,9 @@ def test_sigkill_mid_spawn_ends_with_one_running_lab(stack: LocalStack) -> None:
     )
     assert configmaps == ["nb-rachel-env", "nb-rachel-nss"]
     _wait(lambda: store.get("spawner:lease:lab:rachel") is None)
-    # The killed worker was replaced by gunicorn.
+    # The killed worker was replaced by the runner's gunicorn; the web's never stopped.
+    _wait(lambda: len(replica.runner_pids()) == stack.options.runners)
+    assert pid not in replica.runner_pids()
     assert stack.spawner_process is not None and stack.spawner_process.poll() is None
 
     assert requests.delete(f"{base}/labs/rachel", headers=admin, timeout=5).status_code == 202
