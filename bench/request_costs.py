@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import functools
 import json
 import logging
 import socket
@@ -50,16 +51,16 @@ class _Response:
 
     status = "200 OK"
     sent = 431
-    headers = [("Content-Type", "application/json"), ("Content-Length", "431")]
+    headers = (("Content-Type", "application/json"), ("Content-Length", "431"))
 
 
 class _Request:
-    headers = [
+    headers = (
         ("HOST", "127.0.0.1:8080"),
         ("AUTHORIZATION", "Bearer gt-" + "A" * 22 + "." + "B" * 22),
         ("USER-AGENT", "JupyterHub"),
         ("ACCEPT", "*/*"),
-    ]
+    )
 
 
 def status_environ() -> dict[str, Any]:
@@ -103,8 +104,7 @@ def access_costs(directory: Path, count: int) -> dict[str, float]:
     def logger(cls: type[Logger], name: str) -> Logger:
         cfg = Config()
         cfg.set("accesslog", str(directory / name))
-        made = cls(cfg)
-        return made
+        return cls(cfg)
 
     response, request, environ = _Response(), _Request(), status_environ()
     elapsed = dt.timedelta(microseconds=1800)
@@ -117,7 +117,7 @@ def access_costs(directory: Path, count: int) -> dict[str, float]:
         configure_logging("INFO", log_format)
         ours = logger(AccessLogger, f"{log_format}.log")
         costs[f"ours_{log_format}"] = _cpu_us_per_call(
-            lambda: ours.access(response, request, environ, elapsed), count
+            functools.partial(ours.access, response, request, environ, elapsed), count
         )
         for handler in logging.getLogger("gunicorn.access").handlers:
             handler.flush()
