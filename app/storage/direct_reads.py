@@ -13,8 +13,10 @@ the service's counted ones, so the metrics and the stall breaker (``app.extensio
 these round trips as any other.
 
 At most ``LIMIT`` connections are kept; a read that finds none free while that many are in
-use goes through the client's pool as before. A connection that fails is closed and
-dropped, and the error reaches the caller as from the client (no retries either way). With
+use goes through the client's pool as before (the count of those in use is exact under
+gevent; with threads it may drift by a few, which only moves that point). A connection
+that fails is closed and dropped, and the error reaches the caller as from the client (no
+retries either way). With
 Sentinel the client's pool alone is used: it follows a failover (it drops connections to a
 demoted primary), which a list of its own would have to learn again.
 """
