@@ -44,7 +44,15 @@ gets them without a response header carrying the user."""
 
 
 def redact(text: str) -> str:
-    """Replace Gafaelfawr tokens and bearer credentials with a marker."""
+    """Replace Gafaelfawr tokens and bearer credentials with a marker.
+
+    Every line passes here, and almost none holds a credential, so the pattern runs only on
+    text that could match it: a token contains ``gt-``, a bearer credential the word
+    ``bearer`` in some case. For ASCII text those two substring tests find every match of
+    the pattern, at a tenth of its cost; other text always gets the pattern.
+    """
+    if text.isascii() and "gt-" not in text and "bearer" not in text.lower():
+        return text
     return _SECRETS.sub("[redacted]", text)
 
 
@@ -130,16 +138,33 @@ class ContextFilter(logging.Filter):
 CONTEXT_FIELDS = ("request_id", "user", "operation", "workload")
 
 
+_second_text: tuple[int, str] = (-1, "")
+"""The last whole second :func:`iso_time` formatted, and its text up to the milliseconds:
+lines come many a second, and formatting a date is most of the cost of a timestamp."""
+
+
 def iso_time(timestamp: float) -> str:
     """``2026-11-27T06:35:22.123Z``: UTC, milliseconds, what log collectors parse."""
-    moment = dt.datetime.fromtimestamp(timestamp, dt.UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    global _second_text
+    second = int(timestamp // 1)
+    cached_second, text = _second_text
+    if second != cached_second:
+        moment = dt.datetime.fromtimestamp(second, dt.UTC)
+        text = moment.strftime("%Y-%m-%dT%H:%M:%S.")
+        # One assignment of a tuple: a thread reading it sees the old pair or the new one.
+        _second_text = (second, text)
+    milliseconds = min(999, round((timestamp - second) * 1_000_000) // 1000)
+    return f"{text}{milliseconds:03d}Z"
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
+"""``json.dumps`` with these options makes an encoder per call; one serves every line."""
 
 
 def json_line(entry: dict[str, Any]) -> str:
     """One JSON object on one line, credentials redacted (JSON escapes none of their
     characters, so the pattern finds them in the encoded text)."""
-    return redact(json.dumps(entry, ensure_ascii=False, default=str))
+    return redact(_ENCODER.encode(entry))
 
 
 class JsonFormatter(logging.Formatter):

@@ -5,9 +5,11 @@
 copy of the record a real spawn left behind, so the service reads exactly what it would
 after 1,000 finished spawns. The admin token asks for every user's status in turn. A bare
 route runs in a second gunicorn with the service's own ``gunicorn.conf.py`` (same worker
-class, worker count and access log), and in a third with gunicorn's stock ``gevent`` worker
-and access log (``STOCK_SETTINGS``, the yardstick of ``bench.goals``); all are loaded by
-``wrk`` (or ``bench.loadgen``).
+class, worker count and access log), in a third with gunicorn's stock ``gevent`` worker
+and access log (``STOCK_SETTINGS``, the yardstick of ``bench.goals``), and in a fourth with
+the service's settings but gunicorn's stock access logger (``STOCK_LOGGER``); all are loaded
+by ``wrk`` (or ``bench.loadgen``). Each load run also reports the CPU its gunicorn's workers
+spent per request answered (``cpu_ms_per_request``), from ``/proc``.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from bench.services import (
     BenchStack,
     Gunicorn,
     StackSettings,
+    cpu_seconds,
     free_ports,
     log_findings,
     start_gunicorn,
@@ -51,6 +54,9 @@ STOCK_SETTINGS = (
 settings under which the reference implementation was measured beside this service (its
 status route served 0.80 of a bare route under them), so a bare route under them is the
 yardstick that carries the reference's figure to this machine."""
+STOCK_LOGGER = ("--logger-class", "gunicorn.glogging.Logger")
+"""The service's settings with gunicorn's stock access logger and its default format: beside
+the bare route under the service's settings, what the access log costs a request."""
 USER_FORMAT = "status-%04d"
 
 
@@ -178,6 +184,34 @@ def status_load(
     return load(url, token, users, user_format, "/spawner/v1/labs/", seconds, connections)
 
 
+def workers_cpu_seconds(server: Gunicorn) -> float:
+    """CPU seconds used so far by the workers of ``server`` (user and system)."""
+    return sum(cpu_seconds(pid) or 0.0 for pid in server.worker_pids())
+
+
+def measured_load(
+    server: Gunicorn,
+    load: Any,
+    *,
+    token: str,
+    users: int,
+    prefix: str,
+    seconds: float,
+    connections: int,
+) -> dict[str, Any]:
+    """``load`` on ``server``, with the CPU its workers spent per request answered
+    (``cpu_ms_per_request``): what a request costs the service, whatever the load client
+    and the rest of the machine take of the cores."""
+    before = workers_cpu_seconds(server)
+    result: dict[str, Any] = load(
+        server.url, token, users, USER_FORMAT, prefix, seconds, connections
+    )
+    spent = workers_cpu_seconds(server) - before
+    requests = int(result.get("requests") or 0)
+    result["cpu_ms_per_request"] = round(spent * 1000 / requests, 3) if requests else None
+    return result
+
+
 def _median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The run with the median requests/s (latencies stay consistent with the rate)."""
     ordered = sorted(runs, key=lambda r: r.get("requests_per_second") or 0)
@@ -213,38 +247,53 @@ def run(
 
         bare = _bare_route(bench, "bare.log")
         stock = _bare_route(bench, "bare-stock.log", STOCK_SETTINGS)
+        stock_logger = _bare_route(bench, "bare-stock-logger.log", STOCK_LOGGER)
         try:
             admin = bench.admin_token
             prefix = "/spawner/v1/labs/"
-            # Warm both: connections, caches, the token's Gafaelfawr answers.
+            # Warm them all: connections, caches, the token's Gafaelfawr answers.
             load(bare.url, admin, records, USER_FORMAT, prefix, 2, connections)
             load(stock.url, admin, records, USER_FORMAT, prefix, 2, connections)
+            load(stock_logger.url, admin, records, USER_FORMAT, prefix, 2, connections)
             load(bench.url, admin, records, USER_FORMAT, prefix, 2, connections)
             # Interleaved rounds: whatever else the machine does hits every target alike.
             runs: dict[str, list[dict[str, Any]]] = {
                 "bare": [],
                 "bare_stock": [],
+                "bare_stock_logger": [],
                 "healthz": [],
                 "status": [],
             }
+
+            def measured(server: Gunicorn) -> dict[str, Any]:
+                return measured_load(
+                    server,
+                    load,
+                    token=admin,
+                    users=records,
+                    prefix=prefix,
+                    seconds=seconds,
+                    connections=connections,
+                )
+
             stock_ratios: list[float] = []
             ratios: list[float] = []
             served = 0
             commands_total: dict[str, float] = {}
             gafaelfawr_calls = 0
             for _ in range(repeats):
-                runs["bare"].append(
-                    load(bare.url, admin, records, USER_FORMAT, prefix, seconds, connections)
-                )
-                runs["bare_stock"].append(
-                    load(stock.url, admin, records, USER_FORMAT, prefix, seconds, connections)
-                )
+                for name, server in (
+                    ("bare", bare),
+                    ("bare_stock", stock),
+                    ("bare_stock_logger", stock_logger),
+                ):
+                    runs[name].append(measured(server))
                 runs["healthz"].append(
                     load(bench.url, admin, 1, "", "/healthz", seconds, connections)
                 )
                 gafaelfawr_before = sum(bench.stack.gafaelfawr.requests.values())
                 commands_before = redis_commands(bench)
-                result = load(bench.url, admin, records, USER_FORMAT, prefix, seconds, connections)
+                result = measured(bench.service)
                 runs["status"].append(result)
                 served += int(result["requests"])
                 for name, count in command_delta(commands_before, redis_commands(bench), 1).items():
@@ -268,6 +317,7 @@ def run(
         finally:
             bare.stop()
             stock.stop()
+            stock_logger.stop()
         return {
             "records": records,
             "records_written": written,
@@ -287,6 +337,16 @@ def run(
             "ratio_status_to_bare_stock": (
                 round(median(stock_ratios), 3) if stock_ratios else None
             ),
+            "bare_route_stock_logger": _median_run(runs["bare_stock_logger"]),
+            "cpu_ms_per_request": {
+                name: round(median(spent), 3)
+                for name, values in runs.items()
+                if (
+                    spent := [
+                        r["cpu_ms_per_request"] for r in values if r.get("cpu_ms_per_request")
+                    ]
+                )
+            },
             "ratio_per_repeat": [round(r, 2) for r in ratios],
             "requests_per_second_per_repeat": {
                 name: [r.get("requests_per_second") for r in values]

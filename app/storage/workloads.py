@@ -34,6 +34,7 @@ from app.models.workload import Operation, WorkloadRef
 from app.storage import scripts
 from app.storage.admin_feed import admin_feed_channel
 from app.storage.admission import AdmissionRequest
+from app.storage.direct_reads import DirectReads
 from app.storage.events import Announcement
 from app.storage.leader import Fence, LeadershipLost, RedisLease
 
@@ -124,6 +125,8 @@ class WorkloadStore:
 
     def __init__(self, client: redis.Redis, key_prefix: str) -> None:
         self._redis = client
+        self._direct = DirectReads.of(client)
+        """The status read's path (``stored_record``): see the module."""
         self._p = key_prefix
         self.feed_channel = admin_feed_channel(key_prefix)
         """Every record change is announced here, in the same step (``AdminFeed``)."""
@@ -175,10 +178,13 @@ class WorkloadStore:
         return str(raw) if raw else None
 
     def stored_record(self, ref: WorkloadRef) -> StoredRecord:
-        """The record and whether Redis is complete, in one round trip."""
-        raw, complete = cast(
-            list[str | None], self._redis.mget(self.record_key(ref), self.complete_key)
-        )
+        """The record and whether Redis is complete, in one round trip (on a connection
+        of the direct reads when one is free: JupyterHub asks this all day)."""
+        keys = (self.record_key(ref), self.complete_key)
+        values = self._direct.mget(*keys) if self._direct is not None else None
+        if values is None:
+            values = cast(list[str | None], self._redis.mget(*keys))
+        raw, complete = values
         return StoredRecord(raw or None, complete is not None)
 
     def stored_names(self, kind: str) -> StoredNames:

@@ -6,9 +6,11 @@ import datetime as dt
 import json
 import logging
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
+from gunicorn.config import Config
 
 from app.log import (
     ContextFilter,
@@ -17,11 +19,13 @@ from app.log import (
     TextFormatter,
     accept_request_id,
     current_request_id,
+    iso_time,
     logging_context,
     new_request_id,
+    redact,
 )
 from app.models.workload import Action, Operation, WorkloadRef
-from app.web.access_log import access_entry, access_line
+from app.web.access_log import AccessLogger, access_entry, access_json, access_line
 
 TOKEN = "gt-" + "A" * 22 + "." + "B" * 22
 
@@ -162,3 +166,100 @@ def test_the_text_access_line_names_request_and_user() -> None:
         '10.0.0.1 "POST /spawner/v1/labs/[redacted]?token=[redacted]&grace_seconds=5 HTTP/1.1"'
         " 303 0 3ms request=req-5 user=rachel"
     )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"before {TOKEN} after",
+        "Authorization: BeArEr abc.def after",
+        "é bearer abc after",
+        f"é {TOKEN} after",
+    ],
+)
+def test_redaction_finds_credentials_in_any_case_and_charset(text: str) -> None:
+    cleaned = redact(text)
+    assert "[redacted]" in cleaned
+    assert TOKEN not in cleaned and "abc" not in cleaned
+
+
+def test_a_line_without_credentials_is_left_alone() -> None:
+    for text in ("GET /spawner/v1/labs/rachel 200", "the bearer's name", "gt-short é"):
+        assert redact(text) == text
+
+
+def test_timestamps_match_the_calendar_across_seconds() -> None:
+    start = 1_764_225_322.0
+    for step in range(0, 3000, 7):
+        moment = start + step / 1000 + 0.0004
+        expected = dt.datetime.fromtimestamp(moment, dt.UTC)
+        text = iso_time(moment)
+        assert text == expected.strftime("%Y-%m-%dT%H:%M:%S.") + (
+            f"{expected.microsecond // 1000:03d}Z"
+        )
+
+
+def _access_logger(path: Path, **settings: Any) -> AccessLogger:
+    cfg = Config()
+    cfg.set("accesslog", str(path))
+    for name, value in settings.items():
+        cfg.set(name, value)
+    return AccessLogger(cfg)
+
+
+def test_the_access_logger_writes_its_lines_to_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "access.log"
+    logger = _access_logger(path)
+    environ = _environ(**{"spawner.request_id": "req-6"})
+    environ["PATH_INFO"] = f"/spawner/v1/labs/{TOKEN}"
+    logger.access(_Response(), None, environ, dt.timedelta(milliseconds=4))
+    logger.access(_Response(), None, _environ(), dt.timedelta(milliseconds=5))
+    lines = path.read_text().splitlines()
+    assert lines == [
+        '10.0.0.1 "POST /spawner/v1/labs/[redacted]?token=[redacted]&grace_seconds=5 HTTP/1.1"'
+        " 303 0 4ms request=req-6",
+        '10.0.0.1 "POST /spawner/v1/labs/rachel/spawn?token=[redacted]&grace_seconds=5 '
+        'HTTP/1.1" 303 0 5ms',
+    ]
+
+
+def test_a_configured_access_log_keeps_its_handlers(tmp_path: Path) -> None:
+    """With a logging configuration of the operator's, lines go through ``logging``, so
+    its handlers and formats apply."""
+    path = tmp_path / "configured.log"
+    handler = {"class": "logging.FileHandler", "filename": str(path), "formatter": "tagged"}
+    config = {
+        "formatters": {"tagged": {"format": "access: %(message)s"}},
+        "handlers": {"file": handler, "console": {"class": "logging.NullHandler"}},
+        "loggers": {"gunicorn.access": {"handlers": ["file"], "propagate": False}},
+    }
+    names = ("", "gunicorn.error", "gunicorn.access")
+    saved = {name: list(logging.getLogger(name).handlers) for name in names}
+    levels = {name: logging.getLogger(name).level for name in names}
+    try:
+        logger = _access_logger(tmp_path / "unused.log", logconfig_dict=config)
+        logger.access(_Response(), None, _environ(), dt.timedelta(milliseconds=6))
+        for made in logging.getLogger("gunicorn.access").handlers:
+            made.flush()
+        assert path.read_text().startswith('access: 10.0.0.1 "POST /spawner/v1/labs/rachel')
+    finally:
+        for name in names:
+            log = logging.getLogger(name)
+            for made in list(log.handlers):
+                if made not in saved[name]:
+                    made.close()
+            log.handlers[:] = saved[name]
+            log.setLevel(levels[name])
+
+
+def test_the_json_access_line_is_json_and_redacted() -> None:
+    environ = _environ(**{"spawner.user": 'ra"chel\n'})
+    environ["PATH_INFO"] = f"/spawner/v1/labs/{TOKEN}/é"
+    line = access_json(_Response(), environ, dt.timedelta(milliseconds=7), pid=9)
+    assert "\n" not in line and TOKEN not in line
+    entry = json.loads(line)
+    assert entry["user"] == 'ra"chel\n'
+    assert entry["path"] == "/spawner/v1/labs/[redacted]/é"
+    assert entry["message"] == "POST /spawner/v1/labs/[redacted]/é 303"
+    assert (entry["status"], entry["size"], entry["duration_ms"]) == (303, 0, 7)
+    assert dt.datetime.fromisoformat(entry["time"]).tzinfo is not None
