@@ -32,6 +32,7 @@ from bench.services import (
     REPO_ROOT_TEXT,
     BenchStack,
     Gunicorn,
+    Service,
     StackSettings,
     cpu_seconds,
     free_ports,
@@ -184,13 +185,13 @@ def status_load(
     return load(url, token, users, user_format, "/spawner/v1/labs/", seconds, connections)
 
 
-def workers_cpu_seconds(server: Gunicorn) -> float:
+def workers_cpu_seconds(server: Gunicorn | Service) -> float:
     """CPU seconds used so far by the workers of ``server`` (user and system)."""
     return sum(cpu_seconds(pid) or 0.0 for pid in server.worker_pids())
 
 
 def measured_load(
-    server: Gunicorn,
+    server: Gunicorn | Service,
     load: Any,
     *,
     token: str,
@@ -265,7 +266,7 @@ def run(
                 "status": [],
             }
 
-            def measured(server: Gunicorn) -> dict[str, Any]:
+            def measured(server: Gunicorn | Service) -> dict[str, Any]:
                 return measured_load(
                     server,
                     load,

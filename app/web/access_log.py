@@ -171,15 +171,21 @@ class AccessLogger(Logger):
         else:
             line = access_line(resp, environ, request_time)
         handler = self._direct
-        stream = handler.stream if handler is not None else None
-        if stream is not None:
-            try:
-                stream.write(line + "\n")
-                stream.flush()
-                return
-            except (OSError, ValueError):
-                pass
-        self.access_log.info("%s", line)
+        if handler is None or not _written(handler.stream, line):
+            self.access_log.info("%s", line)
+
+
+def _written(stream: Any, line: str) -> bool:
+    """Whether ``line`` went to ``stream``; False if it has none or the write failed (a
+    file being reopened), and the line then goes through ``logging``."""
+    if stream is None:
+        return False
+    try:
+        stream.write(line + "\n")
+        stream.flush()
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 _DIRECT_HANDLERS = (logging.StreamHandler, logging.FileHandler)
