@@ -246,6 +246,7 @@ def run(
             "users": users,
             "api_latency_ms": api_latency * 1000,
             "workers": workers,
+            "runners": settings.runners,
             "nodes": nodes,
             "spawn": _summarize(spawned),
             "spawn_cpu_seconds": cpu_spawn,
