@@ -263,6 +263,7 @@ def run(
                 "bare_stock": [],
                 "bare_stock_logger": [],
                 "healthz": [],
+                "list": [],
                 "status": [],
             }
 
@@ -292,6 +293,15 @@ def run(
                 runs["healthz"].append(
                     load(bench.url, admin, 1, "", "/healthz", seconds, connections)
                 )
+                # Every lab listed (an administrator's list), as the reference was measured.
+                before_list = workers_cpu_seconds(bench.service)
+                listed = load(bench.url, admin, 1, "", "/spawner/v1/labs", seconds, connections)
+                listing = workers_cpu_seconds(bench.service) - before_list
+                answered = int(listed.get("requests") or 0)
+                listed["cpu_ms_per_request"] = (
+                    round(listing * 1000 / answered, 3) if answered else None
+                )
+                runs["list"].append(listed)
                 gafaelfawr_before = sum(bench.stack.gafaelfawr.requests.values())
                 commands_before = redis_commands(bench)
                 result = measured(bench.service)
@@ -333,6 +343,7 @@ def run(
             "bare_route": _median_run(runs["bare"]),
             "service_healthz": _median_run(runs["healthz"]),
             "status_route": _median_run(runs["status"]),
+            "list_route": _median_run(runs["list"]),
             "ratio_status_to_bare": round(median(ratios), 2) if ratios else None,
             "bare_route_stock_settings": _median_run(runs["bare_stock"]),
             "ratio_status_to_bare_stock": (
