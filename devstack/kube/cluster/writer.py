@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from devstack.kube.errors import ApiError
@@ -31,6 +31,7 @@ class StoreLike(Protocol):
         self, resource: str, obj: dict[str, Any], *, expected_version: str | None = None
     ) -> dict[str, Any]: ...
     def delete(self, resource: str, namespace: str | None, name: str) -> dict[str, Any] | None: ...
+    def dependents(self, uid: str) -> Sequence[tuple[str, str | None, str]]: ...
     def subscribe(self, listener: Listener) -> Callable[[], None]: ...
 
 
