@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from devstack.kube import errors
+from devstack.kube.owners import Dependent, OwnerIndex
 from devstack.kube.resources import RESOURCES
 
 _log = logging.getLogger(__name__)
@@ -91,6 +92,7 @@ class Store:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._objects: dict[str, dict[Key, dict[str, Any]]] = {}
+        self._owners = OwnerIndex()
         self._version = 0
         self._listeners: list[ChangeListener] = []
         # Changes committed but not yet announced, drained in order by one thread at a time.
@@ -113,6 +115,12 @@ class Store:
 
     def list(self, resource: str, namespace: str | None = None) -> Objects:
         return self.snapshot(resource, namespace)[0]
+
+    def dependents(self, uid: str) -> builtins.list[Dependent]:
+        """The objects whose ``metadata.ownerReferences`` name the owner ``uid``, as
+        (resource, namespace, name): what the garbage collector deletes after it."""
+        with self._lock:
+            return self._owners.dependents(uid)
 
     def namespaced_resources(self) -> builtins.list[str]:
         """Every namespaced resource the API serves or the store holds (for the namespace
@@ -178,6 +186,7 @@ class Store:
             meta["creationTimestamp"] = now_timestamp()
             meta["generation"] = 1
             bucket[(namespace, name)] = obj
+            self._owners.record((resource, namespace, name), obj)
             result = clone(obj)
             self._pending.append(Change("ADDED", resource, clone(obj), None, self._version))
         self._dispatch()
@@ -214,6 +223,7 @@ class Store:
                 meta["creationTimestamp"] = created
                 meta["generation"] = 1
                 bucket[key] = obj
+                self._owners.record((resource, *key), obj)
                 self._pending.append(Change("ADDED", resource, clone(obj), None, self._version))
         self._dispatch()
         return len(objects)
@@ -246,6 +256,7 @@ class Store:
                 generation += 1
             meta["generation"] = generation
             bucket[(namespace, name)] = obj
+            self._owners.record((resource, namespace, name), obj)
             result = clone(obj)
             self._pending.append(Change("MODIFIED", resource, clone(obj), current, self._version))
         self._dispatch()
@@ -289,6 +300,7 @@ class Store:
             obj = bucket.pop((namespace or None, name), None)
             if obj is None:
                 return None
+            self._owners.record((resource, namespace or None, name), None)
             self._version += 1
             obj["metadata"]["resourceVersion"] = str(self._version)
             result = clone(obj)

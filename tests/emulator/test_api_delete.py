@@ -226,3 +226,52 @@ def test_the_garbage_collector_follows_owner_references_of_any_kind(
             == ["other"]
         )
     )
+
+
+def _reference(kind: str, name: str, uid: str, api_version: str = "v1") -> dict[str, str]:
+    return {"apiVersion": api_version, "kind": kind, "name": name, "uid": uid}
+
+
+def _config_map_names(core_v1: CoreV1Api, namespace: str) -> set[str]:
+    """The test's ConfigMaps in ``namespace`` (not the CA bundle every namespace gets)."""
+    items = core_v1.list_namespaced_config_map(namespace).items
+    return {c.metadata.name for c in items} - {"kube-root-ca.crt"}
+
+
+def test_a_cluster_scoped_owner_takes_its_dependents_in_every_namespace(
+    core_v1: CoreV1Api, namespace: str, wait_until: WaitUntil
+) -> None:
+    rbac = kubernetes.client.RbacAuthorizationV1Api(core_v1.api_client)
+    role = rbac.create_cluster_role({"metadata": {"name": "owner"}, "rules": []})
+    owner = _reference("ClusterRole", "owner", role.metadata.uid, "rbac.authorization.k8s.io/v1")
+    core_v1.create_namespace({"metadata": {"name": "elsewhere"}})
+    for where in (namespace, "elsewhere"):
+        core_v1.create_namespaced_config_map(where, _config_map("owned", ownerReferences=[owner]))
+        core_v1.create_namespaced_config_map(where, _config_map("unowned"))
+
+    rbac.delete_cluster_role("owner")
+
+    for where in (namespace, "elsewhere"):
+        wait_until(lambda where=where: _config_map_names(core_v1, where) == {"unowned"})
+
+
+def test_a_namespaced_owner_has_no_dependents_in_another_namespace(
+    core_v1: CoreV1Api, namespace: str, wait_until: WaitUntil
+) -> None:
+    """A reference across namespaces is not ownership (a real cluster reports it as an
+    invalid owner reference and deletes nothing for it)."""
+    owner = core_v1.create_namespaced_config_map(namespace, _config_map("owner"))
+    reference = _reference("ConfigMap", "owner", owner.metadata.uid)
+    core_v1.create_namespace({"metadata": {"name": "elsewhere"}})
+    core_v1.create_namespaced_config_map(
+        "elsewhere", _config_map("across", ownerReferences=[reference])
+    )
+    core_v1.create_namespaced_config_map(
+        namespace, _config_map("owned", ownerReferences=[reference])
+    )
+
+    core_v1.delete_namespaced_config_map("owner", namespace)
+
+    # The collector has handled the owner's deletion once its own namespace's dependent is gone.
+    wait_until(lambda: _config_map_names(core_v1, namespace) == set())
+    assert _config_map_names(core_v1, "elsewhere") == {"across"}

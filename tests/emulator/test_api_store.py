@@ -184,3 +184,39 @@ def test_concurrent_writers_produce_ordered_events() -> None:
     for thread in threads:
         thread.join()
     assert versions == list(range(1, 401))
+
+
+def _owned_by(name: str, *uids: str, namespace: str = "ns") -> dict[str, Any]:
+    """The metadata of ``name`` naming the owners ``uids``."""
+    references = [{"kind": "ConfigMap", "name": f"owner-{uid}", "uid": uid} for uid in uids]
+    return {"name": name, "namespace": namespace, "ownerReferences": references}
+
+
+def test_dependents_follow_the_owner_references_of_every_write() -> None:
+    """The index the garbage collector reads agrees with what is stored after creates,
+    batch loads, updates that add or drop references, and deletes."""
+    store = Store()
+    store.create("configmaps", {"metadata": _owned_by("a", "u1")})
+    store.create("secrets", {"metadata": _owned_by("b", "u1", "u2", namespace="other")})
+    store.create("configmaps", _cm("plain"))
+    store.load("pods", [{"metadata": _owned_by("c", "u2")}])
+    assert store.dependents("u1") == [("configmaps", "ns", "a"), ("secrets", "other", "b")]
+    assert store.dependents("u2") == [("secrets", "other", "b"), ("pods", "ns", "c")]
+
+    current = store.get("secrets", "other", "b")
+    assert current is not None
+    current["metadata"]["ownerReferences"] = current["metadata"]["ownerReferences"][1:]
+    store.update("secrets", current)
+    assert store.dependents("u1") == [("configmaps", "ns", "a")]
+
+    def adopt(obj: dict[str, Any]) -> None:
+        obj["metadata"]["ownerReferences"] = [{"kind": "Pod", "name": "c", "uid": "u3"}]
+
+    store.mutate("configmaps", "ns", "plain", adopt)
+    assert store.dependents("u3") == [("configmaps", "ns", "plain")]
+
+    store.delete("configmaps", "ns", "a")
+    store.delete("pods", "ns", "c")
+    assert store.dependents("u1") == []
+    assert store.dependents("u2") == [("secrets", "other", "b")]
+    assert store.dependents("unknown") == []

@@ -101,7 +101,9 @@ class Cluster:
         self._jobs = JobController(parts, self.settings)
         self._services = ServiceProxies(self._endpoints, self.addresses)
         self._crds = CrdController(self.served, self._writer, self.store.list)
-        self._garbage = GarbageCollector(self._writer, self.store.list, self._served_kinds)
+        self._garbage = GarbageCollector(
+            self._writer, self.store.get, self.store.dependents, self._served_kinds
+        )
         self._operators = {
             operator.plural: operator(
                 self._writer, self.store.list, admit or _no_defaults, self._events, self.settings

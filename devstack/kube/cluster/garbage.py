@@ -7,24 +7,27 @@ is gone is dropped from an object that still has another. The controllers' own c
 operator's objects (a DaskCluster owning Deployments, a Service and a DaskWorkerGroup that
 owns more Deployments) need the general rule, as a real cluster applies it.
 
-Dependents are found when their owner goes, by scanning the kinds of its namespace (of every
-namespace, for a cluster-scoped owner): deletions are rare next to reads, and an index kept
-on every write would cost more than it saves here.
+Dependents are found when their owner goes through the store's index of owner references
+(``devstack.kube.owners``), not by scanning: a scan listed and copied every object of every
+kind in the owner's namespace, or in every namespace for a cluster-scoped owner, so tearing
+a namespace down cost a pass over the whole cluster per object in it. As a real cluster
+allows, a namespaced owner only has dependents in its own namespace.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .cache import Obj
 from .workloads import delete_pod_gracefully
 from .writer import StoreWriter
 
-ListObjects = Callable[[str, "str | None"], list[dict[str, Any]]]
+GetObject = Callable[[str, "str | None", str], "dict[str, Any] | None"]
+Dependents = Callable[[str], Sequence[tuple[str, "str | None", str]]]
 
 _NEVER_OWNED = frozenset({"events"})
-"""Kinds nothing owns; skipped to keep the scan short."""
+"""Kinds the collector leaves alone, whatever they reference."""
 
 
 class GarbageCollector:
@@ -33,12 +36,15 @@ class GarbageCollector:
     def __init__(
         self,
         writer: StoreWriter,
-        list_objects: ListObjects,
+        get_object: GetObject,
+        dependents: Dependents,
         kinds: Callable[[], list[tuple[str, bool]]],
     ) -> None:
-        """``kinds``: every served kind, as (plural, namespaced)."""
+        """``dependents``: the store's index, owner uid to (plural, namespace, name) of the
+        objects naming it; ``kinds``: every served kind, as (plural, namespaced)."""
         self._writer = writer
-        self._list = list_objects
+        self._get = get_object
+        self._dependents = dependents
         self._kinds = kinds
 
     def on_deleted(self, obj: Obj) -> None:
@@ -46,13 +52,20 @@ class GarbageCollector:
         uid = meta.get("uid")
         if not uid:
             return
+        found = self._dependents(str(uid))
+        if not found:
+            return
         namespace = meta.get("namespace")
-        for plural, namespaced in self._kinds():
-            if plural in _NEVER_OWNED or (namespace is not None and not namespaced):
+        served = dict(self._kinds())
+        for plural, dependent_namespace, name in found:
+            namespaced = served.get(plural)
+            if namespaced is None or plural in _NEVER_OWNED:
                 continue
-            for dependent in self._list(plural, namespace if namespaced else None):
-                if any(r.get("uid") == uid for r in _references(dependent)):
-                    self._collect(plural, dependent, uid)
+            if namespace is not None and (not namespaced or dependent_namespace != namespace):
+                continue
+            dependent = self._get(plural, dependent_namespace, name)
+            if dependent is not None and any(r.get("uid") == uid for r in _references(dependent)):
+                self._collect(plural, dependent, uid)
 
     def _collect(self, plural: str, dependent: Obj, gone: str) -> None:
         meta = dependent["metadata"]

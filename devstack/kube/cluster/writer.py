@@ -7,12 +7,12 @@ Results go into the cache at once, so the next decision already sees this write.
 
 from __future__ import annotations
 
-import copy
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from devstack.kube.errors import ApiError
+from devstack.kube.store import clone
 
 from .cache import Obj, ObjectCache
 
@@ -31,6 +31,7 @@ class StoreLike(Protocol):
         self, resource: str, obj: dict[str, Any], *, expected_version: str | None = None
     ) -> dict[str, Any]: ...
     def delete(self, resource: str, namespace: str | None, name: str) -> dict[str, Any] | None: ...
+    def dependents(self, uid: str) -> Sequence[tuple[str, str | None, str]]: ...
     def subscribe(self, listener: Listener) -> Callable[[], None]: ...
 
 
@@ -74,7 +75,8 @@ class StoreWriter:
                 return None
             if uid is not None and current.get("metadata", {}).get("uid") != uid:
                 return None
-            candidate = copy.deepcopy(current)
+            # The store's JSON copy: copy.deepcopy cost several times more per status write.
+            candidate = clone(current)
             if not change(candidate):
                 return current
             try:
