@@ -6,6 +6,7 @@ import datetime as dt
 import json
 import logging
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +19,10 @@ from app.log import (
     RedactingFilter,
     TextFormatter,
     accept_request_id,
+    configure_logging,
     current_request_id,
     iso_time,
+    json_lines,
     logging_context,
     new_request_id,
     redact,
@@ -199,6 +202,16 @@ def test_timestamps_match_the_calendar_across_seconds() -> None:
         )
 
 
+@pytest.fixture
+def text_lines() -> Iterator[None]:
+    """Text lines, whatever format an earlier test of the run configured last."""
+    was = "json" if json_lines() else "text"
+    level = logging.getLevelName(logging.getLogger().level)
+    configure_logging("INFO", "text")
+    yield
+    configure_logging(level, was)
+
+
 def _access_logger(path: Path, **settings: Any) -> AccessLogger:
     cfg = Config()
     cfg.set("accesslog", str(path))
@@ -207,6 +220,7 @@ def _access_logger(path: Path, **settings: Any) -> AccessLogger:
     return AccessLogger(cfg)
 
 
+@pytest.mark.usefixtures("text_lines")
 def test_the_access_logger_writes_its_lines_to_the_file(tmp_path: Path) -> None:
     path = tmp_path / "access.log"
     logger = _access_logger(path)
@@ -223,6 +237,7 @@ def test_the_access_logger_writes_its_lines_to_the_file(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.usefixtures("text_lines")
 def test_a_configured_access_log_keeps_its_handlers(tmp_path: Path) -> None:
     """With a logging configuration of the operator's, lines go through ``logging``, so
     its handlers and formats apply."""
