@@ -35,11 +35,15 @@ def _fmt(value: Any, unit: str = "", digits: int = 1) -> str:
 
 
 def _workers(result: dict[str, Any]) -> str:
-    """``1 worker``, ``2 workers``: the service's gunicorn workers in a benchmark."""
+    """``1 web worker``, ``2 web and 1 runner workers``: the service's gunicorn workers in a
+    benchmark (the runners where it recorded them)."""
     count = result.get("workers")
     if count is None:
         return "its default workers"
-    return f"{count} worker" + ("" if count == 1 else "s")
+    runners = result.get("runners")
+    if runners is None:
+        return f"{count} worker" + ("" if count == 1 else "s")
+    return f"{count} web and {runners} runner worker" + ("" if count + runners == 1 else "s")
 
 
 def _mib(kib: Any) -> str:
