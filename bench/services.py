@@ -190,25 +190,29 @@ def start_gunicorn(
         )
     url = f"http://127.0.0.1:{port}"
     server = Gunicorn(process, url, log_path)
-    if ready_path is None:
-        return server
+    if ready_path is not None:
+        await_ready(server, ready_path, workers=workers, timeout=timeout, name=target)
+    return server
+
+
+def await_ready(
+    server: Gunicorn, ready_path: str, *, workers: int, timeout: float, name: str
+) -> None:
+    """Until ``ready_path`` answers 200 and every one of ``workers`` has booted."""
     deadline = time.monotonic() + timeout
     while True:
-        if process.poll() is not None:
-            raise RuntimeError(f"gunicorn {target} exited at start-up; see its log")
-        try:
-            if requests.get(url + ready_path, timeout=1).status_code == 200:
+        if server.process.poll() is not None:
+            raise RuntimeError(f"gunicorn {name} exited at start-up; see its log")
+        with contextlib.suppress(requests.RequestException):
+            if requests.get(server.url + ready_path, timeout=1).status_code == 200:
                 break
-        except requests.RequestException:
-            pass
         if time.monotonic() > deadline:
             server.stop()
-            raise RuntimeError(f"gunicorn {target} did not become ready in time")
+            raise RuntimeError(f"gunicorn {name} did not become ready in time")
         time.sleep(0.1)
     # Every worker must have booted, not just the first to answer.
     while len(server.worker_pids()) < workers and time.monotonic() < deadline:
         time.sleep(0.05)
-    return server
 
 
 @dataclass
@@ -267,10 +271,12 @@ def start_service(
     replicas (``LocalStack.service_env``) and the output in ``log_path``; ``config_path``
     replaces the stack's configuration file."""
     replica = SpawnerReplica("spawner-1", port)
+    web_workers = default_workers() if workers is None else workers
     roles = {}
+    # Both at once, as Kubernetes starts a pod's containers; then both awaited.
     for role, role_port, count in (
         (ProcessRole.RUNNER, replica.runner_port, runners),
-        (ProcessRole.WEB, port, default_workers() if workers is None else workers),
+        (ProcessRole.WEB, port, web_workers),
     ):
         roles[role] = start_gunicorn(
             "wsgi:app",
@@ -281,10 +287,13 @@ def start_service(
                 **stack.service_env(replica, role, role_port),
                 **({"SPAWNER_CONFIG_PATH": str(config_path)} if config_path else {}),
             },
-            ready_path=ready_path,
+            ready_path=None,
             worker_connections=worker_connections,
             timeout=timeout,
         )
+    if ready_path is not None:
+        for role, count in ((ProcessRole.RUNNER, runners), (ProcessRole.WEB, web_workers)):
+            await_ready(roles[role], ready_path, workers=count, timeout=timeout, name=role.value)
     return Service(web=roles[ProcessRole.WEB], runner=roles[ProcessRole.RUNNER])
 
 
