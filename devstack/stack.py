@@ -87,7 +87,8 @@ class StackOptions:
     runners: int = DEFAULT_RUNNERS
     """Runner workers per replica."""
     replicas: int = 1
-    """Replicas of the service, each its own gunicorn master; above one, behind a balancer."""
+    """Replicas of the service, each its own web and runner masters; above one, behind a
+    balancer."""
     balancer: bool | None = None
     """Whether the balancer stands in front of the replicas: None for "when more than one"
     (a benchmark comparing one replica with several puts it in front of one too)."""
