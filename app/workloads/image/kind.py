@@ -212,13 +212,11 @@ class ImageKind(ServiceKind):
                 == pulling.digest
             }
             seconds = round(time.monotonic() - started, 3)
-            for name in sorted(names):
-                pod = pods.get(name)
-                if pod is None:
-                    raise StepFailed(f"validation pod {name} was deleted while it ran")
-                failure = _failure(pod, validation)
-                if failure is not None:
-                    return self._rejected(pod, failure, nodes, seconds)
+            missing = sorted(names - pods.keys())
+            if missing:
+                raise StepFailed(f"validation pod {missing[0]} was deleted while it ran")
+            # Before any verdict: a command that ran and failed between two looks still ran,
+            # and the record's history says so.
             if not validating and any(_started(p) for p in pods.values()):
                 validating = True
                 moved = pulling.moved(
@@ -230,6 +228,10 @@ class ImageKind(ServiceKind):
                 run.workloads.keep(image_json(moved))
                 logger.info("image %s is validating", pulling.digest)
                 run.reporter.info("The validation runs", progress=50)
+            for name in sorted(names):
+                failure = _failure(pods[name], validation)
+                if failure is not None:
+                    return self._rejected(pods[name], failure, nodes, seconds)
             ended = [_exit_code(pods[name]) for name in sorted(names)]
             if all(code is not None for code in ended):
                 return ValidationResult(passed=True, nodes=nodes, seconds=seconds, exit_code=0)
