@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import logging
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -249,6 +250,59 @@ def test_a_watch_left_early_costs_requests_no_connection(
     assert storage.read_namespace(namespace) is not None
     assert storage.read_pod(namespace, "lab") is not None
     assert len(connects) == (0 if own_watch_client else 1)
+
+
+def test_a_watch_left_early_gives_its_connection_to_the_next_watch(
+    kube: KubernetesEmulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rest of a watch its reader left is read in the background until the server ends
+    it; its connection then goes back to the pool, and the next watch opens none (no TLS
+    handshake per spawn in a storm)."""
+    from urllib3.connection import HTTPSConnection
+    from urllib3.response import HTTPResponse
+
+    from app.storage.kubernetes import KubernetesStorage
+
+    connects: list[int] = []
+    released = threading.Event()
+    connect, release = HTTPSConnection.connect, HTTPResponse.release_conn
+
+    def counting(self: Any) -> None:
+        connects.append(1)
+        connect(self)
+
+    def telling(self: Any) -> None:
+        release(self)
+        released.set()
+
+    monkeypatch.setattr(HTTPSConnection, "connect", counting)
+    monkeypatch.setattr(HTTPResponse, "release_conn", telling)
+    configuration = build_configuration(_config(mode="host", host=kube.url))
+    storage = KubernetesStorage(
+        DeadlineApiClient(configuration, 5.0), watches=DeadlineApiClient(configuration, 5.0)
+    )
+    namespace = "watch-released"
+    kube.store.create("namespaces", {"metadata": {"name": namespace}})
+    pod = kube.store.create(
+        "pods",
+        {
+            "metadata": {"name": "lab", "namespace": namespace},
+            "spec": {"containers": [{"name": "c", "image": "i"}]},
+        },
+    )
+    created = pod["metadata"]["resourceVersion"]
+    pod["metadata"]["labels"] = {"touched": "yes"}
+    kube.store.update("pods", pod)
+    for _ in storage.watch_pod(namespace, "lab", created, 1):
+        break
+    assert connects == [1]
+    released.clear()
+    # The server ends the watch after its one second; the connection is back then.
+    assert released.wait(timeout=15)
+    connects.clear()
+    for _ in storage.watch_pod(namespace, "lab", created, 1):
+        break
+    assert connects == []
 
 
 def _discards(caplog: pytest.LogCaptureFixture, api: DeadlineApiClient, calls: int) -> int:

@@ -27,6 +27,7 @@ from urllib3.exceptions import HTTPError
 
 from app import metrics
 from app.builders.names import MANAGED_BY, MANAGED_BY_LABEL
+from app.concurrency import start_task
 from app.runtime.collector import collector_paused
 
 logger = logging.getLogger(__name__)
@@ -591,8 +592,11 @@ class KubernetesStorage:
     ) -> Iterator[tuple[str, dict[str, Any]]]:
         """Yield ``(type, object)`` until the server ends the watch after ``timeout``.
 
-        A reader that stops early leaves the server still streaming on the connection, so
-        the connection is closed rather than released for another request.
+        A reader that stops early (its pod ready, its namespace gone) leaves the server
+        streaming on the connection until ``timeout``; the rest is read and dropped in the
+        background (``_release_when_ended``), so the connection goes back to the pool for
+        the next watch instead of being closed, and no watch pays for a new TLS handshake
+        while an earlier one's connection waits out its last second.
         """
         response = _open_watch(self._watch_api, path, resource_version, timeout, selectors)
         completed = False
@@ -603,7 +607,7 @@ class KubernetesStorage:
             if completed:
                 response.release_conn()
             else:
-                response.close()
+                start_task(_release_when_ended, response, name="watch-release")
 
 
 class Watch:
@@ -659,11 +663,25 @@ def _open_watch(
         raise KubernetesError(0, "Unreachable", f"Kubernetes API unreachable: {exc}") from None
 
 
+def _release_when_ended(response: Any) -> None:
+    """Read what is left of a watch its reader left until the server ends it (within the
+    watch's ``timeoutSeconds``, under the read deadline it was opened with), then return
+    the connection to the pool. urllib3 never hands out a pooled connection with unread
+    data waiting on it, so one whose read failed half-way is closed then instead."""
+    response.drain_conn()
+    response.release_conn()
+
+
 def _watch_events(response: Any) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Parse a watch stream's JSON lines; raises ``WatchExpired`` on a 410 error event."""
+    """Parse a watch stream's JSON lines; raises ``WatchExpired`` on a 410 error event.
+
+    The stream is read with ``read1`` (what has arrived, as it arrives) rather than through
+    urllib3's ``stream`` generator, which closes the connection when a reader leaves it
+    early: the rest of the watch is then still there to read to its end
+    (``_release_when_ended``), and the connection to reuse."""
     try:
         buffer = b""
-        for chunk in response.stream(amt=65536, decode_content=False):
+        while chunk := response.read1(65536, decode_content=False):
             buffer += chunk
             while b"\n" in buffer:
                 line, buffer = buffer.split(b"\n", 1)
