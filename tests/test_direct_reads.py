@@ -1,5 +1,6 @@
-"""The status read's connections of its own: the same answers as the client's, a failed
-connection dropped, the service's metrics counting them, and Sentinel left to its pool."""
+"""The status and list reads' connections of their own: the same answers as the client's,
+a failed connection dropped, the service's metrics counting them, and Sentinel left to its
+pool."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from app.extensions.redis import build_redis
 from app.models.config import RedisConfig
 from app.models.workload import WorkloadRef
 from app.storage.direct_reads import DirectReads
-from app.storage.workloads import StoredRecord, WorkloadStore
+from app.storage.workloads import StoredNames, StoredRecord, WorkloadStore
 from tests.support.redis_server import RedisServer
 
 PREFIX = "direct:"
@@ -60,6 +61,35 @@ def test_the_status_read_answers_as_the_client_does(server: RedisServer) -> None
     assert store.stored_record(REF) == StoredRecord('{"username": "rachel"}', True)
     # The service's counted connections: the round trip is in the metrics.
     assert _round_trips() == rounds_before + 1
+
+
+def test_the_list_read_answers_as_the_client_does_in_one_round_trip(
+    server: RedisServer,
+) -> None:
+    client = _service_client(server.url)
+    store = WorkloadStore(client, PREFIX)
+    assert store.stored_names("lab") == StoredNames([], False)
+    client.sadd(store.index_key("lab"), "wendy", "rachel")
+    client.set(store.complete_key, "1")
+    rounds_before = _round_trips()
+    assert store.stored_names("lab") == StoredNames(["rachel", "wendy"], True)
+    assert _round_trips() == rounds_before + 1
+
+
+def test_an_error_reply_leaves_no_reply_behind_for_the_next_read(server: RedisServer) -> None:
+    """A command refused before the last one leaves the later replies unread: the
+    connection is dropped, so the next read gets its own answer, not a stale one."""
+    client = _service_client(server.url)
+    reads = DirectReads.of(client)
+    assert reads is not None
+    client.set("direct:text", "value")
+    client.sadd("direct:set", "member")
+    with pytest.raises(redis.ResponseError):
+        reads.replies(("SMEMBERS", "direct:text"), ("EXISTS", "direct:text"))
+    assert reads.replies(("SMEMBERS", "direct:set")) == [["member"]]
+    with pytest.raises(redis.ResponseError):
+        reads.replies(("EXISTS", "direct:text"), ("SMEMBERS", "direct:text"))
+    assert reads.mget("direct:text") == ["value"]
 
 
 def test_a_failed_connection_is_dropped_and_the_next_read_reconnects(

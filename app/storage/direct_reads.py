@@ -1,4 +1,5 @@
-"""Reads that JupyterHub repeats all day (a lab's status) sent on connections of their own.
+"""Reads that are repeated all day (a lab's status, the list of labs) sent on connections of
+their own.
 
 A command through ``redis.Redis`` takes a connection from the blocking pool (a lock and a
 queue, a check that the socket holds no stray data, which is a system call, and redis-py's
@@ -35,7 +36,7 @@ pool's own limit)."""
 
 
 class DirectReads:
-    """``MGET`` on a free list of connections, for reads that must cost the least."""
+    """Read commands on a free list of connections, for reads that must cost the least."""
 
     def __init__(self, pool: redis.ConnectionPool, limit: int = LIMIT) -> None:
         self._connection_class = pool.connection_class
@@ -57,21 +58,33 @@ class DirectReads:
     def mget(self, *keys: str) -> list[str | None] | None:
         """The values of ``keys``, or None when every kept connection is in use (the
         caller then reads through its client)."""
+        replies = self.replies(("MGET", *keys))
+        return None if replies is None else cast(list[str | None], replies[0])
+
+    def replies(self, *commands: tuple[str, ...]) -> list[Any] | None:
+        """Each command's reply as Redis sends it (a set's members as a list, a count as
+        an int: none of the client's conversions), all sent in one round trip; None when
+        every kept connection is in use. For read commands only: nothing is retried."""
         connection = self._take()
         if connection is None:
             return None
+        replies: list[Any] = []
         try:
-            connection.send_command("MGET", *keys)
-            values = connection.read_response()
+            connection.send_packed_command(connection.pack_commands(commands))
+            for _ in commands:
+                replies.append(connection.read_response())
         except redis.ResponseError:
-            self._give_back(connection)
+            if len(replies) == len(commands) - 1:
+                # The last reply was the error: the connection has nothing left to read.
+                self._give_back(connection)
+            else:
+                self._drop(connection)
             raise
         except BaseException:
-            self._in_use -= 1
-            connection.disconnect()
+            self._drop(connection)
             raise
         self._give_back(connection)
-        return cast(list[str | None], values)
+        return replies
 
     def _take(self) -> Any:
         if self._pid != os.getpid():
@@ -91,3 +104,8 @@ class DirectReads:
     def _give_back(self, connection: Any) -> None:
         self._in_use -= 1
         self._free.append(connection)
+
+    def _drop(self, connection: Any) -> None:
+        """A connection that failed, or still holds replies nobody will read."""
+        self._in_use -= 1
+        connection.disconnect()

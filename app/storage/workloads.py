@@ -24,6 +24,7 @@ workload without a record.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, cast
@@ -188,12 +189,17 @@ class WorkloadStore:
         return StoredRecord(raw or None, complete is not None)
 
     def stored_names(self, kind: str) -> StoredNames:
-        """The kind's names and whether Redis is complete, in one round trip."""
-        pipe = self._redis.pipeline(transaction=False)
-        pipe.smembers(self.index_key(kind))
-        pipe.exists(self.complete_key)
-        names, complete = pipe.execute()
-        return StoredNames(sorted(cast(set[str], names)), bool(complete))
+        """The kind's names and whether Redis is complete, in one round trip (on a
+        connection of the direct reads when one is free, as the status read)."""
+        commands = (("SMEMBERS", self.index_key(kind)), ("EXISTS", self.complete_key))
+        replies = self._direct.replies(*commands) if self._direct is not None else None
+        if replies is None:
+            pipe = self._redis.pipeline(transaction=False)
+            for command in commands:
+                pipe.execute_command(*command)
+            replies = pipe.execute()
+        names, complete = replies
+        return StoredNames(sorted(cast(Iterable[str], names)), bool(complete))
 
     def is_complete(self) -> bool:
         return bool(self._redis.exists(self.complete_key))
