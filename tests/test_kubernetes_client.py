@@ -200,10 +200,27 @@ def test_a_replace_that_loses_to_another_write_reads_again(kube: KubernetesEmula
     assert verbs[-4:] == ["get", "update", "get", "update"]
 
 
-def _leave_a_watch_early(storage: Any, namespace: str, version: str) -> None:
+def _pod_changed_since(kube: KubernetesEmulator, namespace: str) -> str:
+    """A pod ``lab`` in a new namespace, changed once since the version returned: a watch
+    from that version has an event at once."""
+    kube.store.create("namespaces", {"metadata": {"name": namespace}})
+    pod = kube.store.create(
+        "pods",
+        {
+            "metadata": {"name": "lab", "namespace": namespace},
+            "spec": {"containers": [{"name": "c", "image": "i"}]},
+        },
+    )
+    created = str(pod["metadata"]["resourceVersion"])
+    pod["metadata"]["labels"] = {"touched": "yes"}
+    kube.store.update("pods", pod)
+    return created
+
+
+def _leave_a_watch_early(storage: Any, namespace: str, version: str, seconds: int = 30) -> None:
     """Watch from an earlier version, so an event is there at once, and stop after it; the
-    server would go on streaming for 30 s."""
-    for _ in storage.watch_pod(namespace, "lab", version, 30):
+    server would go on streaming for ``seconds``."""
+    for _ in storage.watch_pod(namespace, "lab", version, seconds):
         break
 
 
@@ -233,17 +250,7 @@ def test_a_watch_left_early_costs_requests_no_connection(
     monkeypatch.setattr(HTTPSConnection, "connect", counting)
     storage = KubernetesStorage(client(), watches=client() if own_watch_client else None)
     namespace = f"watch-pool-{str(own_watch_client).lower()}"
-    kube.store.create("namespaces", {"metadata": {"name": namespace}})
-    pod = kube.store.create(
-        "pods",
-        {
-            "metadata": {"name": "lab", "namespace": namespace},
-            "spec": {"containers": [{"name": "c", "image": "i"}]},
-        },
-    )
-    created = pod["metadata"]["resourceVersion"]
-    pod["metadata"]["labels"] = {"touched": "yes"}
-    kube.store.update("pods", pod)
+    created = _pod_changed_since(kube, namespace)
     assert storage.read_namespace(namespace) is not None
     _leave_a_watch_early(storage, namespace, created)
     connects.clear()
@@ -282,26 +289,14 @@ def test_a_watch_left_early_gives_its_connection_to_the_next_watch(
         DeadlineApiClient(configuration, 5.0), watches=DeadlineApiClient(configuration, 5.0)
     )
     namespace = "watch-released"
-    kube.store.create("namespaces", {"metadata": {"name": namespace}})
-    pod = kube.store.create(
-        "pods",
-        {
-            "metadata": {"name": "lab", "namespace": namespace},
-            "spec": {"containers": [{"name": "c", "image": "i"}]},
-        },
-    )
-    created = pod["metadata"]["resourceVersion"]
-    pod["metadata"]["labels"] = {"touched": "yes"}
-    kube.store.update("pods", pod)
-    for _ in storage.watch_pod(namespace, "lab", created, 1):
-        break
+    created = _pod_changed_since(kube, namespace)
+    _leave_a_watch_early(storage, namespace, created, seconds=1)
     assert connects == [1]
     released.clear()
     # The server ends the watch after its one second; the connection is back then.
     assert released.wait(timeout=15)
     connects.clear()
-    for _ in storage.watch_pod(namespace, "lab", created, 1):
-        break
+    _leave_a_watch_early(storage, namespace, created, seconds=1)
     assert connects == []
 
 
