@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from bench.goals import evaluate
+from bench.goals import EARLIER_SITTING, REFERENCE_MEASURED, evaluate
 
 REFERENCE = {
     "latency": "p50 43 ms, p95 51 ms; floor about 21 ms (about 14 calls)",
@@ -186,8 +186,8 @@ def _goals(results: dict[str, Any]) -> list[str]:
         "## Goals",
         "",
         "The reference is nublado controller 9.0.3 (one uvicorn process, state in memory),",
-        "measured beside this service on this kind of machine; what each figure means is on the",
-        "documentation's benchmark page.",
+        f'measured {REFERENCE_MEASURED}; the figures marked "{EARLIER_SITTING}" come from',
+        "before. What each figure means is on the documentation's benchmark page.",
         "",
         "| Figure | This run | Reference | Goal | |",
         "|---|---|---|---|---|",
