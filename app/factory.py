@@ -40,6 +40,7 @@ def build_app(
 
     app = Flask(__name__)
     app.config["SPAWNER"] = config
+    app.config["SPAWNER_ROLE"] = role
     # Werkzeug refuses a larger body with 413 before anything reads it.
     app.config["MAX_CONTENT_LENGTH"] = config.limits.max_body_bytes
     app.json.sort_keys = False  # type: ignore[attr-defined]

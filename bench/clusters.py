@@ -28,8 +28,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from app.extensions.kubernetes import USER_AGENT
 from app.runtime.defaults import default_workers
+from app.storage.kubernetes_client import USER_AGENT
 from app.workloads.cluster.adapters import CLUSTER_LABEL, ROLE_LABEL
 from bench.services import BenchStack, StackSettings, log_findings
 from bench.stats import summary_ms

@@ -22,9 +22,9 @@ from typing import Any
 import redis
 
 from app.config import parse_config
-from app.extensions.kubernetes import DeadlineApiClient, build_configuration
 from app.storage.images import ImageStore
 from app.storage.kubernetes import KubernetesStorage
+from app.storage.kubernetes_client import DeadlineApiClient, build_configuration
 from app.storage.prepull import PrepullStore
 from app.workloads.image.prepuller import Prepuller
 from app.workloads.image.service import ImageService

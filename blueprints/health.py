@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
-from flask import Response, jsonify
+from flask import Response, current_app, jsonify
 
 from app.extensions import kubernetes_ext, labs_ext, redis_ext
+from app.models.process_role import ProcessRole
 from app.schemas.health import HealthSchema, NotReadySchema, ReadySchema
 from app.services.health import check_readiness
 from app.web.api import ApiBlueprint
 
 health = ApiBlueprint("health", __name__)
+
+
+def process_role() -> ProcessRole:
+    """The role this app was built for (``create_app``)."""
+    role: ProcessRole = current_app.config["SPAWNER_ROLE"]
+    return role
 
 
 @health.get("/healthz")
@@ -25,7 +32,8 @@ def healthz() -> dict[str, str]:
     503,
     schema=NotReadySchema,
     description=(
-        "Not ready (code `not_ready`): Redis or the Kubernetes API did not answer, the "
+        "Not ready (code `not_ready`): Redis or (in a process that runs operations) the "
+        "Kubernetes API did not answer, the "
         "service's state is being rebuilt from Kubernetes after Redis came back empty "
         "(`state`: `rebuilding`), or an image list has not been read yet (`images`)."
     ),
@@ -41,11 +49,12 @@ def healthz() -> dict[str, str]:
     },
 )
 def readyz() -> tuple[Response, int]:
-    """Ready only when Redis and the Kubernetes API answer, Redis holds every workload, and
-    every image list has been read once."""
+    """Ready only when Redis answers, Redis holds every workload, and every image list has
+    been read once; and, in a process that runs operations, when the Kubernetes API answers
+    (a web process answers from Redis: its pod's runner container answers for the API)."""
     report = check_readiness(
         probe=redis_ext.probe,
-        api=kubernetes_ext.api_client,
+        api=kubernetes_ext.api_client if process_role().runs_operations else None,
         images=labs_ext.context.images,
         complete_key=labs_ext.engine.workloads.complete_key,
         maintenance_key=labs_ext.machinery.maintenance.key,

@@ -17,7 +17,7 @@ from kubernetes.config.config_exception import ConfigException
 from urllib3.exceptions import MaxRetryError, ReadTimeoutError
 
 from app.config import KubernetesConfig
-from app.extensions.kubernetes import CONNECTIONS, DeadlineApiClient, build_configuration
+from app.storage.kubernetes_client import CONNECTIONS, DeadlineApiClient, build_configuration
 from devstack.kube import KubernetesEmulator
 from devstack.tls import shared_authority
 

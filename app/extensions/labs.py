@@ -85,6 +85,9 @@ class Machinery:
         )
         self.metrics_flusher.start()
         if role.runs_operations:
+            # Now, not in the first operation: building the clients imports the library.
+            # A web process builds them only if a request calls Kubernetes (few do).
+            self.context.kube.connection.open()
             # Before the hub subscribes: the notices arrive on its one subscription.
             self.hub.add_listener(self.engine.runner)
         self.hub.start()
@@ -118,9 +121,7 @@ class Machinery:
 def build_machinery(app: Flask, config: Config, kinds: Sequence[KindFactory] = KINDS) -> Machinery:
     redis_client = app.extensions["redis"]
     prefix = config.redis.key_prefix
-    kube = KubernetesStorage(
-        app.extensions["kubernetes"], watches=app.extensions["kubernetes_watches"]
-    )
+    kube = KubernetesStorage(connection=app.extensions["kubernetes"])
     image_store = ImageStore(redis_client, prefix)
     prepulls = PrepullStore(redis_client, prefix)
     registries = RegistryDirectory(config, kube)

@@ -13,7 +13,7 @@ which benchmark measured it, and on which library versions it was checked.
   shape the settings and the tools that start the service share: one worker per core that
   ``cpus`` counts.
 
-What is deliberately not here: ``DeadlineApiClient`` (``app.extensions.kubernetes``) and the
+What is deliberately not here: ``DeadlineApiClient`` (``app.storage.kubernetes_client``) and the
 Redis connection classes (``app.extensions.redis``) are subclasses the app builds its own
 clients from, through the libraries' public classes, and patch nothing of the process; they
 stay with the clients they configure.

@@ -8,7 +8,7 @@ Kubernetes CPU limit): ``app.runtime.cpus`` says how they are read.
 Per core, because a gevent worker keeps at most one core busy (one interpreter, the GIL)
 while it holds thousands of connections: a replica given more cores uses them only through
 more workers, and a second worker on one core buys nothing but a second copy of the libraries
-(about 70 MiB at rest, 44 of it the Kubernetes client) and a core to share.
+(a web worker holds about 65 MiB at rest) and a core to share.
 
 Not gunicorn's rule of thumb, ``2 * cores + 1``: it is for sync workers, each blocked on one
 request's I/O at a time, which need more processes than cores to keep the cores busy while

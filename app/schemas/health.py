@@ -21,7 +21,11 @@ class ReadySchema(Schema):
         keys=fields.String(),
         values=fields.String(),
         required=True,
-        metadata={"description": "Each check (`redis`, `kubernetes`, `state`, `images`): `ok`."},
+        metadata={
+            "description": "Each check (`redis`, `kubernetes`, `state`, `images`): `ok`. "
+            "`kubernetes` only in a process that runs operations: a web process answers "
+            "from Redis, and its pod's runner container checks the API server."
+        },
     )
     maintenance = fields.String(
         allow_none=True,

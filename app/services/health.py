@@ -11,16 +11,17 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis
-from kubernetes import client as k8s
-from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from app.concurrency import concurrently
 from app.models.admin import Maintenance
 from app.workloads.image.service import ImageService
+
+if TYPE_CHECKING:
+    from kubernetes import client as k8s
 
 logger = logging.getLogger(__name__)
 
@@ -76,6 +77,10 @@ def _check_kubernetes(api: k8s.ApiClient) -> str:
     """Whether the API server answers ``/version`` with a version: read as it came, so an
     answer the client's models would not take (a field missing, not JSON at all) is an
     unready API server in words, never a failed probe."""
+    # Loaded with ``api``, which only a process that calls Kubernetes builds.
+    from kubernetes import client as k8s
+    from kubernetes.client.exceptions import ApiException
+
     try:
         answer: Any = k8s.VersionApi(api).get_code(
             _request_timeout=PROBE_TIMEOUT, _preload_content=False
@@ -106,24 +111,30 @@ def _check_images(images: ImageService) -> str:
 def check_readiness(
     *,
     probe: redis.Redis,
-    api: k8s.ApiClient,
+    api: k8s.ApiClient | None,
     images: ImageService,
     complete_key: str,
     maintenance_key: str,
 ) -> Readiness:
     """The checks, run beside each other: ``probe`` is a Redis client whose deadline is
-    ``PROBE_TIMEOUT``; ``complete_key`` is there once Redis holds every workload."""
-    (redis_state, state, maintenance), kubernetes = concurrently(
-        lambda: _check_redis(probe, complete_key, maintenance_key),
-        lambda: _check_kubernetes(api),
-    )
+    ``PROBE_TIMEOUT``; ``complete_key`` is there once Redis holds every workload.
+
+    ``api`` is None in a process that does not run operations (the web role's, which answers
+    from Redis): its readiness does not hang on the API server, and the ``kubernetes``
+    check is the runner's, in the same pod."""
+    if api is None:
+        redis_state, state, maintenance = _check_redis(probe, complete_key, maintenance_key)
+        kubernetes = None
+    else:
+        (redis_state, state, maintenance), kubernetes = concurrently(
+            lambda: _check_redis(probe, complete_key, maintenance_key),
+            lambda: _check_kubernetes(api),
+        )
     # Only once Redis has just answered: the image lists are read from it, on the service's
     # own connections, whose deadline is longer than the probe's.
     checks_images = _check_images(images) if redis_state == OK else UNKNOWN
-    checks = {
-        "redis": redis_state,
-        "kubernetes": kubernetes,
-        "state": state,
-        "images": checks_images,
-    }
+    checks = {"redis": redis_state}
+    if kubernetes is not None:
+        checks["kubernetes"] = kubernetes
+    checks.update(state=state, images=checks_images)
     return Readiness(checks=checks, maintenance=maintenance)

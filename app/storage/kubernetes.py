@@ -16,19 +16,25 @@ import contextlib
 import json
 import logging
 import random
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kubernetes import client as k8s
-from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from app import metrics
 from app.builders.names import MANAGED_BY, MANAGED_BY_LABEL
 from app.concurrency import start_task
 from app.runtime.collector import collector_paused
+
+if TYPE_CHECKING:
+    from kubernetes import client as k8s
+    from kubernetes.client.exceptions import ApiException
+
+    from app.models.config import KubernetesConfig
+    from app.storage.kubernetes_client import ApiClients
 
 logger = logging.getLogger(__name__)
 
@@ -150,8 +156,8 @@ def send(
 
     ``ApiClient.param_serialize`` adds what the generated methods would (the default
     headers, the bearer token, the host) and ``call_api`` sends it with the client's REST
-    layer. The body, plain JSON already, skips the client's sanitizing walk. Raises the
-    client's ``ApiException`` for any other status, as its generated methods do.
+    layer. The body, plain JSON already, skips the client's sanitizing walk. Any other
+    status, and an API server out of reach, is a ``KubernetesError``.
     """
     headers = {"Accept": "application/json"}
     if body is not None:
@@ -160,27 +166,32 @@ def send(
     method, url, headers, _, post_params = api.param_serialize(
         method, path, query_params=query, header_params=headers, auth_settings=["BearerToken"]
     )
+    # Imported with the client that ``api`` is: a module-table lookup here.
+    from kubernetes.client.exceptions import ApiException
+
     began = time.monotonic()
     try:
         response = api.call_api(method, url, headers, body, post_params, _request_timeout=timeout)
-    except BaseException:
+    except BaseException as exc:
         metrics.observe_kubernetes(verb, resource, 0, time.monotonic() - began)
+        if isinstance(exc, ApiException):
+            raise _error(exc) from None
+        if isinstance(exc, (HTTPError, OSError)):
+            raise _unreachable(exc) from None
         raise
     metrics.observe_kubernetes(verb, resource, response.status, time.monotonic() - began)
     if not 200 <= response.status <= 299:
         response.read()
-        raise ApiException.from_response(http_resp=response, body=None, data=None)
+        raise _error(ApiException(http_resp=response))
     return response.response
 
 
+def _unreachable(exc: BaseException) -> KubernetesError:
+    return KubernetesError(0, "Unreachable", f"Kubernetes API unreachable: {exc}")
+
+
 def _call_once(api: k8s.ApiClient, method: str, path: str, **kwargs: Any) -> Any:
-    try:
-        response = send(api, method, path, **kwargs)
-    except ApiException as exc:
-        raise _error(exc) from None
-    except (HTTPError, OSError) as exc:
-        raise KubernetesError(0, "Unreachable", f"Kubernetes API unreachable: {exc}") from None
-    return parse_body(response.data)
+    return parse_body(send(api, method, path, **kwargs).data)
 
 
 LARGE_BODY_BYTES = 1 << 20
@@ -244,14 +255,88 @@ def is_ours(obj: dict[str, Any]) -> bool:
     return bool(labels.get(MANAGED_BY_LABEL) == MANAGED_BY)
 
 
+class KubernetesConnection:
+    """A process's Kubernetes clients, built at the first call that needs one.
+
+    Building them imports the ``kubernetes`` library (``app.storage.kubernetes_client``).
+    A web worker answers from Redis: only an administrator's rare request (an app's log, a
+    forced delete, the admin pod) calls the API server from it, so most never load the
+    library. A runner builds them as it starts (``open``), so its first operation does not
+    wait for the import.
+    """
+
+    def __init__(self, build: Callable[[], ApiClients]) -> None:
+        self._build = build
+        self._clients: ApiClients | None = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_config(cls, config: KubernetesConfig) -> KubernetesConnection:
+        """The clients ``config`` describes, built at the first call."""
+
+        def build() -> ApiClients:
+            from app.storage.kubernetes_client import connect
+
+            return connect(config)
+
+        return cls(build)
+
+    @classmethod
+    def of(cls, requests: k8s.ApiClient, watches: k8s.ApiClient) -> KubernetesConnection:
+        """Clients already built (a test's, a tool's)."""
+
+        def build() -> ApiClients:
+            from app.storage.kubernetes_client import ApiClients
+
+            return ApiClients(requests=requests, watches=watches)
+
+        return cls(build)
+
+    @property
+    def opened(self) -> bool:
+        """Whether the clients exist (and the library is loaded) in this process."""
+        return self._clients is not None
+
+    def clients(self) -> ApiClients:
+        clients = self._clients
+        if clients is not None:
+            return clients
+        with self._lock:
+            if self._clients is None:
+                self._clients = self._build()
+            return self._clients
+
+    def open(self) -> None:
+        """Build the clients now rather than at the first call."""
+        self.clients()
+
+
 class KubernetesStorage:
     """Create, read, watch and delete the objects of labs."""
 
-    def __init__(self, api_client: k8s.ApiClient, watches: k8s.ApiClient | None = None) -> None:
-        """``watches``, if given, is the client watches are made with: its own connection
-        pool, so the connections watches leave closed are never those of requests."""
-        self._api = api_client
-        self._watch_api = watches or api_client
+    def __init__(
+        self,
+        api_client: k8s.ApiClient | None = None,
+        watches: k8s.ApiClient | None = None,
+        *,
+        connection: KubernetesConnection | None = None,
+    ) -> None:
+        """The calls go through ``connection``, or through ``api_client`` and ``watches``
+        (the client watches are made with, if given: its own connection pool, so a watch
+        being read to its end never holds a connection requests need)."""
+        if connection is None:
+            if api_client is None:
+                raise TypeError("KubernetesStorage needs a client or a connection")
+            connection = KubernetesConnection.of(api_client, watches or api_client)
+        self.connection = connection
+
+    @property
+    def _api(self) -> k8s.ApiClient:
+        return self.connection.clients().requests
+
+    @property
+    def _watch_api(self) -> k8s.ApiClient:
+        return self.connection.clients().watches
 
     def _get(self, resource: str, namespace: str | None, name: str) -> dict[str, Any] | None:
         """The object, or None if it does not exist."""
@@ -494,14 +579,11 @@ class KubernetesStorage:
         query = [("tailLines", str(tail_lines)), ("limitBytes", str(LOG_LIMIT_BYTES))]
         try:
             response = send(self._api, "GET", path, query=query)
-        except ApiException as exc:
-            error = _error(exc)
-            if error.status in (400, 404):
+        except KubernetesError as exc:
+            if exc.status in (400, 404):
                 # Gone, or not started yet (no container to read): no log to show.
                 return None
-            raise error from None
-        except (HTTPError, OSError) as exc:
-            raise KubernetesError(0, "Unreachable", f"Kubernetes API unreachable: {exc}") from None
+            raise
         return bytes(response.data).decode("utf-8", errors="replace")
 
     def list_pods(self, namespace: str, label_selector: str) -> list[dict[str, Any]]:
@@ -655,12 +737,10 @@ def _open_watch(
     query += [(_QUERY_NAMES[key], value) for key, value in selectors.items()]
     try:
         return send(api, "GET", path, query=query, timeout=timeout + WATCH_SLACK_SECONDS)
-    except ApiException as exc:
+    except KubernetesError as exc:
         if exc.status == 410:
             raise WatchExpired from None
-        raise _error(exc) from None
-    except (HTTPError, OSError) as exc:
-        raise KubernetesError(0, "Unreachable", f"Kubernetes API unreachable: {exc}") from None
+        raise
 
 
 def _release_when_ended(response: Any) -> None:

@@ -91,9 +91,30 @@ def test_the_web_queues_and_announces_and_the_runner_runs(
         assert machinery_of(web).engine.runner.running() == 0
         _complete(web, later)
         assert WorkloadRef("lab", later.username) not in store.pending()
+        client = web.test_client()
+        status = client.get("/spawner/v1/user-status", headers=later.headers)
+        assert status.status_code == 200
+        # The web answered every request from Redis: it never built a Kubernetes client
+        # (nor loaded the library for one); the runner built its own as it started.
+        assert not machinery_of(web).context.kube.connection.opened
+        assert machinery_of(runner).context.kube.connection.opened
     finally:
         stop_background(runner)
         notices.close()
+
+
+def test_the_kubernetes_api_is_in_the_runners_readiness_only(
+    apps: dict[ProcessRole, Flask],
+) -> None:
+    """The web's readiness is what it answers from; the runner's adds the API it calls."""
+    web, runner = apps[ProcessRole.WEB], apps[ProcessRole.RUNNER]
+    start_background(runner, ProcessRole.RUNNER)
+    await_complete_state(runner)
+    answers = {role: app.test_client().get("/readyz").get_json() for role, app in apps.items()}
+    assert answers[ProcessRole.WEB]["checks"] == {"redis": "ok", "state": "ok", "images": "ok"}
+    assert answers[ProcessRole.RUNNER]["checks"]["kubernetes"] == "ok"
+    assert not machinery_of(web).context.kube.connection.opened
+    assert machinery_of(runner).context.kube.connection.opened
 
 
 def test_only_the_runner_stands_for_the_elected_loops(apps: dict[ProcessRole, Flask]) -> None:

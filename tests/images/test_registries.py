@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from app.config import Config, parse_config
-from app.extensions.kubernetes import DeadlineApiClient, build_configuration
 from app.storage import registries as registries_module
 from app.storage.kubernetes import KubernetesStorage
+from app.storage.kubernetes_client import DeadlineApiClient, build_configuration
 from app.storage.registries import RegistryDirectory, parse_docker_config, split_reference
 from app.storage.registry import RegistryError
 from devstack.demo import LAB_REPOSITORY, demo_registry

@@ -56,12 +56,17 @@ def test_gevent_patches_the_workers_before_anything_imports_ssl(stack: LocalStac
 
 
 def test_two_workers_serve_health_and_readiness(stack: LocalStack) -> None:
+    """The web role's readiness is what it answers from (it never calls Kubernetes); the
+    runner's, beside it, adds the Kubernetes API it works against."""
     assert stack.spawner_process is not None
     assert len(_children(stack.spawner_process.pid)) == 2
     assert requests.get(f"{stack.spawner_url}/healthz", timeout=5).json() == {"status": "ok"}
     ready = requests.get(f"{stack.spawner_url}/readyz", timeout=5)
     assert ready.status_code == 200
-    assert ready.json()["checks"] == {
+    assert ready.json()["checks"] == {"redis": "ok", "state": "ok", "images": "ok"}
+    runner = requests.get(f"{stack.replicas[0].runner_url}/readyz", timeout=5)
+    assert runner.status_code == 200
+    assert runner.json()["checks"] == {
         "redis": "ok",
         "kubernetes": "ok",
         "state": "ok",

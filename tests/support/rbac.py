@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-from app.extensions.kubernetes import USER_AGENT
+from app.storage.kubernetes_client import USER_AGENT
 from devstack.kube.audit import SINKS, AuditEntry
 
 
