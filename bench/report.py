@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from bench.goals import EARLIER_SITTING, REFERENCE_MEASURED, evaluate
+from bench import machine
+from bench.goals import EARLIER_SITTING, Reference, evaluate, reference_for
 
 REFERENCE = {
     "latency": "p50 43 ms, p95 51 ms; floor about 21 ms (about 14 calls)",
@@ -175,24 +176,31 @@ def summary(results: dict[str, Any]) -> str:
         lines.append(f"{name}:")
         lines.append(summary_line(name, result))
     lines.append("== goals")
-    for goal in evaluate(results["benchmarks"]):
+    for goal in evaluate(results["benchmarks"], _reference(results)):
         lines.append(f"   {goal.verdict:>12}: {goal.figure}: {goal.measured} (goal: {goal.goal})")
     return "\n".join(lines)
 
 
+def _reference(results: dict[str, Any]) -> Reference:
+    """The reference measured on the run's kind of machine."""
+    described = results.get("machine")
+    return reference_for(machine.tag(described) if isinstance(described, dict) else None)
+
+
 def _goals(results: dict[str, Any]) -> list[str]:
     """Each goal with this run's figure, the reference's, and met or not met."""
+    reference = _reference(results)
     rows = [
         "## Goals",
         "",
         "The reference is nublado controller 9.0.3 (one uvicorn process, state in memory),",
-        f'measured {REFERENCE_MEASURED}; the figures marked "{EARLIER_SITTING}" come from',
+        f'measured {reference.measured}; the figures marked "{EARLIER_SITTING}" come from',
         "before. What each figure means is on the documentation's benchmark page.",
         "",
         "| Figure | This run | Reference | Goal | |",
         "|---|---|---|---|---|",
     ]
-    for goal in evaluate(results["benchmarks"]):
+    for goal in evaluate(results["benchmarks"], reference):
         rows.append(
             f"| {goal.figure} | {goal.measured} | {goal.reference} | {goal.goal} | {goal.verdict} |"
         )
