@@ -235,7 +235,7 @@ class Kubelets:
         if not self._programs(pod):
             return
         self._prober.stop(uid)
-        self._runtime.stop_pod(uid, 0)
+        self._runtime.kill_pod(uid)
         self._runtime.forget_pod(uid)
         pod_ip = (pod.get("status") or {}).get("podIP")
         if pod_ip and str(pod_ip).startswith("127."):

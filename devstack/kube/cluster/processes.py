@@ -43,12 +43,14 @@ import json
 import os
 import posixpath
 import re
+import select
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,6 +67,9 @@ Lookup = Callable[[str, str, str], dict[str, Any] | None]
 """Reads an object of the cluster: (resource, namespace, name) to the object, or None."""
 
 _REFERENCE = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
+
+PROCESS_EXIT_SECONDS = 5.0
+"""The longest the runtime waits for a killed pod's processes to exit."""
 
 
 class ContainerConfigError(Exception):
@@ -223,6 +228,17 @@ class ProcessRuntime:
             timer.daemon = True
             timer.start()
 
+    def kill_pod(self, uid: str, timeout: float = PROCESS_EXIT_SECONDS) -> None:
+        """SIGKILL every process of the pod (a pod deleted with no grace period), and return
+        once none is alive, within ``timeout``: its address is handed out again only then,
+        never to a pod whose port a dying process still holds."""
+        with self._lock:
+            groups = [r for (u, _), r in self._running.items() if u == uid]
+        for running in groups:
+            _kill_session(running.group)
+        pids = [pid for r in groups for pid in (r.process.pid, *session_members(r.group))]
+        await_exits(pids, timeout)
+
     def forget_pod(self, uid: str) -> None:
         """Remove the pod's directory once its processes are gone."""
         shutil.rmtree(self.pod_dir(uid), ignore_errors=True)
@@ -236,7 +252,13 @@ class ProcessRuntime:
             _kill_session(running.group)
         for running in everything:
             with contextlib.suppress(subprocess.TimeoutExpired):
-                running.process.wait(timeout=5)
+                running.process.wait(timeout=PROCESS_EXIT_SECONDS)
+        # A container's other processes outlive its first by the moment SIGKILL takes; the
+        # stack gives its address block up only once nothing of its pods listens there.
+        await_exits(
+            [pid for running in everything for pid in session_members(running.group)],
+            PROCESS_EXIT_SECONDS,
+        )
         with self._lock:
             root, self._root_dir = self._root_dir, None
         if root is not None:
@@ -464,6 +486,21 @@ def _kill_session(session: int) -> None:
     for pid in session_members(session):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
+
+
+def await_exits(pids: list[int], timeout: float) -> None:
+    """Return once every process of ``pids`` has exited (a zombie has: it holds no socket),
+    or after ``timeout``. Each is awaited on a pidfd, which becomes readable as it exits."""
+    deadline = time.monotonic() + timeout
+    for pid in pids:
+        try:
+            descriptor = os.pidfd_open(pid)
+        except ProcessLookupError:
+            continue  # gone already
+        try:
+            select.select([descriptor], [], [], max(0.0, deadline - time.monotonic()))
+        finally:
+            os.close(descriptor)
 
 
 def session_members(session: int) -> list[int]:
