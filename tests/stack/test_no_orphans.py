@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
+from devstack.kube.cluster.processes import await_exits
 from devstack.redis_process import free_port
 from devstack.stack import REPO_ROOT
 from tests.labs.conftest import wait_for
@@ -48,25 +47,6 @@ def _descendants(pid: int) -> set[int]:
                 found.add(child)
                 todo.append(child)
     return found
-
-
-def _await_exit(pids: set[int], seconds: float) -> set[int]:
-    """Wait for each process to end (through a pidfd, which becomes readable then); the
-    ones still running after ``seconds``."""
-    deadline = time.monotonic() + seconds
-    running = set()
-    for pid in pids:
-        try:
-            fd = os.pidfd_open(pid)
-        except ProcessLookupError:
-            continue  # already gone
-        try:
-            readable, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
-            if not readable:
-                running.add(pid)
-        finally:
-            os.close(fd)
-    return running
 
 
 def _with_a_lab(pids: set[int]) -> set[int] | None:
@@ -118,7 +98,7 @@ def test_the_stack_leaves_no_process_behind(tmp_path: Path, stop: signal.Signals
         stack.wait(timeout=GONE_SECONDS)
         if stop == signal.SIGINT:
             assert stack.returncode == 0
-        assert _await_exit(started, GONE_SECONDS) == set()
+        assert await_exits(started, GONE_SECONDS) == set()
     finally:
         if stack.poll() is None:
             stack.kill()

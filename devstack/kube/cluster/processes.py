@@ -51,7 +51,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -488,19 +488,25 @@ def _kill_session(session: int) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
-def await_exits(pids: list[int], timeout: float) -> None:
-    """Return once every process of ``pids`` has exited (a zombie has: it holds no socket),
-    or after ``timeout``. Each is awaited on a pidfd, which becomes readable as it exits."""
+def await_exits(pids: Iterable[int], timeout: float) -> set[int]:
+    """Wait, within ``timeout``, for every process of ``pids`` to exit (a zombie has: it
+    holds no socket); the ones still running then. Each is awaited on a pidfd, which becomes
+    readable as its process exits."""
     deadline = time.monotonic() + timeout
+    running = set()
     for pid in pids:
         try:
             descriptor = os.pidfd_open(pid)
         except ProcessLookupError:
             continue  # gone already
         try:
-            select.select([descriptor], [], [], max(0.0, deadline - time.monotonic()))
+            remaining = max(0.0, deadline - time.monotonic())
+            readable, _, _ = select.select([descriptor], [], [], remaining)
+            if not readable:
+                running.add(pid)
         finally:
             os.close(descriptor)
+    return running
 
 
 def session_members(session: int) -> list[int]:
