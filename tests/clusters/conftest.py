@@ -118,9 +118,7 @@ def running(client: FlaskClient, user: LabUser, name: str) -> dict[str, Any]:
         assert data["status"] in ("starting", "running"), data
         return data if data["status"] == "running" else None
 
-    # Real scheduler and worker processes start here, beside what earlier tests left running
-    # in the session's stack: on a slow 2-core machine a head took over 20 s.
-    result: dict[str, Any] = wait_for(is_running, timeout=60)
+    result: dict[str, Any] = wait_for(is_running)
     return result
 
 
