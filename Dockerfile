@@ -24,6 +24,10 @@ RUN pip install --no-cache-dir -r requirements.txt
 COPY wsgi.py gunicorn.conf.py ./
 COPY app ./app
 COPY blueprints ./blueprints
+# Bytecode now, while the filesystem is writable: the root filesystem is read-only at run time
+# and PYTHONDONTWRITEBYTECODE is set, so without it every worker would compile the service's
+# modules from source at each start (docs/developer/benchmarks.md, "Restart").
+RUN python -m compileall -q wsgi.py gunicorn.conf.py app blueprints
 
 RUN groupadd --gid 1000 spawner && useradd --uid 1000 --gid 1000 --no-create-home spawner
 USER 1000:1000

@@ -32,27 +32,64 @@ def _copied() -> list[str]:
     return sources
 
 
-def test_the_copied_files_are_enough_to_load_the_app(tmp_path: Path) -> None:
+def _copy_service_files(root: Path) -> None:
     for source in _copied():
         path = REPO_ROOT / source
         if path.is_dir():
-            shutil.copytree(path, tmp_path / source, ignore=shutil.ignore_patterns("__pycache__"))
+            shutil.copytree(path, root / source, ignore=shutil.ignore_patterns("__pycache__"))
         else:
-            shutil.copy(path, tmp_path / source)
+            shutil.copy(path, root / source)
+
+
+def _load_app(root: Path, code: str = LOAD_APP) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHONPATH", "SPAWNER_"))}
-    result = subprocess.run(
+    return subprocess.run(
         # Exit at once after loading: the app's background workers (started at load, as under
         # gunicorn) must not race the interpreter's shutdown.
-        [sys.executable, "-c", LOAD_APP],
-        cwd=tmp_path,
+        [sys.executable, "-c", code],
+        cwd=root,
         env={**env, "PYTHONDONTWRITEBYTECODE": "1"},
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
+
+
+def test_the_copied_files_are_enough_to_load_the_app(tmp_path: Path) -> None:
+    _copy_service_files(tmp_path)
+    result = _load_app(tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip().endswith("app.factory")
+
+
+def test_every_module_the_app_loads_is_compiled_in_the_image(tmp_path: Path) -> None:
+    """The image's root filesystem is read-only and it sets ``PYTHONDONTWRITEBYTECODE``: a
+    module the build did not compile is compiled from source by every worker at each start."""
+    compile_step = re.search(r"^RUN python -m compileall (.+)$", SERVICE_STAGE, re.MULTILINE)
+    assert compile_step is not None, "the image compiles no bytecode"
+    _copy_service_files(tmp_path)
+    subprocess.run(
+        [sys.executable, "-m", "compileall", *compile_step.group(1).split()],
+        cwd=tmp_path,
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    list_uncompiled = (
+        "import importlib.util, os, sys, gunicorn.config, wsgi; "
+        "root = os.getcwd() + os.sep; "
+        "files = [getattr(m, '__file__', None) or '' for m in list(sys.modules.values())]; "
+        "ours = [f for f in files if f.startswith(root) and f.endswith('.py')]; "
+        "print(len(ours), *[f[len(root):] for f in ours "
+        "if not os.path.exists(importlib.util.cache_from_source(f))]); "
+        "sys.stdout.flush(); os._exit(0)"
+    )
+    result = _load_app(tmp_path, list_uncompiled)
+    assert result.returncode == 0, result.stderr[-2000:]
+    loaded, *uncompiled = result.stdout.split()
+    assert int(loaded) > 100
+    assert uncompiled == []
 
 
 def test_the_chart_runs_the_images_command_as_its_user() -> None:

@@ -40,6 +40,8 @@ CLUSTERS = {
     ],
     "maxWorkers": 10,
 }
+OPERATOR_LOG_LINES = 40
+"""How much of the Dask operator's log a failed test prints."""
 BUDGETS = {
     "default": {"clusters": 1, "workers": 3, "cpu": 8, "memory": "32Gi", "gpus": 0},
     "groups": [{"group": "science", "clusters": 3, "workers": 8, "cpu": 16, "memory": "64Gi"}],
@@ -59,13 +61,53 @@ def operators(kube: KubernetesEmulator) -> None:
     wait_for(lambda: all(kube.served.by_plural(p) for p in OPERATOR_CRDS))
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """Keeps each phase's report on the test, for ``nothing_left`` to see a failed call."""
+    report = yield
+    setattr(item, f"report_{report.when}", report)
+    return report
+
+
+def what_the_cluster_held(kube: KubernetesEmulator, namespaces: set[str]) -> str:
+    """The pods of ``namespaces`` with their phases and containers' states, and the events
+    there: printed when a test fails, so that a cluster that never ran says where it stopped."""
+    lines = []
+    for namespace in sorted(namespaces):
+        for pod in kube.store.list("pods", namespace):
+            status = pod.get("status") or {}
+            states = [
+                next(iter(c.get("state") or {"unknown": None}))
+                for c in status.get("containerStatuses") or []
+            ]
+            lines.append(
+                f"pod {namespace}/{pod['metadata']['name']}: {status.get('phase')}, "
+                f"node {pod['spec'].get('nodeName')}, containers {states}"
+            )
+        for event in kube.store.list("events", namespace):
+            involved = event.get("involvedObject") or {}
+            lines.append(
+                f"event {namespace} {involved.get('kind')}/{involved.get('name')}: "
+                f"{event.get('reason')}: {event.get('message')}"
+            )
+    return "\n".join(lines)
+
+
 @pytest.fixture(autouse=True)
-def nothing_left(kube: KubernetesEmulator) -> Iterator[None]:
+def nothing_left(kube: KubernetesEmulator, request: pytest.FixtureRequest) -> Iterator[None]:
     """Every lab namespace a test made goes when it ends, with its lab and clusters: the
-    emulator is shared by the whole run, and clusters' pods would fill its nodes."""
+    emulator is shared by the whole run, and clusters' pods would fill its nodes. A test
+    that failed first prints what its namespaces held (``what_the_cluster_held``)."""
     before = {n["metadata"]["name"] for n in kube.store.list("namespaces")}
     yield
     made = {n["metadata"]["name"] for n in kube.store.list("namespaces")} - before
+    call = getattr(request.node, "report_call", None)
+    if call is not None and call.failed:
+        print(what_the_cluster_held(kube, made))
+        if "dask_operator" in request.fixturenames:
+            operator: DaskOperatorProcess = request.getfixturevalue("dask_operator")
+            log = operator.log_path.read_text(errors="replace").splitlines()
+            print("the Dask operator's last lines:", *log[-OPERATOR_LOG_LINES:], sep="\n")
     api = kube.api_client()
     try:
         core = k8s.CoreV1Api(api)
