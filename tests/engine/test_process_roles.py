@@ -9,6 +9,9 @@ scan its subscription triggers), never the periodic scan.
 from __future__ import annotations
 
 import copy
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,6 +24,7 @@ from app.config import Config, parse_config
 from app.extensions.labs import machinery_of, start_background, stop_background
 from app.models.process_role import ROLE_ENV, ProcessRole
 from app.models.workload import WorkloadRef
+from devstack.stack import REPO_ROOT
 from tests.conftest import await_complete_state
 from tests.labs.conftest import LabUser, read_events, spawn_body
 from tests.labs.test_recovery import NEVER
@@ -134,6 +138,31 @@ def test_a_runners_port_answers_probes_and_metrics_only(apps: dict[ProcessRole, 
     assert response.status_code == 404
     # The web role serves the API.
     assert apps[ProcessRole.WEB].test_client().get("/spawner/v1/labs").status_code == 401
+
+
+def test_a_runner_process_does_not_import_the_apis_routes() -> None:
+    """What a runner's port does not serve, its process does not load: a fresh interpreter
+    builds each role's app and lists the route modules it imported."""
+    imported = {}
+    for role in (ProcessRole.RUNNER, ProcessRole.WEB):
+        code = (
+            "import sys; from app import create_app; from app.models.process_role import "
+            f"ProcessRole; create_app(role=ProcessRole({role.value!r})); "
+            "print(*sorted(m for m in sys.modules if m.startswith('blueprints.')))"
+        )
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SPAWNER_")}
+        result = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=REPO_ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        imported[role] = set(result.stdout.split())
+    assert imported[ProcessRole.RUNNER] == {"blueprints.health", "blueprints.metrics"}
+    assert "blueprints.spawner" in imported[ProcessRole.WEB]
 
 
 @pytest.mark.parametrize(
