@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import subprocess
 import sys
 import tomllib
@@ -19,6 +20,14 @@ from devstack.stack import REPO_ROOT
 
 CLIENT = REPO_ROOT / "client"
 SERVER_PACKAGES = {"flask", "werkzeug", "gunicorn", "gevent", "kubernetes", "redis", "marshmallow"}
+
+
+def _pip_environment() -> dict[str, str]:
+    """This process's environment without the run's CA bundle (``tests/conftest.py``): that
+    bundle is for the run's own HTTPS servers, and a pip given it trusts only those and
+    certifi's authorities, not what the machine trusts (a proxy's authority, say), so every
+    index it reaches through such a proxy fails after retries."""
+    return {k: v for k, v in os.environ.items() if k != "REQUESTS_CA_BUNDLE"}
 
 
 def test_declared_dependencies_are_the_clients_only() -> None:
@@ -54,6 +63,7 @@ def test_a_built_wheel_installs_into_a_bare_environment_and_works(tmp_path: Path
         ],
         check=True,
         capture_output=True,
+        env=_pip_environment(),
     )
     (wheel,) = wheels.glob("lab_spawner_client-*.whl")
     members = zipfile.ZipFile(wheel).namelist()
@@ -67,6 +77,7 @@ def test_a_built_wheel_installs_into_a_bare_environment_and_works(tmp_path: Path
         [str(python), "-m", "pip", "install", "--quiet", str(wheel)],
         check=True,
         capture_output=True,
+        env=_pip_environment(),
     )
     installed = subprocess.run(
         [str(python), "-m", "pip", "list", "--format=freeze"],
