@@ -40,8 +40,6 @@ CLUSTERS = {
     ],
     "maxWorkers": 10,
 }
-OPERATOR_LOG_LINES = 40
-"""How much of the Dask operator's log a failed test prints."""
 BUDGETS = {
     "default": {"clusters": 1, "workers": 3, "cpu": 8, "memory": "32Gi", "gpus": 0},
     "groups": [{"group": "science", "clusters": 3, "workers": 8, "cpu": 16, "memory": "64Gi"}],
@@ -59,6 +57,10 @@ def operators(kube: KubernetesEmulator) -> None:
         ):
             kube.store.create("customresourcedefinitions", crd(plural))
     wait_for(lambda: all(kube.served.by_plural(p) for p in OPERATOR_CRDS))
+
+
+OPERATOR_LOG_LINES = 40
+"""How much of the Dask operator's log a failed test prints."""
 
 
 @pytest.hookimpl(wrapper=True)
