@@ -5,6 +5,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,6 +31,8 @@ from app.log import (
 )
 from app.models.workload import Action, Operation, WorkloadRef
 from app.web.access_log import AccessLogger, access_entry, access_json, access_line
+
+ROOT = Path(__file__).resolve().parents[2]
 
 TOKEN = "gt-" + "A" * 22 + "." + "B" * 22
 
@@ -278,3 +282,59 @@ def test_the_json_access_line_is_json_and_redacted() -> None:
     assert entry["message"] == "POST /spawner/v1/labs/[redacted]/é 303"
     assert (entry["status"], entry["size"], entry["duration_ms"]) == (303, 0, 7)
     assert dt.datetime.fromisoformat(entry["time"]).tzinfo is not None
+
+
+TURN_SCRIPT = """
+from gevent import monkey
+
+monkey.patch_all()
+
+import datetime as dt
+import json
+import sys
+
+import gevent
+from gunicorn.config import Config
+
+from app.web.access_log import AccessLogger
+
+
+class Response:
+    status = "200 OK"
+    sent = 2
+
+
+path = sys.argv[1]
+cfg = Config()
+cfg.set("accesslog", path)
+logger = AccessLogger(cfg)
+
+
+# Fifty requests end in one turn of the loop, then the main greenlet gives way for one.
+for index in range(50):
+    environ = {"REQUEST_METHOD": "GET", "PATH_INFO": f"/r/{index}",
+               "SERVER_PROTOCOL": "HTTP/1.1", "REMOTE_ADDR": "10.0.0.1"}
+    logger.access(Response(), None, environ, dt.timedelta(milliseconds=1))
+during = open(path).read()
+gevent.sleep(0)
+after = open(path).read()
+print(json.dumps({"during": during, "after": after}))
+"""
+
+
+def test_a_gevent_workers_lines_of_one_turn_go_out_together_at_its_end(tmp_path: Path) -> None:
+    """In a gevent worker the lines of one turn of the event loop are written at the end of
+    that turn, in the order their requests ended: none before, all after."""
+    path = tmp_path / "access.log"
+    done = subprocess.run(
+        [sys.executable, "-c", TURN_SCRIPT, str(path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    seen = json.loads(done.stdout)
+    assert seen["during"] == ""
+    written = [line.split()[2] for line in seen["after"].splitlines()]
+    assert written == [f"/r/{index}" for index in range(50)]
