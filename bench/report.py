@@ -1122,6 +1122,7 @@ def _status(r: dict[str, Any]) -> list[str]:
     ]
     for label, key in (
         ("bare route", "bare_route"),
+        ("bare route, one worker", "bare_route_one_worker"),
         ("service /healthz", "service_healthz"),
         ("lab status", "status_route"),
     ):
@@ -1133,8 +1134,15 @@ def _status(r: dict[str, Any]) -> list[str]:
             f"{_fmt(lat.get('p99'), ' ms', 2)} | {s.get('non_2xx', s.get('statuses'))} |"
         )
     commands = r.get("redis_commands_per_status_request") or {}
+    waits = r.get("run_queue_ms_per_second") or {}
     lines += [
         "",
+        "**The tail is the machine's.** Each worker of a load run was ready to run but waited"
+        " for a core, per second of load (median of the repeats, from"
+        " `/proc/<pid>/task/*/schedstat`): "
+        + ", ".join(f"{name} {_fmt(value, ' ms', 1)}" for name, value in waits.items())
+        + ". Two workers, the load client and Redis share two cores; one worker leaves a"
+        " core to the client.",
         f"Status / bare = **{_fmt(r.get('ratio_status_to_bare'), '', 2)}** (goal at least 0.5;"
         f" median of the repeats {r.get('ratio_per_repeat')}). Requests/s per repeat: "
         + "; ".join(

@@ -112,6 +112,19 @@ def cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / ticks
 
 
+def run_queue_seconds(pid: int) -> float | None:
+    """Seconds the threads of a process have spent runnable but waiting for a core
+    (``/proc/<pid>/task/*/schedstat``, its second field); None where the kernel does not
+    keep it."""
+    waited = 0
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            waited += int((task / "schedstat").read_text().split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+    return waited / 1e9
+
+
 @dataclass
 class Gunicorn:
     """One gunicorn arbiter started by a benchmark, with its log file."""

@@ -9,7 +9,10 @@ class, worker count and access log), in a third with gunicorn's stock ``gevent``
 and access log (``STOCK_SETTINGS``, the yardstick of ``bench.goals``), and in a fourth with
 the service's settings but gunicorn's stock access logger (``STOCK_LOGGER``); all are loaded
 by ``wrk`` (or ``bench.loadgen``). Each load run also reports the CPU its gunicorn's workers
-spent per request answered (``cpu_ms_per_request``), from ``/proc``.
+spent per request answered (``cpu_ms_per_request``), from ``/proc``, and how long each worker
+waited for a core (``run_queue_ms_per_second``): the tail of a load that keeps two workers, the
+load client and Redis runnable on two cores is the scheduler's, which a bare route with one
+worker (``bare_route_one_worker``) shows beside it.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from bench.services import (
     cpu_seconds,
     free_ports,
     log_findings,
+    run_queue_seconds,
     start_gunicorn,
 )
 from bench.stats import median
@@ -147,13 +151,20 @@ def _loadgen(
     return result
 
 
-def _bare_route(bench: BenchStack, log_name: str, extra_args: tuple[str, ...] = ()) -> Gunicorn:
-    """``bench.bare_app`` under the service's settings file (``extra_args`` override some)."""
+def _bare_route(
+    bench: BenchStack,
+    log_name: str,
+    extra_args: tuple[str, ...] = (),
+    *,
+    workers: int | None = None,
+) -> Gunicorn:
+    """``bench.bare_app`` under the service's settings file (``extra_args`` override some),
+    with the service's workers unless ``workers`` says otherwise."""
     (port,) = free_ports(1)
     return start_gunicorn(
         "bench.bare_app:app",
         port=port,
-        workers=bench.settings.workers,
+        workers=workers or bench.settings.workers,
         log_path=bench.workdir / log_name,
         env={
             "SPAWNER_CONFIG_PATH": str(bench.stack.config_path),
@@ -190,6 +201,18 @@ def workers_cpu_seconds(server: Gunicorn | Service) -> float:
     return sum(cpu_seconds(pid) or 0.0 for pid in server.worker_pids())
 
 
+def _web_worker_pids(server: Gunicorn | Service) -> list[int]:
+    """The workers that answer ``server``'s requests (a service's web workers only)."""
+    if isinstance(server, Service):
+        return server.web.worker_pids()
+    return server.worker_pids()
+
+
+def _run_queue(pids: list[int]) -> float | None:
+    waits = [run_queue_seconds(pid) for pid in pids]
+    return None if any(w is None for w in waits) else sum(w or 0.0 for w in waits)
+
+
 def measured_load(
     server: Gunicorn | Service,
     load: Any,
@@ -204,12 +227,19 @@ def measured_load(
     (``cpu_ms_per_request``): what a request costs the service, whatever the load client
     and the rest of the machine take of the cores."""
     before = workers_cpu_seconds(server)
+    web = _web_worker_pids(server)
+    waited_before = _run_queue(web)
     result: dict[str, Any] = load(
         server.url, token, users, USER_FORMAT, prefix, seconds, connections
     )
     spent = workers_cpu_seconds(server) - before
+    waited_after = _run_queue(web)
     requests = int(result.get("requests") or 0)
     result["cpu_ms_per_request"] = round(spent * 1000 / requests, 3) if requests else None
+    if waited_before is not None and waited_after is not None and web:
+        # Per worker and second of load: how long a worker was ready to run but had no core.
+        waited = (waited_after - waited_before) / len(web) / seconds
+        result["run_queue_ms_per_second"] = round(waited * 1000, 1)
     return result
 
 
@@ -249,6 +279,7 @@ def run(
         bare = _bare_route(bench, "bare.log")
         stock = _bare_route(bench, "bare-stock.log", STOCK_SETTINGS)
         stock_logger = _bare_route(bench, "bare-stock-logger.log", STOCK_LOGGER)
+        one_worker = _bare_route(bench, "bare-one-worker.log", workers=1)
         try:
             admin = bench.admin_token
             prefix = "/spawner/v1/labs/"
@@ -256,12 +287,14 @@ def run(
             load(bare.url, admin, records, USER_FORMAT, prefix, 2, connections)
             load(stock.url, admin, records, USER_FORMAT, prefix, 2, connections)
             load(stock_logger.url, admin, records, USER_FORMAT, prefix, 2, connections)
+            load(one_worker.url, admin, records, USER_FORMAT, prefix, 2, connections)
             load(bench.url, admin, records, USER_FORMAT, prefix, 2, connections)
             # Interleaved rounds: whatever else the machine does hits every target alike.
             runs: dict[str, list[dict[str, Any]]] = {
                 "bare": [],
                 "bare_stock": [],
                 "bare_stock_logger": [],
+                "bare_one_worker": [],
                 "healthz": [],
                 "list": [],
                 "status": [],
@@ -288,6 +321,7 @@ def run(
                     ("bare", bare),
                     ("bare_stock", stock),
                     ("bare_stock_logger", stock_logger),
+                    ("bare_one_worker", one_worker),
                 ):
                     runs[name].append(measured(server))
                 runs["healthz"].append(
@@ -329,6 +363,7 @@ def run(
             bare.stop()
             stock.stop()
             stock_logger.stop()
+            one_worker.stop()
         return {
             "records": records,
             "records_written": written,
@@ -350,6 +385,18 @@ def run(
                 round(median(stock_ratios), 3) if stock_ratios else None
             ),
             "bare_route_stock_logger": _median_run(runs["bare_stock_logger"]),
+            "bare_route_one_worker": _median_run(runs["bare_one_worker"]),
+            "run_queue_ms_per_second": {
+                name: round(median(waits), 1)
+                for name, values in runs.items()
+                if (
+                    waits := [
+                        r["run_queue_ms_per_second"]
+                        for r in values
+                        if r.get("run_queue_ms_per_second") is not None
+                    ]
+                )
+            },
             "cpu_ms_per_request": {
                 name: round(median(spent), 3)
                 for name, values in runs.items()
