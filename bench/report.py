@@ -1137,7 +1137,7 @@ def _status(r: dict[str, Any]) -> list[str]:
     waits = r.get("run_queue_ms_per_second") or {}
     lines += [
         "",
-        "**The tail is the machine's.** Each worker of a load run was ready to run but waited"
+        "**Waiting for a core.** Each worker of a load run was ready to run but waited"
         " for a core, per second of load (median of the repeats, from"
         " `/proc/<pid>/task/*/schedstat`): "
         + ", ".join(f"{name} {_fmt(value, ' ms', 1)}" for name, value in waits.items())

@@ -10,9 +10,9 @@ and access log (``STOCK_SETTINGS``, the yardstick of ``bench.goals``), and in a 
 the service's settings but gunicorn's stock access logger (``STOCK_LOGGER``); all are loaded
 by ``wrk`` (or ``bench.loadgen``). Each load run also reports the CPU its gunicorn's workers
 spent per request answered (``cpu_ms_per_request``), from ``/proc``, and how long each worker
-waited for a core (``run_queue_ms_per_second``): the tail of a load that keeps two workers, the
-load client and Redis runnable on two cores is the scheduler's, which a bare route with one
-worker (``bare_route_one_worker``) shows beside it.
+waited for a core (``run_queue_ms_per_second``): two workers, the load client and Redis
+runnable on two cores wait for each other, which a bare route with one worker
+(``bare_route_one_worker``) shows beside them.
 """
 
 from __future__ import annotations
@@ -204,7 +204,7 @@ def workers_cpu_seconds(server: Gunicorn | Service) -> float:
 def _web_worker_pids(server: Gunicorn | Service) -> list[int]:
     """The workers that answer ``server``'s requests (a service's web workers only)."""
     if isinstance(server, Service):
-        return server.web.worker_pids()
+        return server.web_worker_pids()
     return server.worker_pids()
 
 
