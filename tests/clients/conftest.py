@@ -16,8 +16,11 @@ from tests.support.proxy import FaultProxy
 __all__ = ["python3_kernel"]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
+    """The local stack these tests drive, stopped once the last of them has run: kept for
+    the whole session, its service, runner, Dask operator and labs went on running beside
+    every later test."""
     options = StackOptions(
         state_dir=tmp_path_factory.mktemp("client-stack"), workers=2, pull_seconds=0.2
     )
@@ -26,7 +29,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
     stack.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def stack_tokens(stack: LocalStack) -> dict[str, str]:
     """Token values by demo name (admin, rachel, wile...)."""
     return {name: entry["token"] for name, entry in stack.state()["tokens"].items()}
