@@ -20,6 +20,7 @@ from app.config import KubernetesConfig
 from app.storage.kubernetes_client import CONNECTIONS, DeadlineApiClient, build_configuration
 from devstack.kube import KubernetesEmulator
 from devstack.tls import shared_authority
+from tests.labs.conftest import wait_for
 
 
 def _config(**overrides: object) -> KubernetesConfig:
@@ -198,6 +199,39 @@ def test_a_replace_that_loses_to_another_write_reads_again(kube: KubernetesEmula
     assert stored is not None and stored["data"] == {"version": "ours"}
     verbs = [e.verb for e in kube.audit.entries(resource="configmaps")]
     assert verbs[-4:] == ["get", "update", "get", "update"]
+
+
+def test_a_quota_in_a_namespace_going_or_gone_is_nothing_to_set(kube: KubernetesEmulator) -> None:
+    """A deletion that ends after its lab's namespace was deleted gives nothing back: the API
+    server refuses new content there (``NamespaceTerminating``), then the namespace is gone;
+    either way ``set_quota`` answers None rather than failing the deletion."""
+    from app.builders.resource_quota import Compute, build_namespace_quota
+
+    namespace = "quota-going-test"
+    storage = _storage_in(kube, namespace)
+    quota = build_namespace_quota("someone", namespace, Compute(1, 1 << 30, 1, 1 << 30))
+    assert storage.set_quota(quota) is not None
+    # An operator's finalizer keeps the namespace terminating once its quota is gone.
+    held = {"apiVersion": "v1", "kind": "ConfigMap"}
+    held["metadata"] = {"name": "held", "namespace": namespace, "finalizers": ["example.com/x"]}
+    kube.store.create("configmaps", held)
+    api = kube.api_client()
+    try:
+        k8s.CoreV1Api(api).delete_namespace(namespace)
+        wait_for(
+            lambda: kube.store.get("resourcequotas", namespace, quota["metadata"]["name"]) is None
+        )
+
+        assert storage.set_quota(quota) is None
+        assert kube.store.get("namespaces", None, namespace) is not None
+
+        k8s.CoreV1Api(api).patch_namespaced_config_map(
+            "held", namespace, {"metadata": {"finalizers": None}}
+        )
+        wait_for(lambda: kube.store.get("namespaces", None, namespace) is None)
+        assert storage.set_quota(quota) is None
+    finally:
+        api.close()
 
 
 def _pod_changed_since(kube: KubernetesEmulator, namespace: str) -> str:

@@ -138,6 +138,7 @@ def build_machinery(app: Flask, config: Config, kinds: Sequence[KindFactory] = K
         prepulls=prepulls,
         image_store=image_store,
         budgeted=tuple(kind.budget for kind in kinds if kind.budget is not None),
+        operator_objects=tuple(custom for kind in kinds for custom in kind.operator_objects),
     )
     operations = config.operations
     hub = EventHub(redis_client, events)

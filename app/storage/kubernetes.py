@@ -47,16 +47,23 @@ TRANSIENT_STATUSES = frozenset({0, 429, 500, 502, 503, 504})
 RETRY_ATTEMPTS = 4
 RETRY_BASE_SECONDS = 0.2
 MAX_RETRY_AFTER_SECONDS = 5.0
+"""The longest a throttled call waits on the API server's ``Retry-After`` before retrying."""
 REPLACE_ATTEMPTS = 3
 """Reads and replaces of one object before a conflict is the caller's (``_replace``)."""
-"""The longest a throttled call waits on the API server's ``Retry-After`` before retrying."""
+NAMESPACE_TERMINATING = "NamespaceTerminating"
+"""The cause the API server gives a create refused in a namespace being deleted."""
 
 
 class KubernetesError(Exception):
     """A Kubernetes call failed; ``status`` is the HTTP code (0 when unreachable)."""
 
     def __init__(
-        self, status: int, reason: str, message: str, retry_after: float | None = None
+        self,
+        status: int,
+        reason: str,
+        message: str,
+        retry_after: float | None = None,
+        causes: tuple[str, ...] = (),
     ) -> None:
         super().__init__(message)
         self.status = status
@@ -64,6 +71,8 @@ class KubernetesError(Exception):
         self.message = message
         self.retry_after = retry_after
         """Seconds the API server asked the client to wait (a 429's ``Retry-After``)."""
+        self.causes = causes
+        """The reasons of the Status's ``details.causes`` (``NAMESPACE_TERMINATING``)."""
 
 
 def is_transient(exc: KubernetesError) -> bool:
@@ -91,13 +100,16 @@ class WatchExpired(Exception):
 def _error(exc: ApiException) -> KubernetesError:
     message = exc.reason or "error"
     reason = ""
+    causes: tuple[str, ...] = ()
     try:
         body = json.loads(exc.body) if exc.body else {}
         message = body.get("message", message)
         reason = body.get("reason", "")
-    except (TypeError, ValueError):
+        details = body.get("details") or {}
+        causes = tuple(str(c.get("reason", "")) for c in details.get("causes") or [])
+    except (TypeError, ValueError, AttributeError):
         pass
-    return KubernetesError(exc.status or 0, reason, message, _retry_after(exc))
+    return KubernetesError(exc.status or 0, reason, message, _retry_after(exc), causes)
 
 
 def _retry_after(exc: ApiException) -> float | None:
@@ -445,9 +457,10 @@ class KubernetesStorage:
         it is ``Background`` or ``Foreground`` (batch/v1 keeps its old default)."""
         return self._delete(resource, namespace, name, propagation=propagation) is not None
 
-    def set_quota(self, body: dict[str, Any]) -> dict[str, Any]:
+    def set_quota(self, body: dict[str, Any]) -> dict[str, Any] | None:
         """Set an existing ResourceQuota's ``spec.hard`` in one merge patch (no read; the
-        quota of a lab namespace is the service's own), or create it if it is missing."""
+        quota of a lab namespace is the service's own), or create it if it is missing; None
+        when its namespace is gone or being deleted, which admits nothing new to hold."""
         meta = body["metadata"]
         path = resource_path("resourcequotas", meta["namespace"], meta["name"])
         patch = {"spec": {"hard": body["spec"]["hard"]}}
@@ -458,7 +471,12 @@ class KubernetesStorage:
         except KubernetesError as exc:
             if exc.status != 404:
                 raise
-            result = self._create("resourcequotas", body)
+            try:
+                result = self._create("resourcequotas", body)
+            except KubernetesError as refused:
+                if refused.status == 404 or NAMESPACE_TERMINATING in refused.causes:
+                    return None
+                raise
         return result
 
     def read_secret(self, namespace: str, name: str) -> dict[str, Any] | None:
@@ -542,6 +560,31 @@ class KubernetesStorage:
                 attempt += 1
                 continue
             return result
+
+    def delete_custom_collection(self, kind: CustomKind, namespace: str) -> list[str]:
+        """Ask for the deletion of the service's objects of ``kind`` in ``namespace``, in one
+        call; the names of those it deleted (the API server answers with the list), none
+        when the API does not serve the kind (its operator is not installed)."""
+        query = [("labelSelector", f"{MANAGED_BY_LABEL}={MANAGED_BY}")]
+        try:
+            answer = _call(self._api, "DELETE", kind.path(namespace), query=query)
+        except KubernetesError as exc:
+            if exc.status == 404:
+                return []
+            raise
+        return [str(item["metadata"]["name"]) for item in answer.get("items") or []]
+
+    def list_custom_names(self, kind: CustomKind, namespace: str) -> list[str]:
+        """The names of the service's objects of ``kind`` in ``namespace``, those being
+        deleted included; none when the API does not serve the kind."""
+        query = [("labelSelector", f"{MANAGED_BY_LABEL}={MANAGED_BY}")]
+        try:
+            result = _call(self._api, "GET", kind.path(namespace), query=query)
+        except KubernetesError as exc:
+            if exc.status == 404:
+                return []
+            raise
+        return [str(item["metadata"]["name"]) for item in result.get("items") or []]
 
     def delete_custom(self, kind: CustomKind, namespace: str, name: str) -> bool:
         """Ask for the object's deletion; False if it was already gone."""

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from app.models.config import Config
 from app.storage.images import ImageStore
-from app.storage.kubernetes import KubernetesStorage
+from app.storage.kubernetes import CustomKind, KubernetesStorage
 from app.storage.prepull import PrepullStore
 from app.storage.registries import RegistryDirectory
 from app.workloads.budgeted import Budgeted
@@ -33,3 +33,6 @@ class WorkloadContext:
     """The image lists as listed and as offered (validations publish what they decide)."""
     budgeted: tuple[Budgeted, ...]
     """The kinds whose workloads count against their owner's budget (``ServiceKind.budget``)."""
+    operator_objects: tuple[CustomKind, ...] = ()
+    """The custom resources operators hold in lab namespaces, of every kind
+    (``ServiceKind.operator_objects``)."""

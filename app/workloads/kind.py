@@ -10,7 +10,7 @@ from app.engine.kind import WorkloadKind
 from app.engine.tracking import WorkloadTracking
 from app.models.config import Config
 from app.models.workload import Action
-from app.storage.kubernetes import KubernetesStorage
+from app.storage.kubernetes import CustomKind, KubernetesStorage
 from app.workloads.budgeted import Budgeted
 from app.workloads.context import WorkloadContext
 
@@ -34,6 +34,11 @@ class ServiceKind(WorkloadKind):
     budget: ClassVar[Budgeted | None] = None
     """How its workloads count against their owner's budget and lab namespace quota; None:
     they do not."""
+
+    operator_objects: ClassVar[tuple[CustomKind, ...]] = ()
+    """The custom resources of its workloads that an operator holds, with a finalizer, in
+    their owner's lab namespace: a lab's delete deletes them before the namespace
+    (``app.workloads.lab.delete``)."""
 
     def __init__(self, ctx: WorkloadContext) -> None:
         self._ctx = ctx

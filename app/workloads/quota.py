@@ -20,12 +20,12 @@ from app.workloads.holdings import Holdings
 
 def sync_lab_quota(ctx: WorkloadContext, holdings: Holdings) -> bool:
     """Set the owner's lab namespace quota to the lab plus ``holdings`` (each as it is to be);
-    False when there is no lab to hold them."""
+    False when there is no lab to hold them, its namespace gone or being deleted (a deletion
+    that ends then has nothing to give back)."""
     owner = holdings.owner
     lab = ctx.labs.get(owner)
     if lab is None or not lab.quotas:
         return False
     total = Compute.of_quotas(lab.quotas) + holdings.compute()
     namespace = lab_namespace(ctx.config.namespace_prefix, owner)
-    ctx.kube.set_quota(build_namespace_quota(owner, namespace, total))
-    return True
+    return ctx.kube.set_quota(build_namespace_quota(owner, namespace, total)) is not None

@@ -100,12 +100,16 @@ def invalid(kind: str, name: str, causes: list[dict[str, str]], group: str = "")
     )
 
 
-def forbidden(kind: str, name: str, why: str, group: str = "") -> ApiError:
-    """403, as admission plugins (e.g. namespace lifecycle) report it."""
+def forbidden(
+    kind: str, name: str, why: str, group: str = "", causes: list[dict[str, str]] | None = None
+) -> ApiError:
+    """403, as admission plugins (e.g. namespace lifecycle) report it; ``causes`` go into
+    ``details.causes`` as the plugin gives them."""
     target = f'{_qualified(kind, group)} "{name}"' if name else _qualified(kind, group)
-    return ApiError(
-        403, "Forbidden", f"{target} is forbidden: {why}", details=_details(kind, name, group)
-    )
+    details = _details(kind, name, group)
+    if causes:
+        details["causes"] = causes
+    return ApiError(403, "Forbidden", f"{target} is forbidden: {why}", details=details)
 
 
 def bad_request(message: str) -> ApiError:

@@ -202,17 +202,23 @@ class Handlers:
         grace = _grace_period(query, options)
         policy = _propagation(query, options)
         predicate = self.predicate(query)
-        for obj in self._store.list(info.resource.plural, info.namespace):
-            if not predicate(obj):
-                continue
+        resource = info.resource
+        listed, version = self._store.snapshot(resource.plural, info.namespace, predicate)
+        for obj in listed:
             meta = obj["metadata"]
             try:
                 namespace, name = meta.get("namespace"), meta["name"]
-                self._delete_one(info.resource, namespace, name, grace, {}, policy)
+                self._delete_one(resource, namespace, name, grace, {}, policy)
             except errors.ApiError as exc:
                 if exc.code != 404:
                     raise
-        return _success({"kind": info.resource.plural, "group": info.resource.group})
+        # As kube-apiserver's generic store answers: the list it deleted, as it listed it.
+        return {
+            "kind": f"{resource.kind}List",
+            "apiVersion": resource.group_version,
+            "metadata": {"resourceVersion": str(version)},
+            "items": [_stamp(resource, obj) for obj in listed],
+        }
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -267,6 +273,13 @@ class Handlers:
                 f"unable to create new content in namespace {namespace} because it is being "
                 "terminated",
                 resource.group,
+                causes=[
+                    {
+                        "reason": "NamespaceTerminating",
+                        "message": f"namespace {namespace} is being terminated",
+                        "field": "metadata.namespace",
+                    }
+                ],
             )
 
     def _delete_one(

@@ -15,6 +15,7 @@ from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
 from app.config import Config, parse_config
+from app.workloads.cluster.kind import ClusterKind
 from devstack.dask_operator import DaskOperatorProcess
 from devstack.kube import KubernetesEmulator
 from devstack.kube.crds import OPERATOR_CRDS, crd
@@ -112,6 +113,24 @@ def nothing_left(kube: KubernetesEmulator, request: pytest.FixtureRequest) -> It
             print("the Dask operator's last lines:", *log[-OPERATOR_LOG_LINES:], sep="\n")
     api = kube.api_client()
     try:
+        # The clusters first, as a lab's delete does (``app.workloads.lab.delete``): in a
+        # namespace being deleted the Dask operator holds a cluster a minute.
+        custom = k8s.CustomObjectsApi(api)
+        for name in made:
+            for kind in ClusterKind.operator_objects:
+                with contextlib.suppress(ApiException):
+                    custom.delete_collection_namespaced_custom_object(
+                        kind.group, kind.version, name, kind.plural
+                    )
+        wait_for(
+            lambda: (
+                not any(
+                    kube.store.list(kind.plural, name)
+                    for name in made
+                    for kind in ClusterKind.operator_objects
+                )
+            )
+        )
         core = k8s.CoreV1Api(api)
         for name in made:
             with contextlib.suppress(ApiException):

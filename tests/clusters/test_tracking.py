@@ -18,7 +18,7 @@ from app.workloads.cluster.tracking import GONE_ERROR
 from devstack.kube import KubernetesEmulator
 from devstack.kube.cluster.programs import ImageProgram
 from tests.clusters.conftest import create, running, with_lab
-from tests.labs.conftest import LabUser, wait_for
+from tests.labs.conftest import LabUser, read_events, wait_for
 from tests.labs.test_recovery import NEVER, leading
 
 
@@ -72,6 +72,15 @@ def test_a_head_made_again_changes_nothing_and_a_cluster_gone_with_its_lab_fails
     assert (
         client.delete(f"/spawner/v1/labs/{user.username}", headers=admin_headers).status_code == 202
     )
+    # The cluster went before the namespace, let go by its operator (whose finalizer it
+    # carried) while the namespace still took writes; then the namespace went too.
+    deletion = read_events(client, user.username, user.headers)
+    assert deletion[-1].type == "complete", deletion
+    infos = [e.data for e in deletion if e.type == "info"]
+    assert infos.index("Waiting for the operators to let the lab's clusters go") < infos.index(
+        "Stopping the lab and removing its namespace"
+    )
+    assert kube.store.get("namespaces", None, namespace) is None
 
     def failed() -> dict[str, Any] | None:
         record = _cluster(client, user, name)

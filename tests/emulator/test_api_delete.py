@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import kubernetes.client
 import pytest
 from kubernetes.client import CoreV1Api
@@ -150,8 +152,13 @@ def test_delete_collection(core_v1: CoreV1Api, namespace: str) -> None:
         core_v1.create_namespaced_config_map(
             namespace, {"metadata": {"name": name, "labels": {"g": group}}}
         )
-    status = core_v1.delete_collection_namespaced_config_map(namespace, label_selector="g=x")
-    assert status.status == "Success"
+    answer = core_v1.delete_collection_namespaced_config_map(
+        namespace, label_selector="g=x", _preload_content=False
+    )
+    # The list deleted, as kube-apiserver's generic store answers.
+    deleted = json.loads(answer.data)
+    assert deleted["kind"] == "ConfigMapList"
+    assert sorted(item["metadata"]["name"] for item in deleted["items"]) == ["a", "b"]
     remaining = core_v1.list_namespaced_config_map(namespace, label_selector="g").items
     assert [c.metadata.name for c in remaining] == ["c"]
 
@@ -236,6 +243,35 @@ def _config_map_names(core_v1: CoreV1Api, namespace: str) -> set[str]:
     """The test's ConfigMaps in ``namespace`` (not the CA bundle every namespace gets)."""
     items = core_v1.list_namespaced_config_map(namespace).items
     return {c.metadata.name for c in items} - {"kube-root-ca.crt"}
+
+
+def test_the_garbage_collector_leaves_a_dependent_with_finalizers_to_whoever_set_them(
+    core_v1: CoreV1Api, namespace: str, wait_until: WaitUntil
+) -> None:
+    """Background propagation deletes a dependent as a DELETE call does: one an operator's
+    finalizer holds is marked, and goes when the operator removes the finalizer."""
+    owner = core_v1.create_namespaced_config_map(namespace, _config_map("owner"))
+    reference = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "name": "owner",
+        "uid": owner.metadata.uid,
+    }
+    core_v1.create_namespaced_config_map(
+        namespace,
+        _config_map("group", ownerReferences=[reference], finalizers=["example.com/operator"]),
+    )
+
+    core_v1.delete_namespaced_config_map("owner", namespace)
+
+    marked = wait_until(
+        lambda: core_v1.read_namespaced_config_map("group", namespace).metadata.deletion_timestamp
+    )
+    assert marked is not None
+    core_v1.patch_namespaced_config_map("group", namespace, {"metadata": {"finalizers": None}})
+    with pytest.raises(kubernetes.client.ApiException) as gone:
+        core_v1.read_namespaced_config_map("group", namespace)
+    assert gone.value.status == 404
 
 
 def test_a_cluster_scoped_owner_takes_its_dependents_in_every_namespace(

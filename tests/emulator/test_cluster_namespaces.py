@@ -61,6 +61,34 @@ def test_namespace_termination_removes_contents_then_itself(
     assert emulator.store.list("events", "doomed") == []
 
 
+@pytest.mark.cluster_settings(namespace_termination_seconds=0.05)
+def test_an_object_with_finalizers_holds_its_namespace_until_they_are_removed(
+    emulator: KubernetesEmulator, core_v1: kubernetes.client.CoreV1Api, wait_until: WaitUntil
+) -> None:
+    """As kube-apiserver's namespace controller does: the held object is marked deleted, not
+    removed, so the operator that holds it sees the mark and lets it go; the namespace is
+    Terminating until then, and its other contents are gone already."""
+    core_v1.create_namespace({"metadata": {"name": "held"}})
+    core_v1.create_namespaced_config_map(
+        "held", {"metadata": {"name": "cluster", "finalizers": ["example.com/operator"]}}
+    )
+    core_v1.create_namespaced_config_map("held", {"metadata": {"name": "plain"}})
+
+    core_v1.delete_namespace("held")
+
+    marked = wait_until(
+        lambda: core_v1.read_namespaced_config_map("cluster", "held").metadata.deletion_timestamp
+    )
+    assert marked is not None
+    wait_until(lambda: not _exists(core_v1.read_namespaced_config_map, "plain", "held"))
+    assert core_v1.read_namespace("held").status.phase == "Terminating"
+
+    core_v1.patch_namespaced_config_map("cluster", "held", {"metadata": {"finalizers": None}})
+
+    wait_until(lambda: not _exists(core_v1.read_namespace, "held"))
+    assert emulator.store.list("configmaps", "held") == []
+
+
 def test_recreated_namespace_gets_a_new_default_service_account(
     core_v1: kubernetes.client.CoreV1Api, wait_until: WaitUntil
 ) -> None:

@@ -67,6 +67,8 @@ class ClusterKind(ServiceKind):
     admitted = True
     tracked_by = ClusterTracking
     budget = CLUSTER_BUDGET
+    # The Dask operator's kopf finalizer is on every DaskCluster.
+    operator_objects = tuple(custom_kind(adapter) for adapter in ADAPTERS.values())
 
     def spawn(self, run: Run) -> Finished:
         assert run.operation.spec is not None

@@ -4,9 +4,17 @@ Deleting the namespace stops the pod as deleting the pod would (Kubernetes gives
 grace period) and removes every other object of the lab, so the delete is three calls in
 turn (read the namespace, delete it, watch it go from the delete's answer) rather than a
 pod delete and its wait first.
+
+The operators' objects in it (a user's compute clusters) go first, while the namespace still
+takes writes: the namespace's deletion removes a DaskCluster's worker group at once but only
+marks the cluster, which the Dask operator's finalizer holds; its handler then fails to find
+the group and retries a minute later, so the namespace would stay that long. Deleted first,
+each goes in the time its operator takes to let it go, with the group still there.
 """
 
 from __future__ import annotations
+
+import time
 
 from app.builders.names import lab_namespace
 from app.concurrency import concurrently
@@ -17,6 +25,12 @@ from app.workloads.context import WorkloadContext
 
 DELETED = "The lab is deleted"
 """The delete's last event, announced with its ``complete`` when the record goes."""
+
+RELEASE_POLL_SECONDS = 0.1
+"""How often the delete looks whether the operators let their objects go."""
+RELEASE_SECONDS = 30.0
+"""The longest the delete waits for them before deleting the namespace anyway (an operator
+that is down holds them, and the namespace with them, until it is back)."""
 
 
 def run_delete(ctx: WorkloadContext, run: Run) -> None:
@@ -31,6 +45,7 @@ def run_delete(ctx: WorkloadContext, run: Run) -> None:
         # nothing of the lab is in it).
         reporter.info(f"Namespace {namespace} is not the service's; leaving it alone", progress=10)
     else:
+        release_operator_objects(ctx, run, namespace)
         # Announced beside the call rather than before it: one Redis write fewer in turn.
         answer, _ = concurrently(
             lambda: ctx.kube.delete_namespace(namespace),
@@ -38,3 +53,24 @@ def run_delete(ctx: WorkloadContext, run: Run) -> None:
         )
         with run.waiting():
             wait_namespace_gone(ctx.kube, reporter, namespace, answer)
+
+
+def release_operator_objects(ctx: WorkloadContext, run: Run, namespace: str) -> None:
+    """Delete the operators' objects in the namespace, one call a kind at once, and wait
+    (at most ``RELEASE_SECONDS``) until their operators have let them go."""
+    kinds = ctx.operator_objects
+    if not kinds:
+        return
+    deleted = concurrently(
+        *(lambda kind=kind: ctx.kube.delete_custom_collection(kind, namespace) for kind in kinds)
+    )
+    held = [kind for kind, names in zip(kinds, deleted, strict=True) if names]
+    if not held:
+        return
+    run.reporter.info("Waiting for the operators to let the lab's clusters go", progress=20)
+    deadline = time.monotonic() + RELEASE_SECONDS
+    with run.waiting():
+        while held and time.monotonic() < deadline:
+            run.reporter.check()
+            time.sleep(RELEASE_POLL_SECONDS)
+            held = [kind for kind in held if ctx.kube.list_custom_names(kind, namespace)]

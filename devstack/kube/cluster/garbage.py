@@ -76,7 +76,7 @@ class GarbageCollector:
         if plural == "pods":
             delete_pod_gracefully(self._writer, dependent)
         else:
-            self._writer.delete(plural, namespace, name, uid=meta.get("uid"))
+            self._writer.request_deletion(plural, namespace, name, uid=meta.get("uid"))
 
     def _forget_owner(self, plural: str, dependent: Obj, gone: str) -> None:
         """Another owner remains: only the reference to the one that is gone is removed."""

@@ -4,7 +4,9 @@ Deleting a namespace in a real cluster is not instant: it stays ``Terminating`` 
 contents are removed, and creating into it meanwhile fails. A spawner that deletes and
 recreates a user's namespace must cope with that, so the delay is simulated; and while the
 kubelet is set to take time stopping pods, the namespace waits for its pods as a real one
-does.
+does. An object with finalizers (an operator's custom resource) is deleted the way the API
+deletes it, marked and kept until its operator removes them, and holds the namespace so long:
+an operator that saw it vanish unmarked would go on running timers for it.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ from .serviceaccounts import default_service_account, root_ca_config_map
 from .settings import ClusterSettings
 from .writer import StoreWriter
 
-POD_RECHECK_SECONDS = 0.2
-"""How often a terminating namespace looks whether its pods are gone yet."""
+CONTENT_RECHECK_SECONDS = 0.2
+"""How often a terminating namespace looks whether its pods, and the objects its operators'
+finalizers hold, are gone yet."""
 
 
 class NamespaceController:
@@ -93,7 +96,8 @@ class NamespaceController:
         While the kubelet takes time to stop pods (``pod_termination_seconds``), pods get
         their grace period as on a real cluster, and the namespace stays until they are
         gone: a pod whose node never confirms it stopped holds its namespace until it is
-        deleted with no grace period. Otherwise they go at once, with everything else.
+        deleted with no grace period. Otherwise they go at once, with everything else but
+        the objects with finalizers, which go when their finalizers are removed.
         """
         self._finalizing.pop(name, None)
         namespace = self._cache.get("namespaces", None, name)
@@ -102,14 +106,24 @@ class NamespaceController:
         store = self._writer.store
         if self._settings.pod_termination_seconds > 0 and self._pods_stopping(name):
             self._finalizing[name] = self._reactor.call_later(
-                POD_RECHECK_SECONDS, lambda: self._finalize(name)
+                CONTENT_RECHECK_SECONDS, lambda: self._finalize(name)
             )
             return
+        held = False
         for resource in self._ordered_resources():
             for obj in store.list(resource, name):
-                self._writer.delete(
-                    resource, name, obj["metadata"]["name"], uid=obj["metadata"].get("uid")
-                )
+                meta = obj["metadata"]
+                if resource == "pods":
+                    self._writer.delete(resource, name, meta["name"], uid=meta.get("uid"))
+                elif not self._writer.request_deletion(
+                    resource, name, meta["name"], uid=meta.get("uid")
+                ):
+                    held = True
+        if held:
+            self._finalizing[name] = self._reactor.call_later(
+                CONTENT_RECHECK_SECONDS, lambda: self._finalize(name)
+            )
+            return
         self._writer.delete("namespaces", None, name, uid=namespace["metadata"].get("uid"))
         self.removed.append((name, time.time()))
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from devstack.kube.errors import ApiError
-from devstack.kube.store import clone
+from devstack.kube.store import clone, now_timestamp
 
 from .cache import Obj, ObjectCache
 
@@ -110,3 +110,29 @@ class StoreWriter:
         if deleted is not None:
             self._cache.apply("DELETED", resource, deleted)
         return deleted is not None
+
+    def request_deletion(
+        self, resource: str, namespace: str | None, name: str, uid: str | None = None
+    ) -> bool:
+        """Delete the object as a controller's DELETE call does; whether it is gone now.
+
+        An object with finalizers is only marked deleted (``deletionTimestamp``): whoever set
+        them, an operator, removes them when its own clean-up is done, and the API deletes
+        the object on the write that removes the last. An operator that is never shown the
+        mark (kopf stops an object's timers only on it) would go on handling the object.
+        """
+        current = self.store.get(resource, namespace, name)
+        if current is None or (uid is not None and current["metadata"].get("uid") != uid):
+            return True
+        if not current["metadata"].get("finalizers"):
+            self.delete(resource, namespace, name, uid=uid)
+            return True
+
+        def mark(obj: Obj) -> bool:
+            if obj["metadata"].get("deletionTimestamp"):
+                return False
+            obj["metadata"]["deletionTimestamp"] = now_timestamp()
+            obj["metadata"]["deletionGracePeriodSeconds"] = 0
+            return True
+
+        return self.mutate(resource, namespace, name, mark, uid=uid) is None
