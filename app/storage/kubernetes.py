@@ -574,18 +574,6 @@ class KubernetesStorage:
             raise
         return [str(item["metadata"]["name"]) for item in answer.get("items") or []]
 
-    def list_custom_names(self, kind: CustomKind, namespace: str) -> list[str]:
-        """The names of the service's objects of ``kind`` in ``namespace``, those being
-        deleted included; none when the API does not serve the kind."""
-        query = [("labelSelector", f"{MANAGED_BY_LABEL}={MANAGED_BY}")]
-        try:
-            result = _call(self._api, "GET", kind.path(namespace), query=query)
-        except KubernetesError as exc:
-            if exc.status == 404:
-                return []
-            raise
-        return [str(item["metadata"]["name"]) for item in result.get("items") or []]
-
     def delete_custom(self, kind: CustomKind, namespace: str, name: str) -> bool:
         """Ask for the object's deletion; False if it was already gone."""
         try:

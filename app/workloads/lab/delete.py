@@ -57,14 +57,15 @@ def run_delete(ctx: WorkloadContext, run: Run) -> None:
 
 def release_operator_objects(ctx: WorkloadContext, run: Run, namespace: str) -> None:
     """Delete the operators' objects in the namespace, one call a kind at once, and wait
-    (at most ``RELEASE_SECONDS``) until their operators have let them go."""
+    (at most ``RELEASE_SECONDS``) until their operators have let each of them go (a user
+    holds a few clusters: a read each is less than a list of every kind)."""
     kinds = ctx.operator_objects
     if not kinds:
         return
     deleted = concurrently(
         *(lambda kind=kind: ctx.kube.delete_custom_collection(kind, namespace) for kind in kinds)
     )
-    held = [kind for kind, names in zip(kinds, deleted, strict=True) if names]
+    held = [(kind, name) for kind, names in zip(kinds, deleted, strict=True) for name in names]
     if not held:
         return
     run.reporter.info("Waiting for the operators to let the lab's clusters go", progress=20)
@@ -73,4 +74,8 @@ def release_operator_objects(ctx: WorkloadContext, run: Run, namespace: str) -> 
         while held and time.monotonic() < deadline:
             run.reporter.check()
             time.sleep(RELEASE_POLL_SECONDS)
-            held = [kind for kind in held if ctx.kube.list_custom_names(kind, namespace)]
+            held = [
+                (kind, name)
+                for kind, name in held
+                if ctx.kube.read_custom(kind, namespace, name) is not None
+            ]
