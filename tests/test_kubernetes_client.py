@@ -212,9 +212,8 @@ def test_a_quota_in_a_namespace_going_or_gone_is_nothing_to_set(kube: Kubernetes
     quota = build_namespace_quota("someone", namespace, Compute(1, 1 << 30, 1, 1 << 30))
     assert storage.set_quota(quota) is not None
     # An operator's finalizer keeps the namespace terminating once its quota is gone.
-    held = {"apiVersion": "v1", "kind": "ConfigMap"}
-    held["metadata"] = {"name": "held", "namespace": namespace, "finalizers": ["example.com/x"]}
-    kube.store.create("configmaps", held)
+    meta = {"name": "held", "namespace": namespace, "finalizers": ["example.com/x"]}
+    kube.store.create("configmaps", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta})
     api = kube.api_client()
     try:
         k8s.CoreV1Api(api).delete_namespace(namespace)

@@ -37,7 +37,7 @@ from app.engine.reporter import Reporter
 from app.engine.tracking import WorkloadTracking
 from app.metrics import FailureReason
 from app.models.workload import Action, Operation, WorkloadRef
-from app.storage.workloads import WorkloadStore
+from app.storage.workloads import StoredNames, WorkloadStore
 
 
 class StepFailed(Exception):
@@ -84,6 +84,10 @@ class RunWorkloads:
     def records(self, kind: str) -> dict[str, str]:
         """Every record of ``kind``, by name."""
         return self._store.records(kind)
+
+    def stored_names(self, kind: str) -> StoredNames:
+        """The names of ``kind``'s workloads, and whether Redis holds every workload."""
+        return self._store.stored_names(kind)
 
     def put_if_idle(self, *, ref: WorkloadRef, record: str, expect: str | None) -> bool:
         """Write another workload's record while no operation works on it and it is still

@@ -138,7 +138,9 @@ def build_machinery(app: Flask, config: Config, kinds: Sequence[KindFactory] = K
         prepulls=prepulls,
         image_store=image_store,
         budgeted=tuple(kind.budget for kind in kinds if kind.budget is not None),
-        operator_objects=tuple(custom for kind in kinds for custom in kind.operator_objects),
+        operator_objects={
+            kind.name: kind.operator_objects for kind in kinds if kind.operator_objects
+        },
     )
     operations = config.operations
     hub = EventHub(redis_client, events)

@@ -7,7 +7,8 @@ with the kinds, below the services that also use it, and holds nothing above the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from app.models.config import Config
 from app.storage.images import ImageStore
@@ -33,6 +34,6 @@ class WorkloadContext:
     """The image lists as listed and as offered (validations publish what they decide)."""
     budgeted: tuple[Budgeted, ...]
     """The kinds whose workloads count against their owner's budget (``ServiceKind.budget``)."""
-    operator_objects: tuple[CustomKind, ...] = ()
-    """The custom resources operators hold in lab namespaces, of every kind
-    (``ServiceKind.operator_objects``)."""
+    operator_objects: Mapping[str, tuple[CustomKind, ...]] = field(default_factory=dict)
+    """The custom resources operators hold in lab namespaces, by the kind of workload they
+    are of (``ServiceKind.operator_objects``)."""

@@ -21,7 +21,7 @@ from devstack.gafaelfawr import GroupSpec
 from devstack.kube import KubernetesEmulator
 from devstack.kube.quantities import parse_quantity
 from tests.clusters.conftest import create, running, with_lab
-from tests.labs.conftest import LabUser, wait_for
+from tests.labs.conftest import LabUser, read_events, wait_for
 
 
 @pytest.mark.parametrize(
@@ -81,6 +81,24 @@ def test_a_resumed_creation_adopts_its_own_object_and_no_other(
     with pytest.raises(StepFailed, match="exists and is not this cluster"):
         create_or_adopt(storage, adapter, replace(shape, owner="someone-else"))
     storage.delete_custom(custom_kind(adapter), shape.namespace, shape.name)
+
+
+def test_a_lab_without_clusters_is_deleted_without_a_call_for_them(
+    client: FlaskClient,
+    new_user: Callable[..., LabUser],
+    admin_headers: dict[str, str],
+    kube: KubernetesEmulator,
+) -> None:
+    """The operators' kinds are served here, but a user with no cluster record costs its
+    lab's delete no call for them: only a user with clusters has them deleted first."""
+    user = new_user()
+    with_lab(client, user)
+    namespace = f"nublado-{user.username}"
+    response = client.delete(f"/spawner/v1/labs/{user.username}", headers=admin_headers)
+    assert response.status_code == 202
+    assert read_events(client, user.username, user.headers)[-1].type == "complete"
+    assert kube.audit.entries(verb="delete", resource="namespaces", name=namespace)
+    assert kube.audit.entries(verb="deletecollection", namespace=namespace) == []
 
 
 def test_a_cluster_runs_beside_the_lab_and_goes_on_delete(

@@ -81,6 +81,8 @@ def test_a_head_made_again_changes_nothing_and_a_cluster_gone_with_its_lab_fails
         "Stopping the lab and removing its namespace"
     )
     assert kube.store.get("namespaces", None, namespace) is None
+    collections = kube.audit.entries(verb="deletecollection", namespace=namespace)
+    assert "daskclusters" in {entry.resource for entry in collections}
 
     def failed() -> dict[str, Any] | None:
         record = _cluster(client, user, name)

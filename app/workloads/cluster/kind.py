@@ -67,7 +67,8 @@ class ClusterKind(ServiceKind):
     admitted = True
     tracked_by = ClusterTracking
     budget = CLUSTER_BUDGET
-    # The Dask operator's kopf finalizer is on every DaskCluster.
+    # Their operators may hold them with finalizers, as the Dask operator holds every
+    # DaskCluster with kopf's.
     operator_objects = tuple(custom_kind(adapter) for adapter in ADAPTERS.values())
 
     def spawn(self, run: Run) -> Finished:

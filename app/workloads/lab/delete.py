@@ -20,7 +20,7 @@ from app.builders.names import lab_namespace
 from app.concurrency import concurrently
 from app.engine.kind import Run
 from app.engine.waiting import wait_namespace_gone
-from app.storage.kubernetes import is_ours
+from app.storage.kubernetes import CustomKind, is_ours
 from app.workloads.context import WorkloadContext
 
 DELETED = "The lab is deleted"
@@ -59,7 +59,7 @@ def release_operator_objects(ctx: WorkloadContext, run: Run, namespace: str) -> 
     """Delete the operators' objects in the namespace, one call a kind at once, and wait
     (at most ``RELEASE_SECONDS``) until their operators have let each of them go (a user
     holds a few clusters: a read each is less than a list of every kind)."""
-    kinds = ctx.operator_objects
+    kinds = held_kinds(ctx, run, run.operation.ref.name)
     if not kinds:
         return
     deleted = concurrently(
@@ -79,3 +79,16 @@ def release_operator_objects(ctx: WorkloadContext, run: Run, namespace: str) -> 
                 for kind, name in held
                 if ctx.kube.read_custom(kind, namespace, name) is not None
             ]
+
+
+def held_kinds(ctx: WorkloadContext, run: Run, owner: str) -> list[CustomKind]:
+    """The operators' kinds the owner may have objects of: those of every kind of workload
+    the owner has a record of, or of which Redis may lack some while it is rebuilt. Most
+    users have none, and their delete then makes no call for them (one Redis read a kind)."""
+    prefix = f"{owner}/"
+    kinds: list[CustomKind] = []
+    for workload_kind, custom in ctx.operator_objects.items():
+        stored = run.workloads.stored_names(workload_kind)
+        if not stored.complete or any(name.startswith(prefix) for name in stored.names):
+            kinds.extend(custom)
+    return kinds
