@@ -112,11 +112,17 @@ def kube() -> Iterator[KubernetesEmulator]:
     emulator.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def dask_operator(
     kube: KubernetesEmulator, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[DaskOperatorProcess]:
-    """The real dask-kubernetes operator against the shared emulator, for the whole run."""
+    """The real dask-kubernetes operator against the shared emulator, one per test module.
+
+    Not one for the whole run: the operator retires a worker by asking the scheduler through
+    its Service, and when the Service goes meanwhile (a test ends mid scale-down; the
+    emulated pods run no scheduler, so such a retire never finishes) it waits for a port
+    forward with a blocking sleep, which stops its event loop for up to 200 s. A module's
+    clusters then wait on their own operator, not on one an earlier module left frozen."""
     with dask_operator_for(kube, tmp_path_factory.mktemp("dask-operator")) as operator:
         yield operator
 
