@@ -7,9 +7,9 @@ monkey-patching, which the gevent worker applies before the app is imported.
 
 Every value can be set from the environment, so the Helm chart and ``make run`` tune it
 without editing this file. ``SPAWNER_ROLE`` says what the workers do
-(``app.models.process_role``): a replica runs this file twice, once for its ``web`` workers
-(the API and event streams) and once for its ``runner`` workers (operations and the elected
-loops, with only probes and metrics on their port); unset, each worker does both.
+(``app.models.process_role``): a replica's ``web`` workers answer the API and serve event
+streams, while its runner, which runs the operations and the elected loops, is a process of
+its own (``runner.py``) with no gunicorn over it; unset, each worker does both.
 
 What the server does to its own process (the worker class, what it leaves unimported, its
 garbage collector) lives in ``app.runtime``: this file only calls it from the hooks.
@@ -28,20 +28,19 @@ import gevent
 
 from app import runtime
 from app.models.process_role import ProcessRole
-from app.runtime.defaults import DEFAULT_RUNNERS, default_workers
+from app.runtime.defaults import default_workers
 
 # Before any worker imports the app (and with it the Kubernetes client): see the package.
 runtime.before_app_import()
 
 # An unknown role stops the master here, with the message naming the allowed ones.
 role = ProcessRole.from_environment()
+if role is ProcessRole.RUNNER:
+    raise SystemExit(f"{role.value}: the runner runs as `python runner.py`, not under gunicorn")
 bind = os.environ.get("SPAWNER_BIND", "0.0.0.0:8080")
-# Web workers: one per core this process may use, at least one; runner workers: one (see the
-# module). With ``or``, an empty variable also means the default.
-workers = int(
-    os.environ.get("SPAWNER_WORKERS")
-    or (DEFAULT_RUNNERS if role is ProcessRole.RUNNER else default_workers())
-)
+# One worker per core this process may use, at least one (see the module). With ``or``, an
+# empty variable also means the default.
+workers = int(os.environ.get("SPAWNER_WORKERS") or default_workers())
 # gevent's WSGI server, with keep-alive connections taking turns (see the class).
 worker_class = "app.runtime.worker.SpawnerWorker"
 worker_connections = int(os.environ.get("SPAWNER_WORKER_CONNECTIONS", "2100"))

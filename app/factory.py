@@ -61,7 +61,7 @@ def build_app(
 
     if not role.serves_requests:
         # A runner's port is for its kubelet and its scraper: nothing routes users there, so
-        # it does not import the API's routes (4 MiB and 0.06 s of CPU a runner worker).
+        # it does not import the API's routes (4 MiB and 0.06 s of CPU less in the runner).
         for blueprint in (health, metrics_bp):
             api_ext.register_blueprint(app, blueprint)
         return app

@@ -347,6 +347,13 @@ def _streams(b: dict[str, Any]) -> Goal:
     )
 
 
+def _processes(storm: dict[str, Any]) -> str:
+    """The processes a storm's memory was summed over."""
+    if storm.get("runner_process"):
+        return f"the web master, {storm.get('workers')} web workers and the runner process"
+    return f"two masters, {storm.get('workers')} web and {storm.get('runners', 1)} runner workers"
+
+
 def _memory(b: dict[str, Any], ref: Reference) -> Goal:
     st = _result(b, "storm")
     rss = _num(_get(st, "service_memory_kib", "peak_during_spawn_storm", "rss"))
@@ -354,8 +361,7 @@ def _memory(b: dict[str, Any], ref: Reference) -> Goal:
     measured = (
         "n/a"
         if rss is None or pss is None
-        else f"RSS {rss / 1024:.0f} MiB, PSS {pss / 1024:.0f} MiB (two masters, "
-        f"{st.get('workers')} web and {st.get('runners', 1)} runner workers)"
+        else f"RSS {rss / 1024:.0f} MiB, PSS {pss / 1024:.0f} MiB ({_processes(st)})"
     )
     return Goal(
         "Peak memory in a storm of 300, whole service",

@@ -36,11 +36,14 @@ def _fmt(value: Any, unit: str = "", digits: int = 1) -> str:
 
 
 def _workers(result: dict[str, Any]) -> str:
-    """``1 web worker``, ``2 web and 1 runner workers``: the service's gunicorn workers in a
-    benchmark (the runners where it recorded them)."""
+    """``1 worker``, ``2 web workers and the runner``: the service's processes in a
+    benchmark (the runners where it recorded them; results from before the runner was one
+    process of its own give its workers)."""
     count = result.get("workers")
     if count is None:
         return "its default workers"
+    if result.get("runner_process"):
+        return f"{count} web worker" + ("" if count == 1 else "s") + " and the runner"
     runners = result.get("runners")
     if runners is None:
         return f"{count} worker" + ("" if count == 1 else "s")

@@ -5,7 +5,7 @@ The stack (Redis, the Kubernetes, Gafaelfawr and registry emulators) comes from
 benchmark chooses the worker count and connection limit, sends the access log to a file
 instead of the terminal, and can start a second gunicorn (the bare route) with exactly the
 same settings file. The service itself runs as a replica does (``start_service``): a web
-and a runner gunicorn, with the environment the stack gives its own replicas.
+gunicorn and a runner process, with the environment the stack gives its own replicas.
 """
 
 from __future__ import annotations
@@ -27,11 +27,18 @@ import redis
 import requests
 
 from app.models.process_role import ProcessRole
-from app.runtime.defaults import DEFAULT_RUNNERS, default_workers
+from app.runtime.defaults import default_workers
 from devstack.demo import add_load_users
 from devstack.gafaelfawr import GroupSpec
 from devstack.redis_process import free_port
-from devstack.stack import REPO_ROOT, LocalStack, SpawnerReplica, StackOptions
+from devstack.stack import (
+    REPO_ROOT,
+    RUNNER_COMMAND,
+    WEB_COMMAND,
+    LocalStack,
+    SpawnerReplica,
+    StackOptions,
+)
 
 REPO_ROOT_TEXT = str(REPO_ROOT)
 """Where ``python -m bench...`` child processes run (the repository root)."""
@@ -43,7 +50,7 @@ UNCAPPED = {"limits": {"mutationsPerMinute": 1_000_000, "streamsPerWorker": 1_00
 per-lab cap on spawns and deletes a minute would otherwise answer most of them 429. The
 streams benchmark measures how many streams one worker holds, past the default cap on them
 (``worker_connections`` is raised there too)."""
-SERVICE_SOURCES = ("wsgi.py", "gunicorn.conf.py", "app", "blueprints")
+SERVICE_SOURCES = ("wsgi.py", "runner.py", "gunicorn.conf.py", "app", "blueprints")
 """What the service's image compiles to bytecode as it is built (the ``Dockerfile``)."""
 BENCH_GROUP = GroupSpec("bench-users", 3000)
 FIRST_UID = 20000
@@ -247,12 +254,25 @@ def await_ready(
 
 
 @dataclass
+class RunnerProcess(Gunicorn):
+    """The runner (``runner.py``) started by a benchmark: one process, no workers under it,
+    so it is its own one worker."""
+
+    def worker_pids(self) -> list[int]:
+        return [self.process.pid] if self.process.poll() is None else []
+
+    def total_memory_kib(self) -> dict[str, int]:
+        pid = self.process.pid
+        return {"rss": rss_kib(pid) or 0, "pss": pss_kib(pid) or 0}
+
+
+@dataclass
 class Service:
     """The service as one replica runs it: the web role's gunicorn, which answers, and the
-    runner role's, which runs the operations (``app.models.process_role``)."""
+    runner process, which runs the operations (``app.models.process_role``)."""
 
     web: Gunicorn
-    runner: Gunicorn
+    runner: RunnerProcess
 
     @property
     def url(self) -> str:
@@ -266,19 +286,20 @@ class Service:
         return self.web.worker_pids()
 
     def worker_pids(self) -> list[int]:
-        """Every worker of both roles."""
+        """Every process that serves or runs: the web workers and the runner."""
         return [*self.web.worker_pids(), *self.runner.worker_pids()]
 
     def worker_rss_kib(self) -> dict[int, int]:
         return {**self.web.worker_rss_kib(), **self.runner.worker_rss_kib()}
 
     def total_memory_kib(self) -> dict[str, int]:
-        """RSS and PSS summed over both masters and their workers: the whole service."""
+        """RSS and PSS summed over the web master, its workers and the runner: the whole
+        service."""
         web, runner = self.web.total_memory_kib(), self.runner.total_memory_kib()
         return {name: web[name] + runner[name] for name in web}
 
     def stop(self, graceful: float = 10.0) -> float:
-        """Both masters stopped, as Kubernetes stops a pod's containers; the web's time."""
+        """Both stopped, as Kubernetes stops a pod's containers; the web's time."""
         self.runner.process.send_signal(signal.SIGTERM)
         seconds = self.web.stop(graceful)
         self.runner.stop(graceful)
@@ -291,41 +312,44 @@ def start_service(
     port: int,
     log_path: Path,
     workers: int | None = None,
-    runners: int = DEFAULT_RUNNERS,
     worker_connections: int | None = None,
     ready_path: str | None = "/readyz",
     timeout: float = 60.0,
     config_path: Path | None = None,
 ) -> Service:
-    """The service on ``stack`` as a replica runs it: a runner gunicorn on a port of its
-    own and a web gunicorn on ``port``, both with the environment the stack gives its own
-    replicas (``LocalStack.service_env``) and the output in ``log_path``; ``config_path``
-    replaces the stack's configuration file."""
+    """The service on ``stack`` as a replica runs it: a runner on a port of its own and a
+    web gunicorn on ``port``, both with the environment the stack gives its own replicas
+    (``LocalStack.service_env``) and the output in ``log_path``; ``config_path`` replaces
+    the stack's configuration file."""
     replica = SpawnerReplica("spawner-1", port)
     web_workers = default_workers() if workers is None else workers
-    roles = {}
+    config = {"SPAWNER_CONFIG_PATH": str(config_path)} if config_path else {}
     # Both at once, as Kubernetes starts a pod's containers; then both awaited.
-    for role, role_port, count in (
-        (ProcessRole.RUNNER, replica.runner_port, runners),
-        (ProcessRole.WEB, port, web_workers),
-    ):
-        roles[role] = start_gunicorn(
-            "wsgi:app",
-            port=role_port,
-            workers=count,
-            log_path=log_path,
-            env={
-                **stack.service_env(replica, role, role_port),
-                **({"SPAWNER_CONFIG_PATH": str(config_path)} if config_path else {}),
-            },
-            ready_path=None,
-            worker_connections=worker_connections,
-            timeout=timeout,
+    runner_env = {
+        **stack.service_env(replica, ProcessRole.RUNNER, replica.runner_port),
+        **config,
+        "PYTHONUNBUFFERED": "1",
+    }
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("ab") as log:
+        process = subprocess.Popen(
+            RUNNER_COMMAND, cwd=REPO_ROOT, env=runner_env, stdout=log, stderr=subprocess.STDOUT
         )
+    runner = RunnerProcess(process, replica.runner_url, log_path)
+    web = start_gunicorn(
+        WEB_COMMAND[-1],
+        port=port,
+        workers=web_workers,
+        log_path=log_path,
+        env={**stack.service_env(replica, ProcessRole.WEB, port), **config},
+        ready_path=None,
+        worker_connections=worker_connections,
+        timeout=timeout,
+    )
     if ready_path is not None:
-        for role, count in ((ProcessRole.RUNNER, runners), (ProcessRole.WEB, web_workers)):
-            await_ready(roles[role], ready_path, workers=count, timeout=timeout, name=role.value)
-    return Service(web=roles[ProcessRole.WEB], runner=roles[ProcessRole.RUNNER])
+        await_ready(runner, ready_path, workers=1, timeout=timeout, name="runner")
+        await_ready(web, ready_path, workers=web_workers, timeout=timeout, name="web")
+    return Service(web=web, runner=runner)
 
 
 @dataclass
@@ -333,7 +357,6 @@ class StackSettings:
     """What a benchmark needs from the stack."""
 
     workers: int = field(default_factory=default_workers)
-    runners: int = DEFAULT_RUNNERS
     worker_connections: int | None = None
     nodes: int = 3
     pull_seconds: float = 0.0
@@ -379,7 +402,6 @@ class BenchStack:
             self.stack,
             port=self.stack.spawner_port,
             workers=self.settings.workers,
-            runners=self.settings.runners,
             worker_connections=self.settings.worker_connections,
             log_path=self.service_log,
             ready_path=ready_path,

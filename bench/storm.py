@@ -246,7 +246,8 @@ def run(
             "users": users,
             "api_latency_ms": api_latency * 1000,
             "workers": workers,
-            "runners": settings.runners,
+            # The runner is one process of its own (``runner.py``), beside the web workers.
+            "runner_process": True,
             "nodes": nodes,
             "spawn": _summarize(spawned),
             "spawn_cpu_seconds": cpu_spawn,

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import FrameType
 
-from app.runtime.defaults import DEFAULT_RUNNERS, default_workers
+from app.runtime.defaults import default_workers
 from devstack.images import DEFAULT_PROGRAMS
 from devstack.stack import REPO_ROOT, LocalStack, StackOptions
 
@@ -35,16 +35,10 @@ def parse_options(
         help="web workers of each replica (default: the service's own, one per usable core)",
     )
     parser.add_argument(
-        "--runners",
-        type=int,
-        default=DEFAULT_RUNNERS,
-        help="runner workers of each replica (they run the operations)",
-    )
-    parser.add_argument(
         "--replicas",
         type=int,
         default=int(env.get("SPAWNER_REPLICAS") or 1),
-        help="replicas of the service (gunicorn masters) behind a load balancer",
+        help="replicas of the service (each a web gunicorn and a runner) behind a load balancer",
     )
     parser.add_argument("--nodes", type=int, default=3)
     parser.add_argument("--state-dir", type=Path, default=REPO_ROOT / ".devstack")
@@ -86,7 +80,6 @@ def parse_options(
         redis_sentinel=args.redis_sentinel,
         spawner_port=args.port,
         workers=args.workers,
-        runners=args.runners,
         replicas=max(1, args.replicas),
         nodes=args.nodes,
         api_latency=args.api_latency_ms / 1000,
@@ -131,13 +124,14 @@ def main(argv: list[str] | None = None) -> int:
         down: set[str] = set()
         while not stopping.wait(0.5):
             for replica in stack.replicas:
-                # Either of its masters, web or runner, ending ends the replica.
-                ended = [p for p in (replica.process, replica.runner) if p and p.poll() is not None]
-                if replica.name in down or not ended:
+                # Its web master ending ends the replica; a runner that exits is started again.
+                process = replica.process
+                if replica.name in down or process is None or process.poll() is None:
                     continue
-                process = ended[0]
                 down.add(replica.name)
                 how = _ended(process.returncode)
+                # As a lost pod: its runner goes with it, and is not started again.
+                stack.kill_replica(replica)
                 if stack.balancer is None or len(down) == len(stack.replicas):
                     print(
                         f"{replica.name} {how}; no replica is left: stopping the stack",

@@ -1,13 +1,14 @@
-"""The whole local stack: Redis, the emulators, the labs and the service under gunicorn.
+"""The whole local stack: Redis, the emulators, the labs and the service.
 
 Used by ``make run`` (through ``python -m devstack``), by the tests that run the real gunicorn,
-and by the benchmarks. The emulators run as threads of this process; the service runs as a
-separate gunicorn process talking to them over HTTP, as it would in a cluster. Each replica
-runs two gunicorn masters, as the chart's pod runs two containers: the web role's on the
-replica's port, and the runner role's, which runs the operations, on a port of its own
-(``app.models.process_role``). With ``replicas`` above one, each replica has its own ports,
-behind a load balancer (``devstack.balancer``) at ``spawner_url`` that sends each request to the
-next replica in turn, as a Kubernetes Service spreads requests over the service's pods.
+and by the benchmarks. The emulators run as threads of this process; the service runs in
+processes of its own talking to them over HTTP, as it would in a cluster. Each replica runs
+two, as the chart's pod runs two containers: the web role's gunicorn on the replica's port,
+and the runner (``runner.py``), which runs the operations, on a port of its own
+(``app.models.process_role``), started again whenever it exits, as the kubelet would. With
+``replicas`` above one, each replica has its own ports, behind a load balancer
+(``devstack.balancer``) at ``spawner_url`` that sends each request to the next replica in
+turn, as a Kubernetes Service spreads requests over the service's pods.
 
 Group apps are reached as in a cluster: through the ingress (``devstack.ingress``, at
 ``ingress_url``), which asks the Gafaelfawr emulator about every request to an Ingress made from
@@ -37,7 +38,7 @@ from typing import Any
 import yaml
 
 from app.models.process_role import ROLE_ENV, ProcessRole
-from app.runtime.defaults import DEFAULT_RUNNERS, default_workers
+from app.runtime.defaults import default_workers
 from devstack.balancer import Backend, LoadBalancer
 from devstack.dask_operator import DaskOperatorProcess
 from devstack.demo import (
@@ -58,10 +59,15 @@ from devstack.launch import launched
 from devstack.readiness import await_url
 from devstack.redis_process import RedisProcess, free_port
 from devstack.registry import RegistryEmulator
+from devstack.restarted import RestartedProcess
 from devstack.sentinel import SentinelGroup
 from devstack.tls import authority_for
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+WEB_COMMAND = [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "wsgi:app"]
+"""The web container's command, as the chart runs it."""
+RUNNER_COMMAND = [sys.executable, "runner.py"]
+"""The runner container's command, as the chart runs it."""
 DEMO_CONFIG = REPO_ROOT / "app" / "config" / "demo.yaml"
 SERVICE_NAMESPACE = "nublado"
 DEMO_SECRETS = {"butler-credentials": "ZGVtby1jcmVkZW50aWFscw=="}
@@ -84,11 +90,9 @@ class StackOptions:
     spawner_port: int = 0
     workers: int = field(default_factory=default_workers)
     """Web workers per replica."""
-    runners: int = DEFAULT_RUNNERS
-    """Runner workers per replica."""
     replicas: int = 1
-    """Replicas of the service, each its own web and runner masters; above one, behind a
-    balancer."""
+    """Replicas of the service, each its web gunicorn and its runner process; above one,
+    behind a balancer."""
     balancer: bool | None = None
     """Whether the balancer stands in front of the replicas: None for "when more than one"
     (a benchmark comparing one replica with several puts it in front of one too)."""
@@ -354,8 +358,8 @@ class LocalStack:
         return self.replicas[0].process if self.replicas else None
 
     @property
-    def runner_process(self) -> subprocess.Popen[bytes] | None:
-        """The first replica's runner gunicorn master."""
+    def runner_process(self) -> RestartedProcess | None:
+        """The first replica's runner process."""
         return self.replicas[0].runner if self.replicas else None
 
     def _start_spawner(self, timeout: float = 60.0) -> None:
@@ -368,27 +372,27 @@ class LocalStack:
             await_url(f"{self.spawner_url}/readyz", timeout, None, "gunicorn")
 
     def start_replica(self, replica: SpawnerReplica, *, wait: bool = True) -> None:
-        """Start ``replica``'s two gunicorn masters, runner and web, on their ports (again,
-        after they stopped)."""
-        replica.runner = self._start_master(
-            self.service_env(replica, ProcessRole.RUNNER, replica.runner_port)
-        )
-        replica.process = self._start_master(
-            self.service_env(replica, ProcessRole.WEB, replica.port)
+        """Start ``replica``'s runner process and web gunicorn on their ports (again, after
+        they stopped). The runner is started again whenever it exits, as the kubelet restarts
+        a pod's container (``devstack.restarted``)."""
+        runner_env = self.service_env(replica, ProcessRole.RUNNER, replica.runner_port)
+        replica.runner = RestartedProcess(lambda: self._start_process(RUNNER_COMMAND, runner_env))
+        replica.process = self._start_process(
+            WEB_COMMAND, self.service_env(replica, ProcessRole.WEB, replica.port)
         )
         if wait:
             self._await_ready(replica, 60.0)
 
     def service_env(self, replica: SpawnerReplica, role: ProcessRole, port: int) -> dict[str, str]:
-        """The environment of one of ``replica``'s gunicorn masters: this process's, with
-        what the service needs to find the stack (the benchmarks start it with this too)."""
-        workers = self.options.runners if role is ProcessRole.RUNNER else self.options.workers
+        """The environment of ``replica``'s process of ``role``: this process's, with what
+        the service needs to find the stack (the benchmarks start it with this too)."""
         env = dict(os.environ)
+        if role is not ProcessRole.RUNNER:
+            env["SPAWNER_WORKERS"] = str(self.options.workers)
         env.update(
             {
                 ROLE_ENV: role.value,
                 "SPAWNER_BIND": f"127.0.0.1:{port}",
-                "SPAWNER_WORKERS": str(workers),
                 "SPAWNER_CONFIG_PATH": str(self.config_path),
                 "SPAWNER_REDIS_URL": self.redis_url,
                 "SPAWNER_REPLICA_NAME": replica.name,
@@ -403,8 +407,7 @@ class LocalStack:
         env.update(self.options.extra_env)
         return env
 
-    def _start_master(self, env: dict[str, str]) -> subprocess.Popen[bytes]:
-        command = [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "wsgi:app"]
+    def _start_process(self, command: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
         if self.options.log_path is None:
             return subprocess.Popen(launched(command), cwd=REPO_ROOT, env=env)
         with self.options.log_path.open("ab") as log:
@@ -413,31 +416,37 @@ class LocalStack:
             )
 
     def _await_ready(self, replica: SpawnerReplica, timeout: float) -> None:
-        await_url(f"{replica.runner_url}/readyz", timeout, replica.runner, "the runner's gunicorn")
         await_url(f"{replica.url}/readyz", timeout, replica.process, "gunicorn")
+        # Its first run: one that ends at start-up (a bad configuration) fails the start.
+        runner = replica.runner.process if replica.runner is not None else None
+        await_url(f"{replica.runner_url}/readyz", timeout, runner, "the runner")
 
     def replica_named(self, name: str) -> SpawnerReplica:
         return next(replica for replica in self.replicas if replica.name == name)
 
     def kill_replica(self, replica: SpawnerReplica) -> None:
-        """SIGKILL ``replica``'s workers and then its masters, as when the machine under it is
-        lost: nothing a worker was doing is finished or handed over."""
-        for process in (replica.process, replica.runner):
-            if process is not None and process.poll() is None:
-                for pid in _children(process.pid):
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(pid, signal.SIGKILL)
-                process.kill()
-                process.wait()
+        """SIGKILL ``replica``'s runner, web workers and web master, as when the machine under
+        it is lost: nothing a process was doing is finished or handed over."""
+        if replica.runner is not None:
+            replica.runner.kill()
+            replica.runner.wait()
+        process = replica.process
+        if process is not None and process.poll() is None:
+            for pid in _children(process.pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            process.kill()
+            process.wait()
         replica.process = replica.runner = None
 
     def stop_replica(self, replica: SpawnerReplica, timeout: float = 30.0) -> int | None:
-        """SIGTERM ``replica``'s two gunicorn masters at once, as Kubernetes stops a pod's
+        """SIGTERM ``replica``'s web master and runner at once, as Kubernetes stops a pod's
         containers, and wait for their graceful shutdown; the web master's exit code."""
-        processes = [p for p in (replica.process, replica.runner) if p is not None]
+        processes: list[subprocess.Popen[bytes] | RestartedProcess] = [
+            p for p in (replica.process, replica.runner) if p is not None
+        ]
         for process in processes:
-            if process.poll() is None:
-                process.terminate()
+            process.terminate()
         for process in processes:
             try:
                 process.wait(timeout=timeout)
@@ -564,13 +573,13 @@ def _namespace(name: str) -> dict[str, Any]:
 @dataclass
 class SpawnerReplica:
     """One replica of the service: its web role's gunicorn master (``process``) on the
-    replica's port, and its runner role's (``runner``) on a port of its own."""
+    replica's port, and its runner process (``runner``) on a port of its own."""
 
     name: str
     port: int
     runner_port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
-    runner: subprocess.Popen[bytes] | None = None
+    runner: RestartedProcess | None = None
 
     @property
     def url(self) -> str:
@@ -590,8 +599,10 @@ class SpawnerReplica:
         return _children(self.process.pid) if self.process is not None else []
 
     def runner_pids(self) -> list[int]:
-        """The pids of its runner workers, which run the operations and elected loops."""
-        return _children(self.runner.pid) if self.runner is not None else []
+        """The pid of its runner, which runs the operations and elected loops, while it runs."""
+        if self.runner is None or self.runner.process.poll() is not None:
+            return []
+        return [self.runner.pid]
 
 
 def _children(pid: int) -> list[int]:

@@ -9,19 +9,21 @@ from typing import Any
 REPLICA_NAME_ENV = "SPAWNER_REPLICA_NAME"
 REPLICA_URL_ENV = "SPAWNER_REPLICA_URL"
 REPLICA_PID_ENV = "SPAWNER_REPLICA_PID"
-"""The replica's identity, as its workers read it: the name and direct URL the chart (or the
-local stack) gives the pod, and the master's pid, which the master sets itself. Here, in a
-module that imports nothing, because the master sets the pid: the network libraries must
-first be imported in the workers, after gevent has patched the standard library."""
+"""The replica's identity, as its processes read it: the name and direct URL the chart (or the
+local stack) gives the pod, and the pid of the process that stands for the container: a
+gunicorn master sets its own for its workers; the runner, with no master, is that process.
+Here, in a module that imports nothing, because the master sets the pid: the network
+libraries must first be imported in the workers, after gevent has patched the standard
+library."""
 
 
 @dataclass(frozen=True)
 class ReplicaIdentity:
-    """One replica of the service: a gunicorn master and its workers.
+    """One replica of the service: its web gunicorn and its runner.
 
     ``name`` is what an operator calls it (the pod's name in a cluster), ``url`` where it
-    answers directly, bypassing the load balancer (empty when unknown), and ``pid`` its
-    master's process id.
+    answers directly, bypassing the load balancer (empty when unknown), and ``pid`` the id of
+    the process that stands for the container: the web's gunicorn master, or the runner.
     """
 
     name: str

@@ -8,7 +8,9 @@ Kubernetes CPU limit): ``app.runtime.cpus`` says how they are read.
 Per core, because a gevent worker keeps at most one core busy (one interpreter, the GIL)
 while it holds thousands of connections: a replica given more cores uses them only through
 more workers, and a second worker on one core buys nothing but a second copy of the libraries
-(a web worker holds about 65 MiB at rest) and a core to share.
+(a web worker holds about 65 MiB at rest) and a core to share. The runner is not counted
+here: it is one process beside them (``runner.py``), whose operations mostly wait on
+Kubernetes, one process keeping ``operations.maxConcurrent`` of them going.
 
 Not gunicorn's rule of thumb, ``2 * cores + 1``: it is for sync workers, each blocked on one
 request's I/O at a time, which need more processes than cores to keep the cores busy while
@@ -37,11 +39,6 @@ import math
 from pathlib import Path
 
 from app.runtime.cpus import CGROUP_ROOT, PROC_CGROUP, usable_cores
-
-DEFAULT_RUNNERS = 1
-"""Runner workers of one replica (``SPAWNER_ROLE=runner``) unless ``SPAWNER_WORKERS`` says
-otherwise in the runner's container. A runner's operations mostly wait on Kubernetes, and
-one process keeps ``operations.maxConcurrent`` of them going; the cores go to the web."""
 
 
 def default_workers(cgroup_root: Path = CGROUP_ROOT, proc_cgroup: Path = PROC_CGROUP) -> int:

@@ -38,8 +38,8 @@ from app.storage import scripts
 
 def replica_identity() -> ReplicaIdentity:
     """This process's replica: its name and direct URL from the environment (the chart
-    sets the pod's name and address), its master's pid as the master announced it; the
-    host name and this process where they are not set (a test's app)."""
+    sets the pod's name and address), its master's pid as a gunicorn master announced it;
+    the host name and this process where they are not set (the runner, a test's app)."""
     return ReplicaIdentity(
         name=os.environ.get(REPLICA_NAME_ENV) or socket.gethostname(),
         url=os.environ.get(REPLICA_URL_ENV, ""),

@@ -1,6 +1,6 @@
-"""A worker killed in the middle of an admitted spawn: the spawn keeps its place while
-another worker resumes it, and once it is done the place goes to the one waiting. Real
-gunicorn workers, one place."""
+"""The runner killed in the middle of an admitted spawn: the spawn keeps its place while
+the runner started after it resumes it, and once it is done the place goes to the one
+waiting. Real processes, one place."""
 
 from __future__ import annotations
 
@@ -24,9 +24,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
     options = StackOptions(
         state_dir=tmp_path_factory.mktemp("devstack-admission"),
         workers=2,
-        # Two runners: what one killed was doing, the other takes over.
-        runners=2,
-        # Long enough for the test to find and kill the worker running the spawn.
+        # What the killed runner was doing, its successor (started again, as the kubelet
+        # would) takes over.
+        # Long enough for the test to find and kill the runner running the spawn.
         pull_seconds=3.0,
         start_seconds=1.0,
         config_overrides={

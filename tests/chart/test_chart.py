@@ -126,7 +126,10 @@ def test_the_default_release() -> None:
     # Two roles of one image in each pod: the web answers, the runner runs the operations.
     web, runner = spec["containers"]
     assert (web["name"], runner["name"]) == ("web", "runner")
-    assert web["image"] == runner["image"] and web["command"] == runner["command"]
+    assert web["image"] == runner["image"]
+    # The web's gunicorn; the runner one process with no gunicorn master over it.
+    assert web["command"] == ["gunicorn", "-c", "gunicorn.conf.py", "wsgi:app"]
+    assert runner["command"] == ["python", "runner.py"]
     for container, port in ((web, "http"), (runner, "runner")):
         assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": port}
         assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": port}
@@ -138,14 +141,14 @@ def test_the_default_release() -> None:
         assert env["SPAWNER_ROLE"]["value"] == container["name"]
         assert env["SPAWNER_CONFIG_PATH"]["value"] == "/etc/lab-spawner/config.yaml"
         assert "SPAWNER_REDIS_URL" not in env
-    # Each gunicorn its own /tmp: heartbeat files and metrics samples apart.
+    # Each container its own /tmp: the web's heartbeat files and metrics samples apart.
     mounts = [
         {m["name"] for m in c["volumeMounts"] if m["mountPath"] == "/tmp"} for c in (web, runner)
     ]
     assert mounts == [{"tmp-web"}, {"tmp-runner"}]
-    # The web workers follow the container's cores unless set; one runner worker.
+    # The web workers follow the container's cores unless set; the runner has no workers.
     assert "SPAWNER_WORKERS" not in {e["name"] for e in web["env"]}
-    assert {e["name"]: e.get("value") for e in runner["env"]}["SPAWNER_WORKERS"] == "1"
+    assert "SPAWNER_WORKERS" not in {e["name"] for e in runner["env"]}
     assert spec["securityContext"]["runAsNonRoot"] is True
     assert spec["serviceAccountName"] == "lab-spawner"
     # The PDB and the Services select the server pods only, not Redis's.
@@ -180,7 +183,10 @@ def test_replicas_workers_and_an_external_redis() -> None:
     assert server["spec"]["replicas"] == 3
     for container in server["spec"]["template"]["spec"]["containers"]:
         env = {e["name"]: e for e in container["env"]}
-        assert env["SPAWNER_WORKERS"]["value"] == ("4" if container["name"] == "web" else "1")
+        if container["name"] == "web":
+            assert env["SPAWNER_WORKERS"]["value"] == "4"
+        else:
+            assert "SPAWNER_WORKERS" not in env
         # The URL (and its password) comes from the Secret, never through the ConfigMap.
         secret = env["SPAWNER_REDIS_URL"]["valueFrom"]["secretKeyRef"]
         assert secret == {"name": "redis", "key": "url"}

@@ -77,7 +77,8 @@ def test_every_module_the_app_loads_is_compiled_in_the_image(tmp_path: Path) -> 
         timeout=120,
     )
     list_uncompiled = (
-        "import importlib.util, os, sys, gunicorn.config, wsgi; "
+        # The runner's module first, as its process imports it: it patches the library.
+        "import importlib.util, os, sys, runner, gunicorn.config, wsgi; "
         "root = os.getcwd() + os.sep; "
         "files = [getattr(m, '__file__', None) or '' for m in list(sys.modules.values())]; "
         "ours = [f for f in files if f.startswith(root) and f.endswith('.py')]; "
@@ -99,11 +100,14 @@ def test_the_chart_runs_the_images_command_as_its_user() -> None:
         if d["kind"] == "Deployment" and not d["metadata"]["name"].endswith("-redis")
     ]
     spec = deployment["spec"]["template"]["spec"]
-    (command,) = {tuple(container["command"]) for container in spec["containers"]}
+    commands = {container["name"]: container["command"] for container in spec["containers"]}
     cmd = re.search(r"^CMD (.+)$", SERVICE_STAGE, re.MULTILINE)
     user = re.search(r"^USER (\d+):(\d+)$", SERVICE_STAGE, re.MULTILINE)
     assert cmd is not None and user is not None
-    assert list(command) == yaml.safe_load(cmd.group(1))
+    # The web container runs the image's command; the runner its own file of the image.
+    assert commands["web"] == yaml.safe_load(cmd.group(1))
+    assert commands["runner"] == ["python", "runner.py"]
+    assert "runner.py" in _copied()
     assert spec["securityContext"]["runAsUser"] == int(user.group(1))
     assert spec["securityContext"]["runAsGroup"] == int(user.group(2))
     assert "requirements.txt" in _copied()

@@ -70,7 +70,7 @@ def test_spawn_wait_status_list_and_delete(
     leaders = admin.leaders()
     assert set(leaders) == {"lab-watcher", "image-refresher", "prepuller"}
     for leader in leaders.values():
-        # The elected loops run in the runner's workers.
+        # The elected loops run in the runner process.
         assert stack.runner_process is not None and leader is not None
         assert leader["replica"]["pid"] == stack.runner_process.pid
 

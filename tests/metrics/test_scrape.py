@@ -1,4 +1,4 @@
-"""``/metrics`` of a replica with two web and two runner workers, after a scripted workload.
+"""``/metrics`` of a replica with two web workers and its runner, after a scripted workload.
 
 Spawns that complete, one failure of each reason the metrics name (an image that cannot be
 pulled, a crash loop, a pod no node can take, a namespace quota, an API error, a deadline),
@@ -49,7 +49,6 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
     options = StackOptions(
         state_dir=tmp_path_factory.mktemp("metrics-stack"),
         workers=2,
-        runners=2,
         pull_seconds=0.2,
         config_overrides={"lab": {"spawnTimeout": SPAWN_TIMEOUT}},
     )

@@ -58,12 +58,12 @@ def test_the_stack_lists_its_replicas_and_every_replica_reports_the_same_leaders
     by_name = {r["name"]: r for r in state["replicas"]}
     for leader in found.values():
         replica = by_name[leader["replica"]["name"]]
-        # Led by a runner worker: the replica's pid is its runner master's.
+        # Led by a runner, one process: the replica's pid and the worker's are its own.
         assert (leader["replica"]["url"], leader["replica"]["pid"]) == (
             replica["url"],
             replica["runner_pid"],
         )
-        assert leader["worker_pid"] != replica["runner_pid"]  # a worker of that master
+        assert int(leader["worker_pid"]) == replica["runner_pid"]
         assert 0 < leader["expires_in"] <= LEASE_SECONDS
         assert leader["token"] >= 1
     # Asked of each replica directly, the answer is the same: it is what Redis holds.

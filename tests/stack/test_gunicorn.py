@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,7 +11,8 @@ import pytest
 import requests
 import yaml
 
-from devstack.stack import REPO_ROOT, LocalStack, StackOptions
+from app.models.process_role import ROLE_ENV
+from devstack.stack import REPO_ROOT, RUNNER_COMMAND, WEB_COMMAND, LocalStack, StackOptions
 from tests.labs.conftest import wait_for
 from tests.support.sse import SseEvent, parse_sse
 
@@ -139,13 +139,14 @@ def test_stack_state_file(stack: LocalStack) -> None:
     assert admins and len(users) >= 2
 
 
-def test_bad_config_stops_gunicorn_with_the_message(tmp_path: Path) -> None:
+@pytest.mark.parametrize("command", [WEB_COMMAND, RUNNER_COMMAND], ids=["web", "runner"])
+def test_bad_config_stops_each_role_with_the_message(tmp_path: Path, command: list[str]) -> None:
     path = tmp_path / "config.yaml"
     text = "gafaelfawr: {url: http://g.example}\nprepull: []\nlab: {sizes: []}\n"
     path.write_text(text, encoding="utf-8")
     env = {**os.environ, "SPAWNER_CONFIG_PATH": str(path), "SPAWNER_BIND": "127.0.0.1:0"}
     result = subprocess.run(
-        [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "wsgi:app"],
+        command,
         cwd=REPO_ROOT,
         env=env,
         capture_output=True,
@@ -156,6 +157,17 @@ def test_bad_config_stops_gunicorn_with_the_message(tmp_path: Path) -> None:
     assert "prepull: Shorter than minimum length 1." in result.stderr
     assert "lab.sizes: Shorter than minimum length 1." in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_gunicorn_refuses_the_runner_role_and_names_its_command() -> None:
+    """The runner is one process of its own; under gunicorn it would be a master for one
+    worker, which the chart no longer runs."""
+    env = {**os.environ, ROLE_ENV: "runner", "SPAWNER_BIND": "127.0.0.1:0"}
+    result = subprocess.run(
+        WEB_COMMAND, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode != 0
+    assert "the runner runs as `python runner.py`" in result.stderr
 
 
 def test_the_elected_refresher_fills_the_form_for_every_worker(stack: LocalStack) -> None:

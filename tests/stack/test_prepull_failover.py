@@ -24,8 +24,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
     options = StackOptions(
         state_dir=tmp_path_factory.mktemp("devstack-prepull"),
         workers=2,
-        # Two runners: what one killed was doing, the other takes over.
-        runners=2,
+        # What the killed runner was doing, its successor (started again, as the kubelet
+        # would) takes over.
         nodes=3,
         pull_seconds=1.5,
         config_overrides={

@@ -1,7 +1,7 @@
 """The local-stack page's failover walk-through, done as the page says: ``make run`` with
-``SPAWNER_REPLICAS=3``, ``kill -9`` of the replica that leads the lab watcher (its master's pid
-from ``stack.json``, and its workers), then another replica leads its loops and takes its
-requests, and the stack goes on until Ctrl-C."""
+``SPAWNER_REPLICAS=3``, ``kill -9`` of the replica that leads the lab watcher (its web
+master's and runner's pids from ``stack.json``, and the web's workers), then another replica
+leads its loops and takes its requests, and the stack goes on until Ctrl-C."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def test_a_replica_killed_as_the_page_says_is_left_down_and_the_others_take_over
         assert len(replicas) == 3
         leading = wait_for(lambda: _leaders(state).get("lab-watcher"), timeout=30)
 
-        # kill -9 the leader's two masters (web and runner) and their workers: a lost pod.
+        # kill -9 the leader's web master, its workers and its runner: a lost pod.
         for victim in (replicas[leading]["pid"], replicas[leading]["runner_pid"]):
             for pid in (victim, *_descendants(victim)):
                 os.kill(pid, signal.SIGKILL)
