@@ -31,14 +31,7 @@ from app.runtime.defaults import default_workers
 from devstack.demo import add_load_users
 from devstack.gafaelfawr import GroupSpec
 from devstack.redis_process import free_port
-from devstack.stack import (
-    REPO_ROOT,
-    RUNNER_COMMAND,
-    WEB_COMMAND,
-    LocalStack,
-    SpawnerReplica,
-    StackOptions,
-)
+from devstack.stack import REPO_ROOT, RUNNER_COMMAND, LocalStack, SpawnerReplica, StackOptions
 
 REPO_ROOT_TEXT = str(REPO_ROOT)
 """Where ``python -m bench...`` child processes run (the repository root)."""
@@ -337,7 +330,7 @@ def start_service(
         )
     runner = RunnerProcess(process, replica.runner_url, log_path)
     web = start_gunicorn(
-        WEB_COMMAND[-1],
+        "wsgi:app",
         port=port,
         workers=web_workers,
         log_path=log_path,

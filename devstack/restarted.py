@@ -42,10 +42,6 @@ class RestartedProcess:
     def pid(self) -> int:
         return self.process.pid
 
-    @property
-    def returncode(self) -> int | None:
-        return self.process.returncode if self._stopping.is_set() else None
-
     def poll(self) -> int | None:
         """None while it runs or is to be started again; its last exit code once stopped."""
         if not self._stopping.is_set():
