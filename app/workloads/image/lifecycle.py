@@ -72,8 +72,11 @@ class ImageLifecycle:
 
     def admit(self, block: PrepullConfig, listed: ImageSet) -> ImageSet:
         """Keep ``listed``, record its new digests and queue their validations; the set as
-        users may see it, stored for the form, the spawns and the prepuller."""
-        self._images.save_listed(listed)
+        users may see it, stored for the form, the spawns and the prepuller.
+
+        The new digests' records come first, the listing after: the catalog names a listed
+        digest (a recommended build waiting for its validation) only once its record can be
+        read, so an administrator following the one to the other never finds it missing."""
         records = self.records()
         self._forget_unlisted(block, listed, records)
         for image in listed.images:
@@ -86,6 +89,7 @@ class ImageLifecycle:
                 self._retry(record)
             elif image.reference not in record.references:
                 self._also_known_as(record, image.reference)
+        self._images.save_listed(listed)
         return self.publish(block.name)
 
     def _forget_unlisted(
