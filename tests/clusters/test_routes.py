@@ -170,13 +170,9 @@ def test_a_cluster_runs_beside_the_lab_and_goes_on_delete(
 
     wait_for(gone)
     assert kube.store.get("daskclusters", namespace, name) is None
-
-    # The worker group holds its pods until the operator removes its finalizer, which a
-    # busy operator does in its own time: the deadline is the operator's, not ours.
-    def pods_gone() -> bool:
-        return not [p for p in kube.store.list("pods", namespace) if name in p["metadata"]["name"]]
-
-    wait_for(pods_gone, timeout=60)
+    wait_for(
+        lambda: not [p for p in kube.store.list("pods", namespace) if name in p["metadata"]["name"]]
+    )
 
 
 @pytest.mark.parametrize(
