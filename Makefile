@@ -6,6 +6,10 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The service's own processes (gunicorn, the runner) run in a virtualenv of their own holding
+# requirements.txt only, as the image installs it: see devstack/service_python.py.
+SERVICE_VENV := $(VENV)/service
+SERVICE_STAMP := $(SERVICE_VENV)/.installed
 
 .PHONY: run test lint docs pytest setup redis-server haproxy chromium kubectl bench clean hub
 
@@ -25,6 +29,12 @@ $(STAMP): requirements.txt requirements-dev.txt fileserver/requirements.txt clie
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -r requirements-dev.txt
+	touch $@
+
+$(SERVICE_STAMP): requirements.txt
+	$(PYTHON) -m venv $(SERVICE_VENV)
+	$(SERVICE_VENV)/bin/pip install --quiet --upgrade pip
+	$(SERVICE_VENV)/bin/pip install --quiet -r requirements.txt
 	touch $@
 
 # Tests and the local stack start their own redis-server; install it if the machine lacks it.
@@ -77,7 +87,7 @@ $(HELM_RENDER): $(wildcard devstack/helmrender/*.go) | $(STAMP)
 	  GOPATH=$(CURDIR)/$(GOWORK):/usr/share/gocode GOCACHE=$(CURDIR)/$(VENV)/gocache \
 	  go build -o $(CURDIR)/$(HELM_RENDER) .
 
-setup: $(STAMP) redis-server haproxy kubectl $(HUB_PROXY) $(HELM_RENDER)
+setup: $(STAMP) $(SERVICE_STAMP) redis-server haproxy kubectl $(HUB_PROXY) $(HELM_RENDER)
 
 run: setup
 	$(BIN)/python -m devstack

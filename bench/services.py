@@ -16,7 +16,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +30,7 @@ from app.runtime.defaults import default_workers
 from devstack.demo import add_load_users
 from devstack.gafaelfawr import GroupSpec
 from devstack.redis_process import free_port
+from devstack.service_python import service_python
 from devstack.stack import REPO_ROOT, RUNNER_COMMAND, LocalStack, SpawnerReplica, StackOptions
 
 REPO_ROOT_TEXT = str(REPO_ROOT)
@@ -205,7 +205,7 @@ def start_gunicorn(
     if worker_connections is not None:
         full_env["SPAWNER_WORKER_CONNECTIONS"] = str(worker_connections)
     command = [
-        sys.executable,
+        service_python(),
         "-m",
         "gunicorn",
         "-c",

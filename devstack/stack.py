@@ -30,7 +30,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,13 +60,13 @@ from devstack.redis_process import RedisProcess, free_port
 from devstack.registry import RegistryEmulator
 from devstack.restarted import RestartedProcess
 from devstack.sentinel import SentinelGroup
+from devstack.service_python import REPO_ROOT, service_python
 from devstack.tls import authority_for
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-WEB_COMMAND = [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "wsgi:app"]
-"""The web container's command, as the chart runs it."""
-RUNNER_COMMAND = [sys.executable, "runner.py"]
-"""The runner container's command, as the chart runs it."""
+WEB_COMMAND = [service_python(), "-m", "gunicorn", "-c", "gunicorn.conf.py", "wsgi:app"]
+"""The web container's command, as the chart runs it, with the image's packages."""
+RUNNER_COMMAND = [service_python(), "runner.py"]
+"""The runner container's command, as the chart runs it, with the image's packages."""
 DEMO_CONFIG = REPO_ROOT / "app" / "config" / "demo.yaml"
 SERVICE_NAMESPACE = "nublado"
 DEMO_SECRETS = {"butler-credentials": "ZGVtby1jcmVkZW50aWFscw=="}

@@ -1,5 +1,6 @@
 """The Dockerfile the chart's image is built from (its last stage, the one built by default):
-its files are enough to serve the app, and it agrees with the chart on the command and the user.
+its files, with its packages (the service's virtualenv, ``devstack.service_python``), are enough
+to serve the app, and it agrees with the chart on the command and the user.
 (No Docker daemon runs where the tests run, so the image itself is not built here.)"""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 import yaml
 
 from devstack.helm import render_chart
+from devstack.service_python import service_python
 from devstack.stack import REPO_ROOT
 
 DOCKERFILE = (REPO_ROOT / "Dockerfile").read_text()
@@ -46,7 +48,7 @@ def _load_app(root: Path, code: str = LOAD_APP) -> subprocess.CompletedProcess[s
     return subprocess.run(
         # Exit at once after loading: the app's background workers (started at load, as under
         # gunicorn) must not race the interpreter's shutdown.
-        [sys.executable, "-c", code],
+        [service_python(), "-c", code],
         cwd=root,
         env={**env, "PYTHONDONTWRITEBYTECODE": "1"},
         capture_output=True,

@@ -12,6 +12,7 @@ import requests
 import yaml
 
 from app.models.process_role import ROLE_ENV
+from devstack.service_python import service_python
 from devstack.stack import REPO_ROOT, RUNNER_COMMAND, WEB_COMMAND, LocalStack, StackOptions
 from tests.labs.conftest import wait_for
 from tests.support.sse import SseEvent, parse_sse
@@ -53,6 +54,34 @@ def test_gevent_patches_the_workers_before_anything_imports_ssl(stack: LocalStac
     log = (stack.options.state_dir / "service.log").read_text()
     assert "Booting worker" in log
     assert "MonkeyPatchWarning" not in log, log[:3000]
+
+
+DEV_ONLY = ("pytest", "kubernetes_validate", "jsonschema")
+"""Development packages, none of which the image installs."""
+
+
+def test_the_service_runs_with_the_images_packages_only(stack: LocalStack) -> None:
+    """gunicorn's master, its workers and the runner run in the service's virtualenv, which
+    holds ``requirements.txt`` only, as the image does: a development package changes what
+    the service imports (``kubernetes`` imports ``kubernetes-validate`` when it is there) and
+    would hide a module the image lacks."""
+    replica = stack.replicas[0]
+    pids = [replica.pid, *replica.worker_pids(), *replica.runner_pids()]
+    assert len(pids) == 4, pids
+    for pid in pids:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        assert argv[0].decode() == service_python(), (pid, argv)
+    present = subprocess.run(
+        [
+            service_python(),
+            "-c",
+            f"import importlib.util as u; print([m for m in {DEV_ONLY!r} if u.find_spec(m)])",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert present.stdout.strip() == "[]"
 
 
 def test_two_workers_serve_health_and_readiness(stack: LocalStack) -> None:
