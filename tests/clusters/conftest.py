@@ -141,15 +141,21 @@ def nothing_left(kube: KubernetesEmulator, request: pytest.FixtureRequest) -> It
 
 
 @pytest.fixture
-def cluster_config(
-    operators: None, dask_operator: DaskOperatorProcess, lab_raw_config: dict[str, Any]
-) -> dict[str, Any]:
-    """The lab tests' configuration with this module's tiers and budgets, the operators
-    installed, and the real Dask operator running against the shared emulator."""
+def tiers_config(operators: None, lab_raw_config: dict[str, Any]) -> dict[str, Any]:
+    """The lab tests' configuration with this module's tiers and budgets and the operators'
+    CRDs installed: what kernels need, which use the tiers but no operator."""
     raw = copy.deepcopy(lab_raw_config)
     raw["clusters"] = CLUSTERS
     raw["budgets"] = BUDGETS
     return raw
+
+
+@pytest.fixture
+def cluster_config(
+    tiers_config: dict[str, Any], dask_operator: DaskOperatorProcess
+) -> dict[str, Any]:
+    """``tiers_config`` with the real Dask operator running against the shared emulator."""
+    return tiers_config
 
 
 @pytest.fixture

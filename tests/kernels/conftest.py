@@ -1,6 +1,6 @@
 """Kernels run beside labs: the cluster tests' fixtures (the lab's configuration with tiers and
-budgets, a namespace sweep after each test), a kernel budget of two, and the calls the tests
-make."""
+budgets, a namespace sweep after each test; no Dask operator, which kernels never use), a
+kernel budget of two, and the calls the tests make."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from app.config import Config, parse_config
-from tests.clusters.conftest import cluster_config, nothing_left, operators, with_lab
+from tests.clusters.conftest import nothing_left, operators, tiers_config, with_lab
 from tests.labs.conftest import (
     LabUser,
     admin_headers,
@@ -26,12 +26,12 @@ from tests.labs.conftest import (
 
 __all__ = [
     "admin_headers",
-    "cluster_config",
     "fresh_image",
     "lab_raw_config",
     "new_user",
     "nothing_left",
     "operators",
+    "tiers_config",
     "with_lab",
 ]
 
@@ -41,8 +41,8 @@ KERNEL_BUDGETS = {
 
 
 @pytest.fixture
-def kernel_config(cluster_config: dict[str, Any]) -> dict[str, Any]:
-    raw = copy.deepcopy(cluster_config)
+def kernel_config(tiers_config: dict[str, Any]) -> dict[str, Any]:
+    raw = copy.deepcopy(tiers_config)
     raw["budgets"] = KERNEL_BUDGETS
     return raw
 
