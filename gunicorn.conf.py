@@ -11,8 +11,8 @@ without editing this file. ``SPAWNER_ROLE`` says what the workers do
 streams, while its runner, which runs the operations and the elected loops, is a process of
 its own (``runner.py``) with no gunicorn over it; unset, each worker does both.
 
-What the server does to its own process (the worker class, what it leaves unimported, its
-garbage collector) lives in ``app.runtime``: this file only calls it from the hooks.
+What the server does to its own process (the worker class, its garbage collector) lives in
+``app.runtime``: this file only calls it from the hooks.
 """
 
 from __future__ import annotations
@@ -29,9 +29,6 @@ import gevent
 from app import runtime
 from app.models.process_role import ProcessRole
 from app.runtime.defaults import default_workers
-
-# Before any worker imports the app (and with it the Kubernetes client): see the package.
-runtime.before_app_import()
 
 # An unknown role stops the master here, with the message naming the allowed ones.
 role = ProcessRole.from_environment()

@@ -49,7 +49,6 @@ log = logging.getLogger("app.runner_process")
 
 
 def main() -> int:
-    runtime.before_app_import()
     # Whatever the environment says: this file is the runner. prometheus_client's multiprocess
     # mode sums the samples of a master's workers; one process has none to sum, and a
     # directory left by the previous run of this container would be summed in.

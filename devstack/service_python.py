@@ -5,10 +5,11 @@ holding ``requirements.txt`` only (``make setup`` makes it beside the developmen
 image installs it. The development virtualenv holds what the tests and the local stack need
 besides, and some of it changes the service: with ``kubernetes-validate`` installed, importing
 the ``kubernetes`` client imports it and, through ``jsonschema``, a URI grammar that is built
-at import, measured at 1.6 s of CPU and 21 MiB more for each process that talks to
-Kubernetes. A runner measured there would start slower and weigh more than the image's does;
-and a module the service imports from a development package alone would go unnoticed until
-the image failed.
+at import, measured at about 1.5 s of CPU and 21 MiB more for each process that talks to
+Kubernetes. A runner measured there would start slower and weigh more than the image's does
+(the server used to mark the validator absent in its own module table to avoid that; with
+its own packages it needs no such trick); and a module the service imports from a
+development package alone would go unnoticed until the image failed.
 
 Without that virtualenv (a checkout set up by other means) the service runs in this
 interpreter, as it did before, and a warning says so.

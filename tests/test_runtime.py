@@ -1,8 +1,8 @@
 """The server's runtime tuning (``app.runtime``): what it does, the versions it refuses, and
 that it stays a ground floor the arbiter can load before any worker imports the app.
 
-What changes the process for good (marking a module absent, freezing the collector) runs in
-a fresh interpreter, so the test process keeps its own.
+What changes the process for good (freezing the collector) runs in a fresh interpreter, so
+the test process keeps its own.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from gunicorn.glogging import Logger
 from gunicorn.workers.ggevent import PyWSGIServer
 
 from app.runtime.collector import THRESHOLDS, collector_paused, thresholds_checked
-from app.runtime.imports import leave_validator_unimported
 from app.runtime.worker import (
     OneAtATimeServer,
     SpawnerWorker,
@@ -33,53 +32,12 @@ from app.storage.kubernetes import LARGE_BODY_BYTES, parse_body
 
 ROOT = Path(__file__).resolve().parent.parent
 
-PROBE = """
-import runpy, sys
-runpy.run_path("gunicorn.conf.py")
-import app.factory
-import kubernetes.client
-loaded = sorted(m for m in ("kubernetes_validate", "jsonschema") if sys.modules.get(m))
-print(",".join(loaded) or "none")
-"""
-
 
 def _run(code: str) -> str:
     completed = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
     )
     return completed.stdout.strip()
-
-
-def test_the_server_settings_leave_the_validator_unimported() -> None:
-    assert _run(PROBE) == "none"
-
-
-def test_without_the_server_settings_the_client_imports_it() -> None:
-    """The test above can fail: this environment has the validator, and the client takes it."""
-    assert "kubernetes_validate" in _run("import kubernetes, sys; print(sorted(sys.modules))")
-
-
-def test_an_unchecked_client_version_keeps_the_validator() -> None:
-    """Under a client major nobody checked, the validator is left importable, and the
-    client imports it as it would anywhere."""
-    code = """
-import sys
-from importlib import metadata
-installed = metadata.version
-metadata.version = lambda name: "38.0.0" if name == "kubernetes" else installed(name)
-from app.runtime.imports import leave_validator_unimported
-marked = leave_validator_unimported()
-import kubernetes
-print(marked, sys.modules.get("kubernetes_validate") is not None)
-"""
-    assert _run(code) == "False True"
-
-
-def test_the_validator_is_not_marked_once_the_client_is_imported() -> None:
-    import kubernetes  # noqa: F401 - what the call must notice
-
-    assert leave_validator_unimported() is False
-    assert sys.modules.get("kubernetes_validate") is not None
 
 
 @pytest.fixture
@@ -198,6 +156,5 @@ print(" ".join(sorted(m for m in sys.modules if m == "app" or m.startswith(
         "app.runtime.collector",
         "app.runtime.cpus",
         "app.runtime.defaults",
-        "app.runtime.imports",
         "app.runtime.worker",
     ]

@@ -1,12 +1,11 @@
 """How the server process is tuned, in one place, installed from gunicorn's hooks.
 
 The service's code runs the same in a test, a tool or the server; what only the server
-process does to itself (its worker class, what it leaves unimported, how its garbage
-collector runs, its process shape) lives here, each in a module of its own that says why,
+process does to itself (its worker class, how its garbage collector runs, its process
+shape) lives here, each in a module of its own that says why,
 which benchmark measured it, and on which library versions it was checked.
 ``gunicorn.conf.py`` holds no tuning: it calls one function here per hook.
 
-- ``before_app_import`` (the settings file, as gunicorn loads it): see ``imports``.
 - ``after_worker_init`` (gunicorn's ``post_worker_init``, the app loaded in the worker):
   see ``collector``.
 - ``worker.SpawnerWorker`` is the settings' ``worker_class``, and ``defaults`` the process
@@ -16,7 +15,9 @@ which benchmark measured it, and on which library versions it was checked.
 What is deliberately not here: ``DeadlineApiClient`` (``app.storage.kubernetes_client``) and the
 Redis connection classes (``app.extensions.redis``) are subclasses the app builds its own
 clients from, through the libraries' public classes, and patch nothing of the process; they
-stay with the clients they configure.
+stay with the clients they configure. Nor is what the server leaves unimported: it runs with
+its image's packages alone (``devstack.service_python`` where the tests and benchmarks run it),
+so the Kubernetes client's optional validator, a development package, is not there to import.
 
 This is a ground-floor package: it imports only the standard library, gevent and gunicorn,
 never the app above it, so gunicorn's arbiter can load it before any worker imports the app.
@@ -25,13 +26,6 @@ never the app above it, so gunicorn's arbiter can load it before any worker impo
 from __future__ import annotations
 
 from app.runtime.collector import freeze_startup_objects
-from app.runtime.imports import leave_validator_unimported
-
-
-def before_app_import() -> None:
-    """What the server does to itself before anything imports the app: called by
-    ``gunicorn.conf.py`` as gunicorn loads it, in the arbiter, before it forks."""
-    leave_validator_unimported()
 
 
 def after_worker_init() -> None:
