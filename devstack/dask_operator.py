@@ -32,11 +32,18 @@ class DaskOperatorProcess:
         self.log_path = log_path
         self._env = env
         self._process: subprocess.Popen[bytes] | None = None
+        self._port = 0
         self._log: IO[bytes] | None = None
 
     def start(self, timeout: float = 60.0) -> DaskOperatorProcess:
         """Start the operator and return once its liveness endpoint answers."""
-        port = free_port()
+        return self.launch().await_ready(timeout)
+
+    def launch(self) -> DaskOperatorProcess:
+        """Start the operator and return at once: ``await_ready`` waits for it, so that a
+        stack starts the service meanwhile (the operator's start is its longest step, and a
+        cluster made before it is ready is reconciled once it is, as in a cluster)."""
+        self._port = free_port()
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = open(self.log_path, "ab")  # noqa: SIM115 - held while the process runs
         command = [
@@ -47,7 +54,7 @@ class DaskOperatorProcess:
             "--standalone",
             "--all-namespaces",
             "--liveness",
-            f"http://127.0.0.1:{port}/healthz",
+            f"http://127.0.0.1:{self._port}/healthz",
             "-m",
             "dask_kubernetes.operator.controller",
         ]
@@ -59,9 +66,17 @@ class DaskOperatorProcess:
             stdout=self._log,
             stderr=subprocess.STDOUT,
         )
+        return self
+
+    def await_ready(self, timeout: float = 60.0) -> DaskOperatorProcess:
+        """Wait until the launched operator's liveness endpoint answers; stop it and raise
+        if it exits or does not answer in ``timeout`` seconds."""
         try:
             await_url(
-                f"http://127.0.0.1:{port}/healthz", timeout, self._process, "the Dask operator"
+                f"http://127.0.0.1:{self._port}/healthz",
+                timeout,
+                self._process,
+                "the Dask operator",
             )
         except RuntimeError:
             self.stop()

@@ -204,14 +204,16 @@ class LocalStack:
             self.replicas = [SpawnerReplica("spawner-1", self.spawner_port)]
         self._prepare_for_the_configuration()
         self._write_kubeconfig()
+        # The operator and the service start side by side: neither needs the other to be up.
         self.dask_operator = DaskOperatorProcess(
             self.kubeconfig_path,
             self.options.state_dir / "dask-operator.log",
             self.kube.cluster.dns.environment(),
-        ).start()
+        ).launch()
         self._write_config()
         if spawner:
             self._start_spawner()
+        self.dask_operator.await_ready()
         self._write_state()
         return self
 
