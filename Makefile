@@ -10,6 +10,9 @@ STAMP := $(VENV)/.installed
 # requirements.txt only, as the image installs it: see devstack/service_python.py.
 SERVICE_VENV := $(VENV)/service
 SERVICE_STAMP := $(SERVICE_VENV)/.installed
+# The Dask operator the local stack runs, with its own packages (devstack/dask_operator.py).
+OPERATOR_VENV := $(VENV)/dask-operator
+OPERATOR_STAMP := $(OPERATOR_VENV)/.installed
 
 .PHONY: run test lint docs pytest setup redis-server haproxy chromium kubectl bench clean hub
 
@@ -25,7 +28,8 @@ APT_INSTALL = apt_update() { \
 	  done; echo "apt-get update: the package lists stayed locked" >&2; return 1; }; \
 	apt_update && apt-get -o DPkg::Lock::Timeout=$(APT_LOCK_SECONDS) install -y -qq
 
-$(STAMP): requirements.txt requirements-dev.txt fileserver/requirements.txt client/pyproject.toml
+$(STAMP): requirements.txt requirements-dev.txt requirements-dask-operator.txt \
+	  fileserver/requirements.txt client/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -r requirements-dev.txt
@@ -35,6 +39,12 @@ $(SERVICE_STAMP): requirements.txt
 	$(PYTHON) -m venv $(SERVICE_VENV)
 	$(SERVICE_VENV)/bin/pip install --quiet --upgrade pip
 	$(SERVICE_VENV)/bin/pip install --quiet -r requirements.txt
+	touch $@
+
+$(OPERATOR_STAMP): requirements-dask-operator.txt
+	$(PYTHON) -m venv $(OPERATOR_VENV)
+	$(OPERATOR_VENV)/bin/pip install --quiet --upgrade pip
+	$(OPERATOR_VENV)/bin/pip install --quiet -r requirements-dask-operator.txt
 	touch $@
 
 # Tests and the local stack start their own redis-server; install it if the machine lacks it.
@@ -87,7 +97,7 @@ $(HELM_RENDER): $(wildcard devstack/helmrender/*.go) | $(STAMP)
 	  GOPATH=$(CURDIR)/$(GOWORK):/usr/share/gocode GOCACHE=$(CURDIR)/$(VENV)/gocache \
 	  go build -o $(CURDIR)/$(HELM_RENDER) .
 
-setup: $(STAMP) $(SERVICE_STAMP) redis-server haproxy kubectl $(HUB_PROXY) $(HELM_RENDER)
+setup: $(STAMP) $(SERVICE_STAMP) $(OPERATOR_STAMP) redis-server haproxy kubectl $(HUB_PROXY) $(HELM_RENDER)
 
 run: setup
 	$(BIN)/python -m devstack

@@ -30,8 +30,8 @@ from app.runtime.defaults import default_workers
 from devstack.demo import add_load_users
 from devstack.gafaelfawr import GroupSpec
 from devstack.redis_process import free_port
-from devstack.service_python import service_python
 from devstack.stack import REPO_ROOT, RUNNER_COMMAND, LocalStack, SpawnerReplica, StackOptions
+from devstack.virtualenvs import service_python
 
 REPO_ROOT_TEXT = str(REPO_ROOT)
 """Where ``python -m bench...`` child processes run (the repository root)."""

@@ -2,25 +2,26 @@
 
 A platform installs the operator's Helm chart; its controller is the ``dask_kubernetes``
 package's kopf handlers, which the chart's Deployment starts with ``kopf run --all-namespaces``.
-The local stack and the tests run that same controller as a child process against the
-emulator's API (``kopf run --standalone``: one operator, no peering), with the emulator's
-kubeconfig, so a ``DaskCluster`` becomes the scheduler Deployment, its Service, the
-``DaskWorkerGroup`` and the workers' Deployments that the real operator makes. Its CRDs are the
-package's own (``devstack.kube.crds``). Service names resolve through the stack's cluster
-DNS (``devstack.cluster_dns``): the operator asks the scheduler to retire workers by name.
+The local stack and the tests run that same controller as a child process, with its own
+packages (``devstack.virtualenvs``), against the emulator's API (``kopf run --standalone``: one
+operator, no peering), with the emulator's kubeconfig, so a ``DaskCluster`` becomes the
+scheduler Deployment, its Service, the ``DaskWorkerGroup`` and the workers' Deployments that
+the real operator makes. Its CRDs are the package's own (``devstack.kube.crds``). Service names
+resolve through the stack's cluster DNS (``devstack.cluster_dns``): the operator asks the
+scheduler to retire workers by name.
 """
 
 from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import IO
 
 from devstack.launch import launched
 from devstack.readiness import await_url
 from devstack.redis_process import free_port
+from devstack.virtualenvs import dask_operator_python
 
 
 class DaskOperatorProcess:
@@ -35,6 +36,11 @@ class DaskOperatorProcess:
         self._port = 0
         self._log: IO[bytes] | None = None
 
+    @property
+    def pid(self) -> int | None:
+        """The operator's process id while it runs."""
+        return self._process.pid if self._process is not None else None
+
     def start(self, timeout: float = 60.0) -> DaskOperatorProcess:
         """Start the operator and return once its liveness endpoint answers."""
         return self.launch().await_ready(timeout)
@@ -47,7 +53,7 @@ class DaskOperatorProcess:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = open(self.log_path, "ab")  # noqa: SIM115 - held while the process runs
         command = [
-            sys.executable,
+            dask_operator_python(),
             "-m",
             "kopf",
             "run",

@@ -60,8 +60,8 @@ from devstack.redis_process import RedisProcess, free_port
 from devstack.registry import RegistryEmulator
 from devstack.restarted import RestartedProcess
 from devstack.sentinel import SentinelGroup
-from devstack.service_python import REPO_ROOT, service_python
 from devstack.tls import authority_for
+from devstack.virtualenvs import REPO_ROOT, service_python
 
 WEB_COMMAND = [service_python(), "-m", "gunicorn", "-c", "gunicorn.conf.py", "wsgi:app"]
 """The web container's command, as the chart runs it, with the image's packages."""

@@ -16,7 +16,7 @@ What is deliberately not here: ``DeadlineApiClient`` (``app.storage.kubernetes_c
 Redis connection classes (``app.extensions.redis``) are subclasses the app builds its own
 clients from, through the libraries' public classes, and patch nothing of the process; they
 stay with the clients they configure. Nor is what the server leaves unimported: it runs with
-its image's packages alone (``devstack.service_python`` where the tests and benchmarks run it),
+its image's packages alone (``devstack.virtualenvs`` where the tests and benchmarks run it),
 so the Kubernetes client's optional validator, a development package, is not there to import.
 
 This is a ground-floor package: it imports only the standard library, gevent and gunicorn,

@@ -1,5 +1,5 @@
 """The Dockerfile the chart's image is built from (its last stage, the one built by default):
-its files, with its packages (the service's virtualenv, ``devstack.service_python``), are enough
+its files, with its packages (the service's virtualenv, ``devstack.virtualenvs``), are enough
 to serve the app, and it agrees with the chart on the command and the user.
 (No Docker daemon runs where the tests run, so the image itself is not built here.)"""
 
@@ -15,8 +15,8 @@ from pathlib import Path
 import yaml
 
 from devstack.helm import render_chart
-from devstack.service_python import service_python
 from devstack.stack import REPO_ROOT
+from devstack.virtualenvs import service_python
 
 DOCKERFILE = (REPO_ROOT / "Dockerfile").read_text()
 SERVICE_STAGE = DOCKERFILE[DOCKERFILE.rindex("\nFROM ") :]

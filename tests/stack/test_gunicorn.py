@@ -12,8 +12,8 @@ import requests
 import yaml
 
 from app.models.process_role import ROLE_ENV
-from devstack.service_python import service_python
 from devstack.stack import REPO_ROOT, RUNNER_COMMAND, WEB_COMMAND, LocalStack, StackOptions
+from devstack.virtualenvs import dask_operator_python, service_python
 from tests.labs.conftest import wait_for
 from tests.support.sse import SseEvent, parse_sse
 
@@ -57,31 +57,33 @@ def test_gevent_patches_the_workers_before_anything_imports_ssl(stack: LocalStac
 
 
 DEV_ONLY = ("pytest", "kubernetes_validate", "jsonschema")
-"""Development packages, none of which the image installs."""
+"""Development packages, none of which the images install."""
 
 
-def test_the_service_runs_with_the_images_packages_only(stack: LocalStack) -> None:
+def _argv0(pid: int | None) -> str:
+    assert pid is not None
+    return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
+
+
+def _installed(python: str, modules: tuple[str, ...]) -> list[str]:
+    code = f"import importlib.util as u; print(*[m for m in {modules!r} if u.find_spec(m)])"
+    found = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True)
+    return found.stdout.split()
+
+
+def test_the_service_and_the_operator_run_with_their_images_packages(stack: LocalStack) -> None:
     """gunicorn's master, its workers and the runner run in the service's virtualenv, which
-    holds ``requirements.txt`` only, as the image does: a development package changes what
-    the service imports (``kubernetes`` imports ``kubernetes-validate`` when it is there) and
-    would hide a module the image lacks."""
+    holds ``requirements.txt`` only, as the image does, and the Dask operator in one of its own:
+    a development package changes what a program imports (``kubernetes`` imports
+    ``kubernetes-validate`` when it is there) and would hide a module an image lacks."""
     replica = stack.replicas[0]
     pids = [replica.pid, *replica.worker_pids(), *replica.runner_pids()]
     assert len(pids) == 4, pids
-    for pid in pids:
-        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        assert argv[0].decode() == service_python(), (pid, argv)
-    present = subprocess.run(
-        [
-            service_python(),
-            "-c",
-            f"import importlib.util as u; print([m for m in {DEV_ONLY!r} if u.find_spec(m)])",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert present.stdout.strip() == "[]"
+    assert {_argv0(pid) for pid in pids} == {service_python()}
+    assert stack.dask_operator is not None
+    assert _argv0(stack.dask_operator.pid) == dask_operator_python() != service_python()
+    assert _installed(service_python(), (*DEV_ONLY, "gunicorn")) == ["gunicorn"]
+    assert _installed(dask_operator_python(), (*DEV_ONLY, "kopf")) == ["kopf"]
 
 
 def test_two_workers_serve_health_and_readiness(stack: LocalStack) -> None:
