@@ -7,10 +7,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 # The service's own processes (gunicorn, the runner) run in a virtualenv of their own holding
-# requirements.txt only, as the image installs it: see devstack/service_python.py.
+# requirements.txt only, as the image installs it: see devstack/virtualenvs.py.
 SERVICE_VENV := $(VENV)/service
 SERVICE_STAMP := $(SERVICE_VENV)/.installed
-# The Dask operator the local stack runs, with its own packages (devstack/dask_operator.py).
+# The Dask operator the local stack runs, with its own packages, likewise.
 OPERATOR_VENV := $(VENV)/dask-operator
 OPERATOR_STAMP := $(OPERATOR_VENV)/.installed
 
