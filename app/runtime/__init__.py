@@ -1,9 +1,9 @@
 """How the server process is tuned, in one place, installed from gunicorn's hooks.
 
 The service's code runs the same in a test, a tool or the server; what only the server
-process does to itself (its worker class, how its garbage collector runs, its process
-shape) lives here, each in a module of its own that says why,
-which benchmark measured it, and on which library versions it was checked.
+process does to itself (its worker class, how its garbage collector runs, its process shape)
+lives here, each in a module of its own that says why, which benchmark measured it, and on
+which library versions it was checked.
 ``gunicorn.conf.py`` holds no tuning: it calls one function here per hook.
 
 - ``after_worker_init`` (gunicorn's ``post_worker_init``, the app loaded in the worker):
