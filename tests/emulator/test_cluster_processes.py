@@ -16,6 +16,7 @@ import pytest
 import requests
 
 from devstack.kube import KubernetesEmulator
+from devstack.kube.cluster import listeners
 from devstack.kube.cluster.programs import ImageProgram
 from tests.emulator.conftest import WaitUntil
 
@@ -530,6 +531,8 @@ def test_a_probe_another_process_answers_keeps_the_container_unready_and_says_wh
     the stranger goes and the pod's own process listens, it becomes ready."""
     code = (
         "import os, socket, time\n"
+        "while not os.path.exists('flag'):\n"
+        "    time.sleep(0.05)\n"
         "while True:\n"
         "    try:\n"
         "        s = socket.create_server((os.environ['POD_IP'], 7000))\n"
@@ -539,16 +542,14 @@ def test_a_probe_another_process_answers_keeps_the_container_unready_and_says_wh
         "while True:\n"
         "    s.accept()[0].close()\n"
     )
-    block = emulator.cluster.addresses.block()
-    # The address the next pod gets, taken by a stranger first (the test process).
-    address = block.take_pod_address()
-    block.give_back_pod_address(address)
+    probe = {"tcpSocket": {"port": 7000}, "periodSeconds": 1}
+    core_v1.create_namespaced_pod(namespace, _pod("p", code, readinessProbe=probe))
+    wait_until(lambda: _status(core_v1, namespace, "p").phase == "Running")
+    address = _status(core_v1, namespace, "p").pod_ip
+    # The stranger (the test process) takes the pod's address and port before the pod does.
     stranger = socket.create_server((address, 7000))
     try:
-        probe = {"tcpSocket": {"port": 7000}, "periodSeconds": 1}
-        core_v1.create_namespaced_pod(namespace, _pod("p", code, readinessProbe=probe))
-        wait_until(lambda: _status(core_v1, namespace, "p").phase == "Running")
-        assert _status(core_v1, namespace, "p").pod_ip == address
+        (_home(emulator, core_v1, namespace) / "flag").write_text("")
 
         def told() -> list[str]:
             events = core_v1.list_namespaced_event(namespace).items
@@ -560,6 +561,39 @@ def test_a_probe_another_process_answers_keeps_the_container_unready_and_says_wh
     finally:
         stranger.close()
     wait_until(lambda: _ready(core_v1, namespace), timeout=10)
+
+
+def test_a_pod_never_gets_an_address_a_socket_of_an_earlier_pod_lingers_at(
+    emulator: KubernetesEmulator,
+    core_v1: kubernetes.client.CoreV1Api,
+    namespace: str,
+    wait_until: WaitUntil,
+) -> None:
+    """A pod's server closed a connection (it waits out TIME_WAIT for a minute) and the pod
+    went; the next pod's server, which does not set ``SO_REUSEADDR``, binds the same port at
+    its own address and becomes ready, as it would in its own network namespace."""
+    serve = (
+        "import os, socket\n"
+        "s = socket.socket()\n"
+        "s.bind((os.environ['POD_IP'], 7000))\n"
+        "s.listen()\n"
+        "while True:\n"
+        "    s.accept()[0].close()\n"
+    )
+    probe = {"tcpSocket": {"port": 7000}, "periodSeconds": 1}
+    core_v1.create_namespaced_pod(namespace, _pod("p", serve, readinessProbe=probe))
+    wait_until(lambda: _ready(core_v1, namespace), timeout=10)
+    first = _status(core_v1, namespace, "p").pod_ip
+    # A client of the pod's own: the server closes first, so its side waits out TIME_WAIT.
+    with socket.create_connection((first, 7000)) as client:
+        client.recv(1)
+    core_v1.delete_namespaced_pod("p", namespace, grace_period_seconds=0)
+    wait_until(lambda: not core_v1.list_namespaced_pod(namespace).items)
+    assert first in listeners.addresses_with_sockets(first)
+
+    core_v1.create_namespaced_pod(namespace, _pod("p", serve, readinessProbe=probe))
+    wait_until(lambda: _ready(core_v1, namespace), timeout=10)
+    assert _status(core_v1, namespace, "p").pod_ip != first
 
 
 def test_host_path_volumes_are_one_file_system_every_pod_shares(

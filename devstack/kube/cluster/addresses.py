@@ -12,6 +12,13 @@ stays the stack's own servers', on 127.0.0.1).
 
 Inside the block, pods get addresses from ``127.B.1.1`` to ``127.B.127.254`` and Services
 from ``127.B.128.1`` to ``127.B.254.254``; ``127.B.0.0/24`` holds the claim only.
+
+A pod never gets an address the kernel still has a socket at. In a cluster each pod has a
+network namespace of its own, so nothing a pod leaves behind reaches the next pod given its
+address; here the sockets outlive the pod on the shared loopback: a connection its server
+closed waits out TIME_WAIT for a minute, and a server that does not set ``SO_REUSEADDR``
+cannot bind that address and port until it ends. A block claimed again by the next stack
+hands out the same addresses from the start, so the check is the kernel's table, not memory.
 """
 
 from __future__ import annotations
@@ -19,6 +26,10 @@ from __future__ import annotations
 import errno
 import socket
 import threading
+from collections import deque
+from collections.abc import Container
+
+from devstack.kube.cluster.listeners import addresses_with_sockets
 
 CLAIM_PORT = 17661
 """The port bound at ``127.B.0.1`` to claim block ``B``."""
@@ -40,7 +51,8 @@ class AddressBlock:
         self.block = block
         self._claim = claim
         self._lock = threading.Lock()
-        self._free_pods: set[int] = set()
+        self._free_pods: deque[int] = deque()
+        """Addresses given back (and fresh ones passed over), the longest free first."""
         self._next_pod = 0
         self._next_service = 0
 
@@ -76,23 +88,30 @@ class AddressBlock:
 
     # Pods: taken and given back, as pods come and go -----------------------------------
 
-    def take_pod_address(self) -> str:
+    def take_pod_address(self, in_use: Container[str] = frozenset()) -> str:
+        """A free address none of ``in_use`` (addresses the kernel has sockets at): the one
+        given back longest ago, else the next never handed out."""
         with self._lock:
-            if self._free_pods:
-                return self._pod_address(self._free_pods.pop())
+            for index in self._free_pods:
+                if self._pod_address(index) not in in_use:
+                    self._free_pods.remove(index)
+                    return self._pod_address(index)
             capacity = len(_POD_ROWS) * _PER_ROW
-            if self._next_pod >= capacity:
-                raise AddressBlocksTaken(f"all {capacity} pod addresses of the block are in use")
-            index, self._next_pod = self._next_pod, self._next_pod + 1
-            return self._pod_address(index)
+            while self._next_pod < capacity:
+                index, self._next_pod = self._next_pod, self._next_pod + 1
+                if self._pod_address(index) not in in_use:
+                    return self._pod_address(index)
+                self._free_pods.append(index)  # taken again once its sockets are gone
+            raise AddressBlocksTaken(f"all {capacity} pod addresses of the block are in use")
 
     def give_back_pod_address(self, address: str) -> None:
         parts = address.split(".")
         if len(parts) != 4 or not address.startswith(self.prefix):
             return
-        row, column = int(parts[2]), int(parts[3])
+        index = (int(parts[2]) - _POD_ROWS[0]) * _PER_ROW + int(parts[3]) - 1
         with self._lock:
-            self._free_pods.add((row - _POD_ROWS[0]) * _PER_ROW + column - 1)
+            if index not in self._free_pods:
+                self._free_pods.append(index)
 
     def _pod_address(self, index: int) -> str:
         return f"{self.prefix}{_POD_ROWS[0] + index // _PER_ROW}.{index % _PER_ROW + 1}"
@@ -134,8 +153,9 @@ class LoopbackAddresses:
             return self._block
 
     def take(self) -> str:
-        """A free pod address."""
-        return self.block().take_pod_address()
+        """A free pod address no socket lingers at."""
+        block = self.block()
+        return block.take_pod_address(addresses_with_sockets(block.prefix))
 
     def give_back(self, address: str) -> None:
         block = self.claimed()

@@ -52,6 +52,31 @@ def listening_socket(host: str, port: int) -> int | None:
     return wildcard
 
 
+def addresses_with_sockets(prefix: str) -> set[str]:
+    """The IPv4 addresses starting with ``prefix`` that the kernel has a TCP socket at, in
+    any state (listening, connected, or closed and waiting out TIME_WAIT), IPv4's or IPv6's
+    bound as ``::ffff:a.b.c.d``."""
+    found: set[str] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split(maxsplit=2)
+            if len(fields) < 2:
+                continue
+            local = fields[1].split(":", 1)[0]
+            if len(local) == 32:
+                if not local.startswith(_V4_MAPPED):
+                    continue
+                local = local[len(_V4_MAPPED) :]
+            address = socket.inet_ntoa(int(local, 16).to_bytes(4, "little"))
+            if address.startswith(prefix):
+                found.add(address)
+    return found
+
+
 def with_descendants(pids: Iterable[int]) -> set[int]:
     """``pids`` and every process they started, and those started in turn."""
     found: set[int] = set()
