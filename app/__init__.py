@@ -1,9 +1,9 @@
 """The lab spawner service; ``create_app`` is its app factory.
 
-Importing this package imports nothing heavy. gunicorn's arbiter validates the configuration
-(``app.config``) before it forks, and the network libraries (requests, urllib3, redis, the
-Kubernetes client) must be imported first in the workers, after the gevent worker has
-patched the standard library, or they keep unpatched, blocking sockets.
+Importing this package imports nothing heavy: the network libraries (requests, urllib3,
+redis, the Kubernetes client) must be imported after gevent has patched the standard library
+(first thing in gunicorn's settings and in ``runner.py``), or they keep unpatched, blocking
+sockets.
 """
 
 from __future__ import annotations
@@ -27,10 +27,14 @@ def create_app(
 ) -> Flask:
     """Build the service from ``config``, or from the file named by the environment.
 
-    Each gunicorn worker calls this after forking, so every process gets its own Redis
-    pool, Kubernetes client and Gafaelfawr session. ``kinds``: the kinds of workload to run
-    (``app.workloads.kinds.KINDS`` unless a test adds its own). ``role``: what the process
-    serves (a runner's port answers only probes and metrics); None for both roles.
+    Building connects to nothing and starts nothing, so gunicorn's master builds the app
+    once and its workers fork with it: redis-py's pools and the direct reads' connections
+    open in the process that uses them, the Kubernetes client is built at its first call,
+    and what names a process is read in it (``app.storage.leader.WorkerName``).
+
+    ``kinds``: the kinds of workload to run (``app.workloads.kinds.KINDS`` unless a test adds
+    its own). ``role``: what the process serves (a runner's port answers only probes and
+    metrics); None for both roles.
     """
     from app.factory import build_app
     from app.models.process_role import ProcessRole

@@ -30,9 +30,8 @@ def build_app(
 ) -> Flask:
     """Build the service from ``config``, or from the file named by the environment.
 
-    Each gunicorn worker calls this after forking, so every process gets its own Redis
-    pool, Kubernetes client and Gafaelfawr session. ``kinds`` are the kinds of workload
-    the engine runs (a test adds one of its own).
+    ``kinds`` are the kinds of workload the engine runs (a test adds one of its own); see
+    ``app.create_app`` for why a built app can be shared by forked processes.
     """
     if config is None:
         config = load_config()

@@ -26,7 +26,7 @@ from functools import partial
 import redis
 
 from app import metrics
-from app.storage.leader import Fence, LeadershipLease, worker_identity
+from app.storage.leader import Fence, LeadershipLease
 
 logger = logging.getLogger(__name__)
 
@@ -252,7 +252,7 @@ class ElectedLoop(ABC):
             client,
             key=f"{key_prefix}leader:{loop}",
             loop=loop,
-            owner=owner or worker_identity(),
+            owner=owner,
             ttl_seconds=ttl_seconds,
         )
         self.lease_key = lease.key

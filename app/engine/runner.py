@@ -38,7 +38,7 @@ from app.metrics import FailureReason, Outcome
 from app.models.workload import Action, Operation, WorkloadRef
 from app.storage.events import EventStore, EventType
 from app.storage.kubernetes import KubernetesError
-from app.storage.leader import RedisLease, worker_identity
+from app.storage.leader import RedisLease, WorkerName
 from app.storage.operation_notices import OperationNotices
 from app.storage.workloads import WorkloadStore
 
@@ -101,7 +101,8 @@ class OperationRunner:
         self._kinds = kinds
         self._lease_seconds = lease_seconds
         self._scan_seconds = scan_seconds
-        self.owner = owner or worker_identity()
+        self._owner = owner
+        self._name = WorkerName()
         self._stopping = threading.Event()
         self._scan_now = threading.Event()
         """Set to scan before the period ends: the notices' subscription holds again."""
@@ -114,6 +115,11 @@ class OperationRunner:
         # (and its request handling) down; the rest wait here without holding their lease,
         # so another worker's scanner can take them.
         self._slots = threading.BoundedSemaphore(max_concurrent)
+
+    @property
+    def owner(self) -> str:
+        """Whom the leases this runner takes name: the owner given, else this process."""
+        return self._owner or str(self._name)
 
     # Lifecycle -----------------------------------------------------------------------
 

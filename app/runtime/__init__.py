@@ -6,8 +6,9 @@ lives here, each in a module of its own that says why, which benchmark measured 
 which library versions it was checked.
 ``gunicorn.conf.py`` holds no tuning: it calls one function here per hook.
 
-- ``after_worker_init`` (gunicorn's ``post_worker_init``, the app loaded in the worker):
-  see ``collector``.
+- ``before_fork`` (gunicorn's ``on_starting``: the master has built the app and forks its
+  workers next) and ``after_worker_init`` (``post_worker_init``, the worker's background
+  work started): see ``collector``.
 - ``worker.SpawnerWorker`` is the settings' ``worker_class``, and ``defaults`` the process
   shape the settings and the tools that start the service share: one worker per core that
   ``cpus`` counts.
@@ -28,8 +29,14 @@ from __future__ import annotations
 from app.runtime.collector import freeze_startup_objects
 
 
+def before_fork() -> None:
+    """What gunicorn's master does once it has built the app, before it forks the workers
+    that share it: freeze what the build made, so that no collection in a worker writes to
+    those objects and copies the pages it shares with the master and the other workers."""
+    freeze_startup_objects()
+
+
 def after_worker_init() -> None:
-    """What a worker does once its app is loaded and its background work started: called
-    from gunicorn's ``post_worker_init``, the first hook that runs after the app's import
-    (``post_fork`` runs before it, when the objects to freeze do not exist yet)."""
+    """What a worker does once its background work started (gunicorn's
+    ``post_worker_init``): what starting it made joins what the master froze."""
     freeze_startup_objects()

@@ -56,7 +56,11 @@ def thresholds_checked(version: tuple[int, int] | None = None) -> bool:
 def freeze_startup_objects() -> None:
     """Move everything alive now out of the collector's reach, and collect less often.
 
-    Called once in each worker, after the app is loaded: what it imported is what stays.
+    Called in gunicorn's master once the app is built, and in each worker once its
+    background work started: what they made then is what stays. Frozen before the fork,
+    the master's objects are never written by a worker's collections, so the pages holding
+    them stay shared (a collection writes to every object it walks); freezing again in a
+    worker moves only what the worker made since.
     """
     gc.collect()
     gc.freeze()

@@ -246,14 +246,16 @@ class EventHub:
         self._closing = False
         self._thread: threading.Thread | None = None
         self._listeners: dict[str, ChannelListener] = {}
-        self._wake_channel = f"{events.channel}:wake:{uuid.uuid4().hex}"
-        """This hub's own channel: a message there only wakes its listener."""
+        self._wake_channel = ""
+        """This hub's own channel: a message there only wakes its listener. Named when the
+        hub starts, in the process that runs it (workers fork from one built app)."""
 
     def add_listener(self, listener: ChannelListener) -> None:
         """Also subscribe to ``listener.channel`` (before ``start``)."""
         self._listeners[listener.channel] = listener
 
     def start(self) -> None:
+        self._wake_channel = f"{self._events.channel}:wake:{uuid.uuid4().hex}"
         self._thread = threading.Thread(target=self._listen, name="event-hub", daemon=True)
         self._thread.start()
 

@@ -47,10 +47,20 @@ def replica_identity() -> ReplicaIdentity:
     )
 
 
-def worker_identity() -> str:
-    """A lease holder's name, unique per process: host, pid and a random suffix (pids
-    repeat across replicas)."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+class WorkerName:
+    """A lease holder's name in the process that uses it: host, pid and a random suffix
+    (pids repeat across replicas and container restarts).
+
+    Read at each use rather than fixed when made: gunicorn's master builds the app once and
+    every worker forks with it (``preload_app``), so a name fixed in the master would be
+    every worker's, and two workers would hold one lease as if they were one.
+    """
+
+    def __init__(self) -> None:
+        self._suffix = uuid.uuid4().hex[:8]
+
+    def __str__(self) -> str:
+        return f"{socket.gethostname()}:{os.getpid()}:{self._suffix}"
 
 
 class RedisLease:
@@ -98,7 +108,8 @@ class Fence:
 
 
 class LeadershipLease:
-    """The lease of one elected loop (``loop``), seen from one candidate (``owner``).
+    """The lease of one elected loop (``loop``), seen from one candidate (``owner``, by
+    default the process that uses it).
 
     Its value is a JSON object: the owner, the fencing token, the election time, and the
     candidate's replica and pid, so that whoever reads the lease knows who leads.
@@ -110,29 +121,35 @@ class LeadershipLease:
         *,
         key: str,
         loop: str,
-        owner: str,
+        owner: str | None = None,
         ttl_seconds: float,
         replica: ReplicaIdentity | None = None,
     ) -> None:
         self._redis = client
         self.key = key
         self.loop = loop
-        self.owner = owner
+        self._owner = owner
+        self._name = WorkerName()
+        self._replica = replica
         self.ttl_ms = max(1, int(ttl_seconds * 1000))
-        self._details = json.dumps(
-            {
-                "replica": asdict(replica or replica_identity()),
-                "worker_pid": os.getpid(),
-            }
-        )
         self._value: str | None = None
         self._acquire = scripts.load(client, "leadership_acquire")
         self._renew = scripts.load(client, "lease_renew")
         self._release = scripts.load(client, "lease_release")
 
     @property
+    def owner(self) -> str:
+        """The candidate: the name given, else this process's (``WorkerName``)."""
+        return self._owner or str(self._name)
+
+    @property
     def token_key(self) -> str:
         return f"{self.key}:token"
+
+    def _details(self) -> str:
+        """Who the candidate is, for whoever reads the lease: its replica and process."""
+        replica = self._replica or replica_identity()
+        return json.dumps({"replica": asdict(replica), "worker_pid": os.getpid()})
 
     @property
     def fence(self) -> Fence | None:
@@ -144,7 +161,7 @@ class LeadershipLease:
         candidate holds it already (same token); True when held."""
         value = self._acquire(
             keys=[self.key, self.token_key],
-            args=[self.owner, self.ttl_ms, self._details, time.time()],
+            args=[self.owner, self.ttl_ms, self._details(), time.time()],
         )
         self._value = _text(value) if value else None
         return self._value is not None
