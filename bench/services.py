@@ -13,10 +13,13 @@ from __future__ import annotations
 import compileall
 import contextlib
 import os
+import resource
 import signal
 import socket
 import subprocess
 import time
+from array import array
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -102,6 +105,57 @@ def pss_kib(pid: int) -> int | None:
     return _proc_kib(f"/proc/{pid}/smaps_rollup", "Pss:")
 
 
+PAGE_BYTES = resource.getpagesize()
+_PAGE_PRESENT = 1 << 63
+_FRAME_BITS = (1 << 55) - 1
+
+
+class FramesHidden(Exception):
+    """``/proc/<pid>/pagemap`` gives page frame numbers only to a privileged reader."""
+
+
+def _resident_frames(pid: int) -> set[int]:
+    """The page frames resident in process ``pid`` (none once it has gone)."""
+    frames: set[int] = set()
+    try:
+        maps = Path(f"/proc/{pid}/maps").read_text().splitlines()
+        with open(f"/proc/{pid}/pagemap", "rb") as pagemap:
+            for line in maps:
+                fields = line.split()
+                if fields[-1] == "[vsyscall]":
+                    continue
+                start, end = (int(address, 16) for address in fields[0].split("-"))
+                pagemap.seek(start // PAGE_BYTES * 8)
+                for entry in array("Q", pagemap.read((end - start) // PAGE_BYTES * 8)):
+                    if entry & _PAGE_PRESENT:
+                        if not entry & _FRAME_BITS:
+                            raise FramesHidden(pid)
+                        frames.add(entry & _FRAME_BITS)
+    except (OSError, ValueError):
+        return frames
+    return frames
+
+
+def distinct_resident_kib(pids: Iterable[int]) -> int | None:
+    """The pages resident in any of ``pids``, each counted once: for a service of several
+    processes, what one process's RSS is. A sum of RSS counts a page that forked workers
+    share with their master in each of them, and a sum of PSS credits the processes with
+    only a share of what they share with the rest of the machine (the interpreter, the C
+    libraries), which a lone process's RSS counts whole.
+
+    Read from ``/proc/<pid>/pagemap``, which gives page frame numbers only to a privileged
+    reader (CAP_SYS_ADMIN); None when they are hidden. It takes a few tens of milliseconds
+    for the service's processes, so samplers read it less often than RSS.
+    """
+    frames: set[int] = set()
+    try:
+        for pid in pids:
+            frames |= _resident_frames(pid)
+    except FramesHidden:
+        return None
+    return len(frames) * PAGE_BYTES // 1024
+
+
 def cpu_seconds(pid: int) -> float | None:
     """User plus system CPU time a process has used."""
     try:
@@ -140,9 +194,13 @@ class Gunicorn:
     def worker_rss_kib(self) -> dict[int, int]:
         return {pid: kib for pid in self.worker_pids() if (kib := rss_kib(pid)) is not None}
 
+    def pids(self) -> list[int]:
+        """The arbiter and its workers: the whole service."""
+        return [self.process.pid, *self.worker_pids()]
+
     def total_memory_kib(self) -> dict[str, int]:
-        """RSS and PSS summed over the arbiter and its workers: the whole service."""
-        pids = [self.process.pid, *self.worker_pids()]
+        """RSS and PSS summed over the arbiter and its workers."""
+        pids = self.pids()
         return {
             "rss": sum(rss_kib(pid) or 0 for pid in pids),
             "pss": sum(pss_kib(pid) or 0 for pid in pids),
@@ -254,6 +312,9 @@ class RunnerProcess(Gunicorn):
     def worker_pids(self) -> list[int]:
         return [self.process.pid] if self.process.poll() is None else []
 
+    def pids(self) -> list[int]:
+        return self.worker_pids()
+
     def total_memory_kib(self) -> dict[str, int]:
         pid = self.process.pid
         return {"rss": rss_kib(pid) or 0, "pss": pss_kib(pid) or 0}
@@ -285,9 +346,12 @@ class Service:
     def worker_rss_kib(self) -> dict[int, int]:
         return {**self.web.worker_rss_kib(), **self.runner.worker_rss_kib()}
 
+    def pids(self) -> list[int]:
+        """The web master, its workers and the runner: the whole service."""
+        return [*self.web.pids(), *self.runner.pids()]
+
     def total_memory_kib(self) -> dict[str, int]:
-        """RSS and PSS summed over the web master, its workers and the runner: the whole
-        service."""
+        """RSS and PSS summed over the web master, its workers and the runner."""
         web, runner = self.web.total_memory_kib(), self.runner.total_memory_kib()
         return {name: web[name] + runner[name] for name in web}
 

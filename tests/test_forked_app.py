@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from typing import Any
 
 import redis
 
@@ -14,11 +15,11 @@ from app.extensions.labs import machinery_of
 from app.models.config import Config
 
 
-def _names(config: Config) -> tuple[dict[str, object], dict[str, object]]:
+def _names(config: Config) -> tuple[dict[str, Any], dict[str, Any]]:
     """The lease holders' names of one built app, in this process and in a forked child."""
     machinery = machinery_of(create_app(config))
 
-    def names() -> dict[str, object]:
+    def names() -> dict[str, Any]:
         return {
             "pid": os.getpid(),
             "runner": machinery.engine.runner.owner,
@@ -49,7 +50,7 @@ def test_each_forked_process_holds_leases_under_its_own_name(config: Config) -> 
     parent, child = _names(config)
     assert child["pid"] != parent["pid"]
     for names in (parent, child):
-        owners = [names["runner"], *names["loops"]]  # type: ignore[misc]
+        owners = [names["runner"], *names["loops"]]
         assert all(f":{names['pid']}:" in owner for owner in owners), owners
     assert child["runner"] != parent["runner"]
-    assert set(child["loops"]).isdisjoint(parent["loops"])  # type: ignore[arg-type]
+    assert set(child["loops"]).isdisjoint(parent["loops"])

@@ -21,7 +21,7 @@ its image's packages alone (``devstack.virtualenvs`` where the tests and benchma
 so the Kubernetes client's optional validator, a development package, is not there to import.
 
 This is a ground-floor package: it imports only the standard library, gevent and gunicorn,
-never the app above it, so gunicorn's arbiter can load it before any worker imports the app.
+never the app above it, so gunicorn's settings can load it before the master builds the app.
 """
 
 from __future__ import annotations
