@@ -7,9 +7,10 @@ monkey-patching, which this file applies first thing, in the master.
 
 The master builds the app once and the workers fork with it (``preload_app``): they share
 its memory pages instead of each importing and building its own, and a restarted replica
-answers as soon as the master has built it once. On the AMD machine, in one sitting, a
-storm of 300 peaked at 206 MiB of PSS against 229 MiB, and a restart with 430 labs listed
-them all after 0.90 s against 1.18 s (``docs/developer/benchmarks.md``, "One app, forked").
+answers as soon as the master has built it once. On the Intel machine, three runs each, the
+service held 209-216 MiB of distinct pages at a storm's peak against 241 MiB, and a restart
+with 430 labs listed them all after 0.85-1.03 s against 1.20-1.41 s
+(``docs/developer/benchmarks.md``, "One app, forked").
 So the master patches the standard library before anything imports it, as each worker
 would, and gives the workers their metrics directory before the app is loaded; an app built
 before the fork holds no connection and no per-process name (``app.storage.leader``). A

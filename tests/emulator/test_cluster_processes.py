@@ -346,6 +346,21 @@ def test_a_tcp_readiness_probe_waits_for_the_port_to_open(
     wait_until(lambda: _ready(core_v1, namespace), timeout=10)
 
 
+def _bare_server(*, ipv6: bool = False) -> str:
+    """A program that listens on port 7000 at its pod's address without ``SO_REUSEADDR`` (as
+    gRPC's servers and plain sockets do), as an IPv6 socket bound to ``::ffff:a.b.c.d`` with
+    ``ipv6``, and closes each connection it accepts."""
+    if ipv6:
+        make = (
+            "s = socket.socket(socket.AF_INET6)\n"
+            "s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)\n"
+            "s.bind(('::ffff:' + os.environ['POD_IP'], 7000))\n"
+        )
+    else:
+        make = "s = socket.socket()\ns.bind((os.environ['POD_IP'], 7000))\n"
+    return "import os, socket\n" + make + "s.listen()\nwhile True:\n    s.accept()[0].close()\n"
+
+
 def test_a_tcp_probe_counts_an_ipv6_socket_listening_at_the_pods_address(
     emulator: KubernetesEmulator,
     core_v1: kubernetes.client.CoreV1Api,
@@ -354,15 +369,7 @@ def test_a_tcp_probe_counts_an_ipv6_socket_listening_at_the_pods_address(
 ) -> None:
     """As gRPC's servers (Ray's client server) listen at an IPv4 address: an IPv6 socket bound
     to it as ``::ffff:a.b.c.d``, which the kernel lists among IPv6 sockets."""
-    code = (
-        "import os, socket\n"
-        "s = socket.socket(socket.AF_INET6)\n"
-        "s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)\n"
-        "s.bind(('::ffff:' + os.environ['POD_IP'], 7000))\n"
-        "s.listen()\n"
-        "while True:\n"
-        "    s.accept()[0].close()\n"
-    )
+    code = _bare_server(ipv6=True)
     probe = {"tcpSocket": {"port": 7000}, "periodSeconds": 1}
     core_v1.create_namespaced_pod(namespace, _pod("p", code, readinessProbe=probe))
     # A new interpreter started on a machine the whole suite keeps busy: the wait is generous.
@@ -572,14 +579,7 @@ def test_a_pod_never_gets_an_address_a_socket_of_an_earlier_pod_lingers_at(
     """A pod's server closed a connection (it waits out TIME_WAIT for a minute) and the pod
     went; the next pod's server, which does not set ``SO_REUSEADDR``, binds the same port at
     its own address and becomes ready, as it would in its own network namespace."""
-    serve = (
-        "import os, socket\n"
-        "s = socket.socket()\n"
-        "s.bind((os.environ['POD_IP'], 7000))\n"
-        "s.listen()\n"
-        "while True:\n"
-        "    s.accept()[0].close()\n"
-    )
+    serve = _bare_server()
     probe = {"tcpSocket": {"port": 7000}, "periodSeconds": 1}
     core_v1.create_namespaced_pod(namespace, _pod("p", serve, readinessProbe=probe))
     wait_until(lambda: _ready(core_v1, namespace), timeout=10)

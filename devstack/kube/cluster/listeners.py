@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 _LISTEN = "0A"
@@ -29,6 +29,17 @@ def _local_v4(host: str, port: int) -> str:
     return f"{packed:08X}:{port:04X}"
 
 
+def _socket_rows() -> Iterator[list[str]]:
+    """Every TCP socket the kernel lists, IPv4's then IPv6's, as the fields of its row."""
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            yield line.split()
+
+
 def listening_socket(host: str, port: int) -> int | None:
     """The inode of the socket a connection to ``host:port`` reaches: one listening at that
     address (an IPv4 or an IPv6 socket), else one listening at every address (IPv4's, or
@@ -36,19 +47,13 @@ def listening_socket(host: str, port: int) -> int | None:
     exact, any_v4 = _local_v4(host, port), f"{_ANY_V4}:{port:04X}"
     any_v6, mapped = f"{_ANY_V6}:{port:04X}", _V4_MAPPED + _local_v4(host, port)
     wildcard: int | None = None
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            lines = Path(table).read_text().splitlines()[1:]
-        except OSError:
+    for fields in _socket_rows():
+        if len(fields) < 10 or fields[3] != _LISTEN:
             continue
-        for line in lines:
-            fields = line.split()
-            if len(fields) < 10 or fields[3] != _LISTEN:
-                continue
-            if fields[1] in (exact, mapped):
-                return int(fields[9])
-            if fields[1] in (any_v4, any_v6):
-                wildcard = int(fields[9])
+        if fields[1] in (exact, mapped):
+            return int(fields[9])
+        if fields[1] in (any_v4, any_v6):
+            wildcard = int(fields[9])
     return wildcard
 
 
@@ -57,23 +62,17 @@ def addresses_with_sockets(prefix: str) -> set[str]:
     any state (listening, connected, or closed and waiting out TIME_WAIT), IPv4's or IPv6's
     bound as ``::ffff:a.b.c.d``."""
     found: set[str] = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            lines = Path(table).read_text().splitlines()[1:]
-        except OSError:
+    for fields in _socket_rows():
+        if len(fields) < 2:
             continue
-        for line in lines:
-            fields = line.split(maxsplit=2)
-            if len(fields) < 2:
+        local = fields[1].split(":", 1)[0]
+        if len(local) == 32:
+            if not local.startswith(_V4_MAPPED):
                 continue
-            local = fields[1].split(":", 1)[0]
-            if len(local) == 32:
-                if not local.startswith(_V4_MAPPED):
-                    continue
-                local = local[len(_V4_MAPPED) :]
-            address = socket.inet_ntoa(int(local, 16).to_bytes(4, "little"))
-            if address.startswith(prefix):
-                found.add(address)
+            local = local[len(_V4_MAPPED) :]
+        address = socket.inet_ntoa(int(local, 16).to_bytes(4, "little"))
+        if address.startswith(prefix):
+            found.add(address)
     return found
 
 
