@@ -115,9 +115,10 @@ class FramesHidden(Exception):
 
 
 def _resident_frames(pid: int) -> set[int]:
-    """The page frames resident in process ``pid`` (none once it has gone)."""
+    """The page frames resident in process ``pid``: those read before it ended, if it ends
+    while being read."""
     frames: set[int] = set()
-    try:
+    with contextlib.suppress(OSError, ValueError):
         maps = Path(f"/proc/{pid}/maps").read_text().splitlines()
         with open(f"/proc/{pid}/pagemap", "rb") as pagemap:
             for line in maps:
@@ -131,8 +132,6 @@ def _resident_frames(pid: int) -> set[int]:
                         if not entry & _FRAME_BITS:
                             raise FramesHidden(pid)
                         frames.add(entry & _FRAME_BITS)
-    except (OSError, ValueError):
-        return frames
     return frames
 
 
