@@ -32,6 +32,8 @@ KERNEL_PREFIX = "kernel"
 # Labels.
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY = "lab-spawner"
+OURS_SELECTOR = f"{MANAGED_BY_LABEL}={MANAGED_BY}"
+"""Every object the service made."""
 USER_LABEL = "lab-spawner.jupyter.org/user"
 COMPONENT_LABEL = "app.kubernetes.io/component"
 LAB_COMPONENT = "lab"

@@ -1,7 +1,9 @@
 """Follow a workload's pod until it is ready, telling the user what Kubernetes says.
 
 The pod is watched (a short watch at a time, so a superseded operation or the deadline is
-noticed; a watch lost on the way is opened again from a fresh read), each change judged by
+noticed; a watch lost on the way is opened again from a fresh read), through the process's
+shared feed of the kind's pods when the caller follows one (``app.engine.feeds``), else on
+a watch of its own; each change is judged by
 ``pods.judge``: ready ends the wait, a failure raises
 ``StepFailed`` at once with the reason. Meanwhile the Kubernetes Events about the pod
 (scheduling, image pulls, container starts: the messages users see) become the
@@ -11,9 +13,12 @@ operation's info and error events, and move its progress bar.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
+from app.engine.feeds import Follower
 from app.engine.kind import StepFailed
 from app.engine.pods import judge
 from app.engine.reporter import Reporter
@@ -50,19 +55,29 @@ class PodToFollow:
     progress: PodProgress = field(default_factory=PodProgress)
 
 
+PodChanges = Callable[[str | None, int], Iterator[tuple[str, dict[str, Any]]]]
+"""``(version, seconds)``: the pod's changes after the read at ``version``, for that long."""
+
+
 def follow_until_ready(
     kube: KubernetesStorage,
     reporter: Reporter,
     pod: PodToFollow,
     first_look: dict[str, Any] | None,
+    follower: Follower | None = None,
 ) -> None:
     """Return once the pod is ready; raise ``StepFailed`` as soon as it cannot become so.
 
     ``first_look`` is the pod as the caller just read it (None: it is gone), so that read
-    can go out beside the caller's other work.
+    can go out beside the caller's other work. ``follower``: the caller's subscription to
+    its kind's pod feed, taken before that read; without it the pod is watched alone.
     """
+    changes: PodChanges = (
+        follower.changes if follower else partial(kube.watch_pod, pod.namespace, pod.name)
+    )
     feed = _EventFeed(kube, reporter, pod)
     version: str | None = None
+    uid: str | None = None
     first = True
     while True:
         if not first:
@@ -71,14 +86,17 @@ def follow_until_ready(
             current = first_look if first else kube.read_pod(pod.namespace, pod.name)
             if current is None:
                 raise StepFailed(f"the {pod.noun} pod was deleted while starting")
-            feed.pod_uid(current["metadata"].get("uid"))
+            uid = current["metadata"].get("uid")
+            feed.pod_uid(uid)
             if _settled(reporter, feed, pod, current):
                 return
             version = current["metadata"]["resourceVersion"]
         first = False
         timeout = max(1, min(2, int(reporter.remaining())))
         try:
-            for kind, changed in kube.watch_pod(pod.namespace, pod.name, version, timeout):
+            for kind, changed in changes(version, timeout):
+                if uid and changed["metadata"].get("uid") not in (None, uid):
+                    continue  # An earlier pod of that name, going away.
                 version = changed["metadata"].get("resourceVersion", version)
                 if kind == "DELETED":
                     raise StepFailed(f"the {pod.noun} pod was deleted while starting")

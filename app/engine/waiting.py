@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any
 
+from app.engine.feeds import Follower
 from app.engine.reporter import Reporter
 from app.storage.kubernetes import KubernetesError, KubernetesStorage, WatchExpired, is_transient
 
@@ -32,13 +33,16 @@ def wait_namespace_gone(
     reporter: Reporter,
     name: str,
     last_seen: dict[str, Any] | None = None,
+    follower: Follower | None = None,
 ) -> None:
     """Return once the namespace is gone; ``last_seen`` (the delete's answer, say) saves the
-    first read."""
+    first read. ``follower``: the caller's subscription to a feed of namespaces
+    (``app.engine.feeds``), taken before that read; without it the namespace is watched
+    alone."""
     _wait_gone(
         reporter,
         read=partial(kube.read_namespace, name),
-        watch=partial(kube.watch_namespace, name),
+        watch=follower.changes if follower else partial(kube.watch_namespace, name),
         last_seen=last_seen,
     )
 
@@ -51,7 +55,9 @@ def _wait_gone(
     last_seen: dict[str, Any] | None = None,
 ) -> None:
     """Return once the object ``read`` finds is gone: read it, watch it from the version
-    read (``watch(resource_version, seconds)``) until it is deleted, and again."""
+    read (``watch(resource_version, seconds)``) until it is deleted, and again. Only the
+    deletion of the object read counts, not that of an earlier one of the same name (which
+    a shared feed may still be telling of)."""
     while True:
         reporter.check()
         found = last_seen or read()
@@ -59,9 +65,10 @@ def _wait_gone(
         if found is None:
             return
         version = found["metadata"]["resourceVersion"]
+        uid = found["metadata"].get("uid")
         try:
-            for kind, _ in watch(version, _watch_seconds(reporter)):
-                if kind == "DELETED":
+            for kind, changed in watch(version, _watch_seconds(reporter)):
+                if kind == "DELETED" and changed["metadata"].get("uid") in (None, uid):
                     return
         except WatchExpired:
             continue

@@ -20,6 +20,7 @@ from flask import Flask, current_app
 from app import metrics
 from app.engine.admission import Admission
 from app.engine.engine import Engine
+from app.engine.feeds import WatchFeeds
 from app.engine.leadership import ElectedWorker
 from app.engine.reads import WorkloadReads
 from app.engine.watcher import WorkloadWatcher
@@ -113,6 +114,7 @@ class Machinery:
         self.images.stop()
         self.prepuller.stop()
         self.engine.stop()
+        self.context.feeds.stop()
         self.hub.stop()
         self.registries.close()
         self.metrics_flusher.stop()
@@ -133,6 +135,7 @@ def build_machinery(app: Flask, config: Config, kinds: Sequence[KindFactory] = K
         config=config,
         labs=labs,
         kube=kube,
+        feeds=WatchFeeds(kube),
         images=ImageService(config, image_store, prepulls, records=workloads),
         registries=registries,
         prepulls=prepulls,

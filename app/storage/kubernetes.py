@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from urllib3.exceptions import HTTPError
 
 from app import metrics
-from app.builders.names import MANAGED_BY, MANAGED_BY_LABEL
+from app.builders.names import MANAGED_BY, MANAGED_BY_LABEL, OURS_SELECTOR
 from app.concurrency import start_task
 from app.runtime.collector import collector_paused
 
@@ -136,7 +136,11 @@ _GROUPS = {
     "deployments": APPS,
     "jobs": BATCH,
 }
-_QUERY_NAMES = {"label_selector": "labelSelector", "field_selector": "fieldSelector"}
+_QUERY_NAMES = {
+    "label_selector": "labelSelector",
+    "field_selector": "fieldSelector",
+    "limit": "limit",
+}
 
 
 def resource_path(resource: str, namespace: str | None = None, name: str | None = None) -> str:
@@ -416,8 +420,7 @@ class KubernetesStorage:
         return answer if answer is not None and answer.get("kind") == "Namespace" else None
 
     def list_lab_namespaces(self) -> list[dict[str, Any]]:
-        selector = f"{MANAGED_BY_LABEL}={MANAGED_BY}"
-        return list(self._list("namespaces", label_selector=selector).get("items") or [])
+        return list(self._list("namespaces", label_selector=OURS_SELECTOR).get("items") or [])
 
     # Namespaced objects other than pods ----------------------------------------------
 
@@ -565,7 +568,7 @@ class KubernetesStorage:
         """Ask for the deletion of the service's objects of ``kind`` in ``namespace``, in one
         call; the names of those it deleted (the API server answers with the list), none
         when the API does not serve the kind (its operator is not installed)."""
-        query = [("labelSelector", f"{MANAGED_BY_LABEL}={MANAGED_BY}")]
+        query = [("labelSelector", OURS_SELECTOR)]
         try:
             answer = _call(self._api, "DELETE", kind.path(namespace), query=query)
         except KubernetesError as exc:
@@ -635,6 +638,15 @@ class KubernetesStorage:
         namespace, and the list's resourceVersion (where a watch of them starts)."""
         result = self._list(resource, namespace, label_selector=label_selector)
         return list(result.get("items") or []), str(result["metadata"]["resourceVersion"])
+
+    def tracked_version(
+        self, resource: str, label_selector: str, *, namespace: str | None = None
+    ) -> str:
+        """Where a watch of the objects the selector matches starts from now: the version of
+        a list of at most one of them, so that a watch that needs no copy of the objects
+        (``app.engine.pod_feed``) does not pay for listing every one."""
+        result = self._list(resource, namespace, label_selector=label_selector, limit="1")
+        return str(result["metadata"]["resourceVersion"])
 
     def read_tracked(self, resource: str, namespace: str, name: str) -> dict[str, Any] | None:
         return self._get(resource, namespace, name)

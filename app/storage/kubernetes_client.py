@@ -42,9 +42,10 @@ about six objects at once; past 64 calls in flight the API server's own latency,
 connections, sets the pace."""
 
 WATCH_CONNECTIONS = 512
-"""Connections the watch client keeps. Every operation waiting for a pod watches it, and
-waiting operations are not bounded (``Run.waiting``): in a storm a worker follows a few
-hundred pods at once, each watch holding its connection for a second or two."""
+"""Connections the watch client keeps. Labs, kernels and lab namespaces are followed on one
+shared watch each (``app.engine.feeds``), but the other waits watch their object alone, and
+waiting operations are not bounded (``Run.waiting``): a storm of them can follow a few
+hundred objects at once, each watch holding its connection for a second or two."""
 
 
 class DeadlineApiClient(k8s.ApiClient):

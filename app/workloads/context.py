@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from app.engine.feeds import WatchFeeds
 from app.models.config import Config
 from app.storage.images import ImageStore
 from app.storage.kubernetes import CustomKind, KubernetesStorage
@@ -27,6 +28,8 @@ class WorkloadContext:
     config: Config
     labs: LabStore
     kube: KubernetesStorage
+    feeds: WatchFeeds
+    """The shared watches operations follow their objects on (``app.engine.feeds``)."""
     images: ImageService
     registries: RegistryDirectory
     prepulls: PrepullStore

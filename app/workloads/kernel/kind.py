@@ -38,7 +38,7 @@ from app.workloads.kernel.records import (
     kernel_json,
     parse_kernel,
 )
-from app.workloads.kernel.tracking import KernelTracking
+from app.workloads.kernel.tracking import KERNEL_SELECTOR, KernelTracking
 from app.workloads.kind import ServiceKind
 from app.workloads.quota import sync_lab_quota
 from app.workloads.refs import KERNEL_KIND
@@ -104,12 +104,19 @@ class KernelKind(ServiceKind):
                 LAB_POD_ANNOTATION: str(lab_pod["metadata"].get("uid") or ""),
             }
         )
+        feed = ctx.feeds.feed("pods", KERNEL_SELECTOR)
         try:
-            first_look = self._create_pod(run, pod)
-            with run.waiting():
-                follow_until_ready(
-                    ctx.kube, reporter, PodToFollow(namespace, pod_name, noun="kernel"), first_look
-                )
+            # Subscribed before the create, whose answer is the first look at the pod.
+            with feed.follow(namespace, pod_name) as follower:
+                first_look = self._create_pod(run, pod)
+                with run.waiting():
+                    follow_until_ready(
+                        ctx.kube,
+                        reporter,
+                        PodToFollow(namespace, pod_name, noun="kernel"),
+                        first_look,
+                        follower,
+                    )
         except HandedOver:
             raise  # Another worker resumes the spawn and adopts the pod.
         except Exception:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 
-from app.builders.names import lab_namespace
+from app.builders.names import OURS_SELECTOR, lab_namespace
 from app.concurrency import concurrently
 from app.engine.kind import Run
 from app.engine.waiting import wait_namespace_gone
@@ -46,13 +46,15 @@ def run_delete(ctx: WorkloadContext, run: Run) -> None:
         reporter.info(f"Namespace {namespace} is not the service's; leaving it alone", progress=10)
     else:
         release_operator_objects(ctx, run, namespace)
-        # Announced beside the call rather than before it: one Redis write fewer in turn.
-        answer, _ = concurrently(
-            lambda: ctx.kube.delete_namespace(namespace),
-            lambda: reporter.info("Stopping the lab and removing its namespace", progress=30),
-        )
-        with run.waiting():
-            wait_namespace_gone(ctx.kube, reporter, namespace, answer)
+        # Subscribed before the delete, whose answer is the first look at the namespace.
+        with ctx.feeds.feed("namespaces", OURS_SELECTOR).follow(None, namespace) as follower:
+            # Announced beside the call rather than before it: one Redis write fewer in turn.
+            answer, _ = concurrently(
+                lambda: ctx.kube.delete_namespace(namespace),
+                lambda: reporter.info("Stopping the lab and removing its namespace", progress=30),
+            )
+            with run.waiting():
+                wait_namespace_gone(ctx.kube, reporter, namespace, answer, follower)
 
 
 def release_operator_objects(ctx: WorkloadContext, run: Run, namespace: str) -> None:

@@ -33,6 +33,7 @@ from app.storage.registry import RegistryNotFound
 from app.workloads.context import WorkloadContext
 from app.workloads.lab.builders import LabObjects, build_lab, build_namespace
 from app.workloads.lab.records import lab_record, reachable_at
+from app.workloads.lab.tracking import LAB_POD_SELECTOR
 
 OPERATION_ANNOTATION = "lab-spawner.jupyter.org/operation"
 """Marks which operation created a pod, so a resumed spawn adopts its own pod."""
@@ -108,19 +109,23 @@ def run_spawn(ctx: WorkloadContext, run: Run) -> LabRecord:
     )
     objects.pod["metadata"].setdefault("annotations", {})[OPERATION_ANNOTATION] = run.operation.id
     service = _create_objects(ctx, reporter, objects, pod_absent=not own_pod)
-    first_look = ctx.kube.read_pod(namespace, pod_name)
     created_events = [
         (EventType.INFO, OBJECTS_CREATED),
         (EventType.PROGRESS, str(OBJECTS_CREATED_PROGRESS)),
     ]
-    if first_look is not None and judge(first_look, "lab").ready:
-        # Ready at the first look: the objects' event goes out with the lab's last ones,
-        # in the step that records it running, rather than in a write of its own.
-        reporter.at_end(created_events)
-    else:
-        reporter.write(created_events)
-        with run.waiting():
-            follow_until_ready(ctx.kube, reporter, PodToFollow(namespace, pod_name), first_look)
+    # Subscribed before the first look, so that every change after it reaches the wait.
+    with ctx.feeds.feed("pods", LAB_POD_SELECTOR).follow(namespace, pod_name) as follower:
+        first_look = ctx.kube.read_pod(namespace, pod_name)
+        if first_look is not None and judge(first_look, "lab").ready:
+            # Ready at the first look: the objects' event goes out with the lab's last
+            # ones, in the step that records it running, rather than in a write of its own.
+            reporter.at_end(created_events)
+        else:
+            reporter.write(created_events)
+            with run.waiting():
+                follow_until_ready(
+                    ctx.kube, reporter, PodToFollow(namespace, pod_name), first_look, follower
+                )
     if unprovisioned:
         # Only now: the provisioning container is idempotent and ran to its end.
         ctx.labs.mark_provisioned(spec.username)
