@@ -93,7 +93,7 @@ class WatchFeed:
         follower = Follower(self, (namespace or "", name))
         with self._lock:
             self._followers.setdefault(follower.key, set()).add(follower)
-            follower.seen_start = self._start if self._watching else -1
+            follower.seen_start = self._current_start()
             if self._task is None and not self._stopping.is_set():
                 self._task = start_task(self._run, name=f"feed-{self.resource}")
         try:
@@ -227,6 +227,7 @@ class WatchFeed:
     # What followers ask, under the lock ---------------------------------------------
 
     def _current_start(self) -> int:
+        """The start whose watch holds now; -1 while none does."""
         return self._start if self._watching else -1
 
 

@@ -75,7 +75,7 @@ def follow_until_ready(
     changes: PodChanges = (
         follower.changes if follower else partial(kube.watch_pod, pod.namespace, pod.name)
     )
-    feed = _EventFeed(kube, reporter, pod)
+    events = _EventFeed(kube, reporter, pod)
     version: str | None = None
     uid: str | None = None
     first = True
@@ -87,8 +87,8 @@ def follow_until_ready(
             if current is None:
                 raise StepFailed(f"the {pod.noun} pod was deleted while starting")
             uid = current["metadata"].get("uid")
-            feed.pod_uid(uid)
-            if _settled(reporter, feed, pod, current):
+            events.pod_uid(uid)
+            if _settled(reporter, events, pod, current):
                 return
             version = current["metadata"]["resourceVersion"]
         first = False
@@ -100,7 +100,7 @@ def follow_until_ready(
                 version = changed["metadata"].get("resourceVersion", version)
                 if kind == "DELETED":
                     raise StepFailed(f"the {pod.noun} pod was deleted while starting")
-                if _settled(reporter, feed, pod, changed):
+                if _settled(reporter, events, pod, changed):
                     return
                 reporter.check()
         except WatchExpired:
@@ -111,21 +111,21 @@ def follow_until_ready(
             pause_after_failed_watch(reporter, exc)
             version = None
             continue
-        feed.poll()
+        events.poll()
 
 
 def _settled(
-    reporter: Reporter, feed: _EventFeed, pod: PodToFollow, current: dict[str, Any]
+    reporter: Reporter, events: _EventFeed, pod: PodToFollow, current: dict[str, Any]
 ) -> bool:
     verdict = judge(current, pod.noun)
     if verdict.failure:
-        feed.poll()
+        events.poll()
         raise StepFailed(verdict.failure, verdict.reason)
     if verdict.ready:
         return True
     if verdict.scheduled_on:
         reporter.progress(pod.progress.scheduled)
-    feed.poll(at_most_every=EVENT_POLL_SECONDS)
+    events.poll(at_most_every=EVENT_POLL_SECONDS)
     return False
 
 

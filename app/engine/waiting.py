@@ -20,11 +20,19 @@ WATCH_RETRY_SECONDS = 0.5
 """The pause before a failed watch is opened again."""
 
 
-def wait_pod_gone(kube: KubernetesStorage, reporter: Reporter, namespace: str, name: str) -> None:
+def wait_pod_gone(
+    kube: KubernetesStorage,
+    reporter: Reporter,
+    namespace: str,
+    name: str,
+    follower: Follower | None = None,
+) -> None:
+    """Return once the pod is gone. ``follower``: the caller's subscription to its kind's
+    pod feed (``app.engine.feeds``); without it the pod is watched alone."""
     _wait_gone(
         reporter,
         read=partial(kube.read_pod, namespace, name),
-        watch=partial(kube.watch_pod, namespace, name),
+        watch=follower.changes if follower else partial(kube.watch_pod, namespace, name),
     )
 
 

@@ -1,5 +1,5 @@
-"""Spawns follow their pods on the runner's shared watch of lab pods (``app.engine.feeds``),
-not on a watch each: one watch request for many spawns, none per lab namespace."""
+"""Spawns follow their pods, and deletes their namespaces, on the runner's shared watches
+(``app.engine.feeds``), not on a watch each: a few watch requests for many operations."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from flask import Flask
 
+from app.builders.names import OURS_SELECTOR
 from app.config import Config
 from app.extensions.labs import machinery_of
 from app.workloads.lab.tracking import LAB_POD_SELECTOR
@@ -16,10 +17,11 @@ from tests.labs.conftest import LabUser, read_events, spawn_body
 SPAWNS = 6
 
 
-def test_spawns_at_once_follow_their_pods_on_one_shared_watch(
+def test_spawns_and_deletes_at_once_wait_on_shared_watches(
     config: Config,
     make_app: Callable[[Config], Flask],
     new_user: Callable[..., LabUser],
+    admin_headers: dict[str, str],
     kube: KubernetesEmulator,
 ) -> None:
     app = make_app(config)
@@ -42,6 +44,19 @@ def test_spawns_at_once_follow_their_pods_on_one_shared_watch(
         if entry.namespace in namespaces
     ]
     assert per_pod == []
-    feed = machinery_of(app).context.feeds.feed("pods", LAB_POD_SELECTOR)
-    assert 1 <= feed.watch_requests < SPAWNS
-    assert feed.following == 0
+    feeds = machinery_of(app).context.feeds
+    pods = feeds.feed("pods", LAB_POD_SELECTOR)
+    assert 1 <= pods.watch_requests < SPAWNS
+    assert pods.following == 0
+
+    kube.audit.clear()
+    for user in users:
+        url = f"/spawner/v1/labs/{user.username}"
+        assert client.delete(url, headers=admin_headers).status_code == 202
+    for user in users:
+        events = read_events(client, user.username, user.headers)
+        assert events[-1].type == "complete", [e.data for e in events]
+    assert not namespaces & {ns["metadata"]["name"] for ns in kube.store.list("namespaces")}
+    namespace_feed = feeds.feed("namespaces", OURS_SELECTOR)
+    assert 1 <= namespace_feed.watch_requests < SPAWNS
+    assert len(kube.audit.entries(verb="watch", resource="namespaces")) < SPAWNS

@@ -199,9 +199,11 @@ def test_a_worker_killed_at_each_step_of_a_spawn_leaves_exactly_one_lab(
         )
         assert configmaps == ["nb-rachel-env", "nb-rachel-nss"], (verb, resource)
         delete()
-    # Every create, the pod's read and its watch were each interrupted by a kill.
+    # Every create and the pod's read were each interrupted by a kill. The pod's changes come
+    # on the runner's shared watch of lab pods, not on a call of the spawn's own: the kill
+    # while the spawn follows its pod is the test above.
     assert {s for s in steps if s[0] == "create"} <= set(exercised), exercised
-    assert {("get", "pods"), ("watch", "pods")} <= set(exercised), exercised
+    assert ("get", "pods") in exercised, exercised
     assert stack.spawner_process is not None and stack.spawner_process.poll() is None
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from app.builders import names
 from app.concurrency import concurrently
+from app.engine.feeds import WatchFeed
 from app.engine.following import PodToFollow, follow_until_ready
 from app.engine.kind import Finished, Run, StepFailed
 from app.engine.reporter import HandedOver
@@ -104,10 +105,9 @@ class KernelKind(ServiceKind):
                 LAB_POD_ANNOTATION: str(lab_pod["metadata"].get("uid") or ""),
             }
         )
-        feed = ctx.feeds.feed("pods", KERNEL_SELECTOR)
         try:
             # Subscribed before the create, whose answer is the first look at the pod.
-            with feed.follow(namespace, pod_name) as follower:
+            with self._pods().follow(namespace, pod_name) as follower:
                 first_look = self._create_pod(run, pod)
                 with run.waiting():
                     follow_until_ready(
@@ -175,12 +175,16 @@ class KernelKind(ServiceKind):
         grace = int((run.operation.spec or {}).get("grace_seconds", DEFAULT_GRACE_SECONDS))
         self._remove(record.namespace, name, grace_seconds=grace)
         run.reporter.info(f"Stopping kernel {kernel_id}")
-        with run.waiting():
-            wait_pod_gone(ctx.kube, run.reporter, record.namespace, name)
+        with self._pods().follow(record.namespace, name) as follower, run.waiting():
+            wait_pod_gone(ctx.kube, run.reporter, record.namespace, name, follower)
         holdings = holdings_of(ctx, run.workloads.records, owner)
         sync_lab_quota(ctx, holdings.without(KERNEL_KIND, run.operation.ref.name))
         run.reporter.closing(f"Kernel {kernel_id} of {owner} deleted")
         return Finished(None)
+
+    def _pods(self) -> WatchFeed:
+        """The runner's one watch of kernel pods, which spawns and deletes wait on."""
+        return self._ctx.feeds.feed("pods", KERNEL_SELECTOR)
 
     def _remove(self, namespace: str, name: str, *, grace_seconds: int) -> None:
         """Delete the kernel's pod (given ``grace_seconds``) and its Secret."""
