@@ -18,7 +18,10 @@ earlier, would have shown. Whenever the feed starts over (its first watch, a 410
 connection) or a follower's queue overflows, that follower's wait raises ``FeedRestarted``
 (a ``WatchExpired``) and it reads its object again, as after a per-object watch expired;
 while the feed cannot watch, each wait ends so, and followers read their object every
-couple of seconds rather than wait on a watch that is not there.
+couple of seconds rather than wait on a watch that is not there. And a follower that has
+heard nothing of its object for ``RESYNC_SECONDS`` reads it again too, as informers resync:
+whatever a watch could miss (an object whose labels no longer match, say) costs that long
+at most, and a pod whose image takes minutes to pull costs a read every half-minute.
 """
 
 from __future__ import annotations
@@ -45,6 +48,9 @@ QUEUE_LIMIT = 64
 """Changes waiting for one follower. A pod changes a handful of times as it starts; a
 follower that falls this far behind reads its object again instead."""
 
+RESYNC_SECONDS = 30.0
+"""How long a follower waits on the feed alone, hearing nothing, before it reads again."""
+
 _MAX_PAUSE_SECONDS = 30.0
 
 ObjectKey = tuple[str, str]
@@ -67,12 +73,14 @@ class WatchFeed:
         *,
         namespace: str | None = None,
         watch_seconds: int = WATCH_SECONDS,
+        resync_seconds: float = RESYNC_SECONDS,
     ) -> None:
         self._kube = kube
         self.resource = resource
         self.selector = selector
         self._namespace = namespace
         self._watch_seconds = watch_seconds
+        self.resync_seconds = resync_seconds
         self._lock = threading.Lock()
         self._followers: dict[ObjectKey, set[Follower]] = {}
         self._task: Task | None = None
@@ -242,6 +250,8 @@ class Follower:
         self._ready = threading.Condition(feed._lock)
         self.seen_start = -1
         """The feed's start the follower's last read belongs to (-1: none held)."""
+        self._heard = time.monotonic()
+        """When the follower last read its object or was told of a change."""
 
     def changes(
         self, resource_version: str | None, timeout: int
@@ -251,7 +261,8 @@ class Follower:
 
         The version itself is not needed: the feed delivers whatever came after the
         subscription, which preceded the read. Raises ``FeedRestarted`` at once if the feed
-        started over since the read, and at the end if it is not watching: read again."""
+        started over since the read, and at the end if it is not watching or nothing was
+        heard of the object for the feed's ``resync_seconds``: read again."""
         del resource_version
         deadline = time.monotonic() + timeout
         while True:
@@ -264,11 +275,14 @@ class Follower:
                 if self._missed_changes():
                     self._read_again()
                 if not self._queue:
-                    if self._feed._current_start() < 0:
-                        # No watch behind this wait: the caller reads, a timeout apart.
+                    silent = time.monotonic() - self._heard
+                    if self._feed._current_start() < 0 or silent >= self._feed.resync_seconds:
+                        # No watch behind this wait (the caller reads, a timeout apart), or
+                        # a long silence the caller checks with a read.
                         self._read_again()
                     return
                 item = self._queue.popleft()
+                self._heard = time.monotonic()
             yield item
 
     def _missed_changes(self) -> bool:
@@ -279,6 +293,7 @@ class Follower:
         self.seen_start = self._feed._current_start()
         self._queue.clear()
         self._overflowed = False
+        self._heard = time.monotonic()
         raise FeedRestarted
 
     # From the feed, under its lock ----------------------------------------------------

@@ -246,3 +246,24 @@ def test_a_stopped_feed_ends_its_watch_at_once_and_followers_read(
         assert not long_feed.running
         assert not long_feed.watching
         assert_told_to_read_again(follower)
+
+
+def test_a_follower_that_hears_nothing_for_a_while_reads_again(
+    kube: KubernetesEmulator, namespace: str, storage: KubernetesStorage
+) -> None:
+    quiet_feed = WatchFeed(storage, "configmaps", SELECTOR, watch_seconds=30, resync_seconds=2)
+    # Without the feed's label: its changes never reach the feed.
+    kube.store.create(
+        "configmaps", {"metadata": {"name": "unlabelled", "namespace": namespace}, "data": {}}
+    )
+    try:
+        with quiet_feed.follow(namespace, "unlabelled") as follower:
+            settle(quiet_feed, follower)
+            change_map(kube, namespace, "unlabelled", "unseen")
+            with pytest.raises(FeedRestarted):
+                for _ in range(5):
+                    for _ in follower.changes(None, 1):
+                        raise AssertionError("a change the feed cannot see reached it")
+            assert quiet_feed.watching
+    finally:
+        quiet_feed.stop()
