@@ -3,7 +3,7 @@
 An operation waiting for its pod used to watch that pod alone. In a storm of 300 spawns the
 runner then held 300 watch requests open at once, each on a TLS connection of its own to the
 API server: 300 such watches grew a process by 25 MiB (about 85 KiB each, of which a
-greenlet waiting on an event is 12), and the API server kept 300 watches for it. Controllers
+greenlet waiting on an event is 12 KiB), and the API server kept 300 watches for it. Controllers
 in the field share one watch per kind of object instead (an informer; kubespawner's
 reflector). A ``WatchFeed`` is that for the objects one label selector matches: it watches
 while any operation follows one of them (``follow``), hands each change to the followers of

@@ -291,6 +291,24 @@ def test_a_cluster_scoped_owner_takes_its_dependents_in_every_namespace(
         wait_until(lambda where=where: _config_map_names(core_v1, where) == {"unowned"})
 
 
+def test_an_object_made_after_its_owner_went_is_collected(
+    core_v1: CoreV1Api, namespace: str, wait_until: WaitUntil
+) -> None:
+    """An operator that makes a dependent while its owner is being deleted leaves one whose
+    owner is already gone; the collector deletes it as it would have with the owner."""
+    owner = core_v1.create_namespaced_config_map(namespace, _config_map("owner"))
+    reference = _reference("ConfigMap", "owner", owner.metadata.uid)
+    core_v1.delete_namespaced_config_map("owner", namespace)
+    wait_until(lambda: _config_map_names(core_v1, namespace) == set())
+
+    core_v1.create_namespaced_config_map(
+        namespace, _config_map("late", ownerReferences=[reference])
+    )
+    core_v1.create_namespaced_config_map(namespace, _config_map("unowned"))
+
+    wait_until(lambda: _config_map_names(core_v1, namespace) == {"unowned"})
+
+
 def test_a_namespaced_owner_has_no_dependents_in_another_namespace(
     core_v1: CoreV1Api, namespace: str, wait_until: WaitUntil
 ) -> None:

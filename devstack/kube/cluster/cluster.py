@@ -102,7 +102,11 @@ class Cluster:
         self._services = ServiceProxies(self._endpoints, self.addresses)
         self._crds = CrdController(self.served, self._writer, self.store.list)
         self._garbage = GarbageCollector(
-            self._writer, self.store.get, self.store.dependents, self._served_kinds
+            self._writer,
+            self.store.get,
+            self.store.dependents,
+            self._served_kinds,
+            self._owner_present,
         )
         self._operators = {
             operator.plural: operator(
@@ -214,6 +218,27 @@ class Cluster:
             self._reactor.submit(lambda: self._dispatch(event_type, resource, obj))
         if event_type == "DELETED":
             self._reactor.submit(lambda: self._garbage.on_deleted(obj))
+        elif event_type == "ADDED" and (obj.get("metadata") or {}).get("ownerReferences"):
+            self._reactor.submit(lambda: self._garbage.on_added(resource, obj))
+
+    def _owner_present(self, reference: dict[str, Any], namespace: str | None) -> bool:
+        """Whether the object ``reference`` names exists with its uid: beside the dependent,
+        or (a reference across namespaces, which collects nothing) in another namespace. An
+        owner of a kind the emulator does not serve counts as present."""
+        api_version = str(reference.get("apiVersion") or "")
+        group = api_version.rpartition("/")[0]
+        uid = reference.get("uid")
+        for served in self.served.all():
+            if served.kind == reference.get("kind") and served.group == group:
+                owner = self.store.get(
+                    served.plural, namespace if served.namespaced else None, reference["name"]
+                )
+                if owner is not None and owner["metadata"].get("uid") == uid:
+                    return True
+                return served.namespaced and any(
+                    o["metadata"].get("uid") == uid for o in self.store.list(served.plural)
+                )
+        return True
 
     def _served_kinds(self) -> list[tuple[str, bool]]:
         return list({r.plural: (r.plural, r.namespaced) for r in self.served.all()}.values())

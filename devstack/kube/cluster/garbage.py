@@ -12,6 +12,11 @@ Dependents are found when their owner goes through the store's index of owner re
 kind in the owner's namespace, or in every namespace for a cluster-scoped owner, so tearing
 a namespace down cost a pass over the whole cluster per object in it. As a real cluster
 allows, a namespaced owner only has dependents in its own namespace.
+
+An object can also be made naming an owner that is already gone: an operator that was
+making a worker group's Deployment while the group was deleted. Kubernetes' collector finds
+such dependents of absent owners and deletes them as it would have when the owner went; so
+does this one, when the object is added (``on_added``).
 """
 
 from __future__ import annotations
@@ -25,6 +30,9 @@ from .writer import StoreWriter
 
 GetObject = Callable[[str, "str | None", str], "dict[str, Any] | None"]
 Dependents = Callable[[str], Sequence[tuple[str, "str | None", str]]]
+OwnerPresent = Callable[[dict[str, Any], "str | None"], bool]
+"""Whether the owner an owner reference names exists, with that uid, beside a dependent in
+that namespace (None: a cluster-scoped dependent)."""
 
 _NEVER_OWNED = frozenset({"events"})
 """Kinds the collector leaves alone, whatever they reference."""
@@ -39,6 +47,7 @@ class GarbageCollector:
         get_object: GetObject,
         dependents: Dependents,
         kinds: Callable[[], list[tuple[str, bool]]],
+        owner_present: OwnerPresent,
     ) -> None:
         """``dependents``: the store's index, owner uid to (plural, namespace, name) of the
         objects naming it; ``kinds``: every served kind, as (plural, namespaced)."""
@@ -46,6 +55,21 @@ class GarbageCollector:
         self._get = get_object
         self._dependents = dependents
         self._kinds = kinds
+        self._owner_present = owner_present
+
+    def on_added(self, plural: str, obj: Obj) -> None:
+        """Collect an object made after an owner it names was gone."""
+        if plural in _NEVER_OWNED:
+            return
+        meta = obj.get("metadata") or {}
+        namespace = meta.get("namespace")
+        for reference in _references(obj):
+            if self._owner_present(reference, namespace):
+                continue
+            current = self._get(plural, namespace, str(meta.get("name")))
+            if current is not None and current["metadata"].get("uid") == meta.get("uid"):
+                self._collect(plural, current, str(reference.get("uid")))
+            return
 
     def on_deleted(self, obj: Obj) -> None:
         meta = obj.get("metadata") or {}
