@@ -644,7 +644,7 @@ class KubernetesStorage:
     ) -> str:
         """Where a watch of the objects the selector matches starts from now: the version of
         a list of at most one of them, so that a watch that needs no copy of the objects
-        (``app.engine.pod_feed``) does not pay for listing every one."""
+        (``app.engine.feeds``) does not pay for listing every one."""
         result = self._list(resource, namespace, label_selector=label_selector, limit="1")
         return str(result["metadata"]["resourceVersion"])
 
