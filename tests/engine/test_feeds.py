@@ -84,8 +84,7 @@ def next_change(follower: Follower, timeout: float = 10.0) -> tuple[str, dict[st
 def assert_told_to_read_again(follower: Follower) -> None:
     """The follower's next wait ends with ``FeedRestarted``, within its second."""
     with pytest.raises(FeedRestarted):
-        for _ in follower.changes(None, 1):
-            pass
+        list(follower.changes(None, 1))
 
 
 def settle(feed: WatchFeed, follower: Follower) -> None:
@@ -93,8 +92,7 @@ def settle(feed: WatchFeed, follower: Follower) -> None:
     ``FeedRestarted`` of a follower that subscribed before the feed watched."""
     wait_for(lambda: feed.watching, timeout=20)
     with contextlib.suppress(FeedRestarted):
-        for _ in follower.changes(None, 0):
-            pass
+        list(follower.changes(None, 0))
 
 
 def test_every_follower_gets_its_own_objects_changes_from_one_watch(
@@ -172,8 +170,7 @@ def test_an_expired_watch_starts_over_and_followers_read_again(
             kube.faults.drop_watches()
             with pytest.raises(FeedRestarted):
                 for _ in range(10):
-                    for _ in follower.changes(None, 1):
-                        pass
+                    list(follower.changes(None, 1))
         finally:
             kube.faults.clear()
         change_map(kube, namespace, "expiring", "later")
